@@ -1,0 +1,117 @@
+"""The one place for input validation: shapes, finiteness and named errors.
+
+Every check raises ``ValueError`` whose message names the field (and the camera, when
+there is one) and the offending value, so an app can show it verbatim with ``st.error``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+ArrayLike = "np.ndarray | torch.Tensor | Sequence[float]"
+
+
+def _fmt_value(value: object, limit: int = 120) -> str:
+    """Short printable form of a value for error messages."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, precision=6, separator=", ", threshold=20)
+        text = " ".join(text.split())
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def field_error(field: str, value: object, problem: str, camera: str | None = None) -> ValueError:
+    """Build the project's standard error: ``camera CAM_FRONT: field K: <problem> (got <value>)``.
+
+    Args:
+        field: Name of the offending field (e.g. ``"K"``, ``"rotation"``).
+        value: The offending value, printed in the message.
+        problem: What is wrong, in words.
+        camera: Camera name, when the field belongs to a camera.
+
+    Returns:
+        A ``ValueError`` ready to raise.
+    """
+    where = f"camera {camera}: " if camera is not None else ""
+    return ValueError(f"{where}field '{field}': {problem} (got {_fmt_value(value)})")
+
+
+def check_shape(
+    value: "np.ndarray | torch.Tensor",
+    shape: Sequence[int | None | str],
+    field: str,
+    camera: str | None = None,
+) -> dict[str, int]:
+    """Check that ``value`` has ``shape``; ``None`` matches any size, ``"..."`` any leading dims.
+
+    Named dimensions (strings other than ``"..."``) must agree wherever they appear and are
+    returned, so callers can compare sizes between arguments.
+
+    Args:
+        value: Array or tensor to check.
+        shape: Expected shape, e.g. ``(3, 3)``, ``("...", 3)``, ``("N", "C", None, None)``.
+        field: Field name for the error message.
+        camera: Optional camera name for the error message.
+
+    Returns:
+        Mapping from named dimensions to their sizes.
+
+    Raises:
+        ValueError: naming the field, the expected shape and the actual shape.
+    """
+    actual = tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+    spec = list(shape)
+    bad = ValueError(
+        (f"camera {camera}: " if camera is not None else "")
+        + f"field '{field}': expected shape {tuple(shape)}, got shape {tuple(actual)}"
+    )
+    if spec and spec[0] == "...":
+        tail = spec[1:]
+        if len(actual) < len(tail):
+            raise bad
+        actual_tail = actual[len(actual) - len(tail):] if tail else ()
+        spec, actual = tail, actual_tail
+    elif len(spec) != len(actual):
+        raise bad
+    names: dict[str, int] = {}
+    for want, got in zip(spec, actual):
+        if want is None:
+            continue
+        if isinstance(want, str):
+            if names.setdefault(want, got) != got:
+                raise bad
+        elif want != got:
+            raise bad
+    return names
+
+
+def check_finite(value: "np.ndarray | torch.Tensor", field: str, camera: str | None = None) -> None:
+    """Raise a named ``ValueError`` if ``value`` holds NaN or inf."""
+    arr = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+    if not np.all(np.isfinite(arr)):
+        raise field_error(field, value, "must be finite (no NaN or inf)", camera)
+
+
+def as_float_array(value: object, field: str, camera: str | None = None) -> np.ndarray:
+    """Convert ``value`` to a float64 numpy array, or raise a named ``ValueError``."""
+    try:
+        if isinstance(value, torch.Tensor):
+            return value.detach().cpu().numpy().astype(np.float64)
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise field_error(field, value, "must be numeric", camera) from None
+
+
+def positive_int(value: object, field: str, camera: str | None = None) -> int:
+    """Return ``value`` as a positive ``int`` or raise a named ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise field_error(field, value, "must be a positive integer", camera)
+    if float(value) != int(value) or int(value) <= 0:
+        raise field_error(field, value, "must be a positive integer", camera)
+    return int(value)
