@@ -1,0 +1,137 @@
+"""BEV grid: metric ranges, resolution and pillar heights -> 3D reference points.
+
+Convention:
+    Ego frame x forward, y left, z up. The grid is stored and displayed as seen from above
+    with the car pointing up: row 0 is the far front (largest x), column 0 is the far left
+    (largest y). Cell (i, j) has its centre at
+    ``x = x_max - (i + 0.5) * res``, ``y = y_max - (j + 0.5) * res``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bevviz.shapes import field_error
+
+# BEVFormer on nuScenes: pc_range z in [-5, 3] with 4 points per pillar.
+BEVFORMER_Z_RANGE = (-5.0, 3.0)
+
+
+def pillar_heights(z_min: float = BEVFORMER_Z_RANGE[0], z_max: float = BEVFORMER_Z_RANGE[1],
+                   num_points: int = 4) -> tuple[float, ...]:
+    """Pillar heights spread as BEVFormer's ``get_reference_points`` spreads them.
+
+    BEVFormer samples ``linspace(0.5, Z - 0.5, n) / Z`` of the z range ``Z = z_max - z_min``,
+    i.e. ``z_min + linspace(0.5, Z - 0.5, n)`` metres; for [-5, 3] and n = 4:
+    (-4.5, -2.1667, 0.1667, 2.5).
+    """
+    if num_points < 1:
+        raise field_error("num_points", num_points, "a pillar needs at least one point")
+    span = z_max - z_min
+    if span <= 1.0 and num_points > 1:
+        raise field_error("z range", (z_min, z_max), "must span more than 1 m for BEVFormer's spread")
+    return tuple(float(z) for z in z_min + np.linspace(0.5, span - 0.5, num_points))
+
+
+@dataclass(frozen=True)
+class BEVGrid:
+    """A BEV grid of pillars.
+
+    Args:
+        x_range: (x_min, x_max) metres along ego x (forward).
+        y_range: (y_min, y_max) metres along ego y (left).
+        z_values: Heights (metres, ego z) of the points in each pillar, length Z.
+        resolution: Cell size in metres.
+
+    Defaults are BEVFormer's nuScenes setting: 200 x 200 cells of 0.512 m over
+    [-51.2, 51.2] m, 4 pillar points over z in [-5, 3].
+    """
+
+    x_range: tuple[float, float] = (-51.2, 51.2)
+    y_range: tuple[float, float] = (-51.2, 51.2)
+    z_values: tuple[float, ...] = pillar_heights()
+    resolution: float = 0.512
+
+    def __post_init__(self) -> None:
+        for name in ("x_range", "y_range"):
+            rng = tuple(float(v) for v in getattr(self, name))
+            if len(rng) != 2 or not all(np.isfinite(rng)) or rng[1] <= rng[0]:
+                raise field_error(name, getattr(self, name), "must be (min, max) with max > min, finite")
+            object.__setattr__(self, name, rng)
+        zs = tuple(float(z) for z in np.atleast_1d(np.asarray(self.z_values, dtype=float)))
+        if not zs or not all(np.isfinite(zs)):
+            raise field_error("z_values", self.z_values, "need at least one finite height")
+        object.__setattr__(self, "z_values", zs)
+        res = float(self.resolution)
+        if not np.isfinite(res) or res <= 0:
+            raise field_error("resolution", self.resolution, "must be finite and > 0")
+        object.__setattr__(self, "resolution", res)
+        for name, (lo, hi) in (("x_range", self.x_range), ("y_range", self.y_range)):
+            cells = (hi - lo) / res
+            if abs(cells - round(cells)) > 1e-6:
+                raise field_error(name, (lo, hi), f"span is not a whole number of {res} m cells ({cells:.4f})")
+            if round(cells) > 4096:
+                raise field_error(name, (lo, hi), f"{round(cells)} cells is more than 4096")
+
+    @property
+    def height(self) -> int:
+        """H_bev: number of rows (along x)."""
+        return int(round((self.x_range[1] - self.x_range[0]) / self.resolution))
+
+    @property
+    def width(self) -> int:
+        """W_bev: number of columns (along y)."""
+        return int(round((self.y_range[1] - self.y_range[0]) / self.resolution))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(H_bev, W_bev)."""
+        return self.height, self.width
+
+    @property
+    def num_z(self) -> int:
+        """Z: points per pillar."""
+        return len(self.z_values)
+
+    def with_z(self, z_values) -> "BEVGrid":
+        """The same grid with other pillar heights (e.g. ``(0.0,)`` for the ground plane)."""
+        return BEVGrid(self.x_range, self.y_range, tuple(z_values), self.resolution)
+
+    def cell_centers(self, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cell-centre coordinates: x per row, shape (H_bev,), decreasing; y per column,
+        shape (W_bev,), decreasing (left of the car is on the left of the display)."""
+        res = self.resolution
+        xs = self.x_range[1] - (torch.arange(self.height, dtype=dtype) + 0.5) * res
+        ys = self.y_range[1] - (torch.arange(self.width, dtype=dtype) + 0.5) * res
+        return xs, ys
+
+    def points(self, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """3D reference points at every cell centre and pillar height.
+
+        Returns:
+            Points in the ego frame, shape (Z, H_bev, W_bev, 3).
+        """
+        xs, ys = self.cell_centers(dtype)
+        zs = torch.tensor(self.z_values, dtype=dtype)
+        Z, H, W = len(zs), len(xs), len(ys)
+        return torch.stack([
+            xs.view(1, H, 1).expand(Z, H, W),
+            ys.view(1, 1, W).expand(Z, H, W),
+            zs.view(Z, 1, 1).expand(Z, H, W),
+        ], dim=-1)
+
+    def cell_of(self, x: float, y: float) -> tuple[int, int] | None:
+        """(row, col) of the cell holding ego point (x, y), or None outside the grid."""
+        i = int(np.floor((self.x_range[1] - x) / self.resolution))
+        j = int(np.floor((self.y_range[1] - y) / self.resolution))
+        if 0 <= i < self.height and 0 <= j < self.width:
+            return i, j
+        return None
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"x_range": list(self.x_range), "y_range": list(self.y_range),
+                "z_values": list(self.z_values), "resolution": self.resolution}

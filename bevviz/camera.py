@@ -1,0 +1,351 @@
+"""Cameras and rigs: intrinsics, extrinsics and how image operations change them.
+
+Convention:
+    Ego frame: x forward, y left, z up (metres, nuScenes). Camera frame: OpenCV RDF
+    (x right, y down, z forward). A Camera stores ``cam_from_ego`` (4x4, column vectors):
+    ``p_cam = cam_from_ego @ p_ego``. Pixels (u, v) = (column, row) with integer values at
+    pixel centres, so an image of width W spans u in [-0.5, W - 0.5]. Under that convention a
+    resize by (sx, sy) maps u -> sx * (u + 0.5) - 0.5, a crop at (x0, y0) maps u -> u - x0,
+    and a feature map at stride s maps u -> (u + 0.5) / s - 0.5.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from bevviz.shapes import as_float_array, check_shape, field_error, positive_int
+
+#: nuScenes camera names in ring order (clockwise from the front as seen from above).
+NUSCENES_CAMERAS = (
+    "CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK_RIGHT", "CAM_BACK", "CAM_BACK_LEFT", "CAM_FRONT_LEFT",
+)
+#: Display layout: two rows as a driver would picture them.
+DISPLAY_ROWS = (
+    ("CAM_FRONT_LEFT", "CAM_FRONT", "CAM_FRONT_RIGHT"),
+    ("CAM_BACK_LEFT", "CAM_BACK", "CAM_BACK_RIGHT"),
+)
+ROTATION_TOL = 1e-4
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=np.float64, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def validate_intrinsics(K: object, camera: str | None = None) -> np.ndarray:
+    """Check an intrinsic matrix and return it as float64.
+
+    Args:
+        K: Intrinsics, shape (3, 3): [[fx, s, cx], [0, fy, cy], [0, 0, 1]].
+        camera: Camera name for errors.
+
+    Returns:
+        K, shape (3, 3), float64.
+
+    Raises:
+        ValueError: non-finite, fx or fy not positive, or last row not (0, 0, 1).
+    """
+    k = as_float_array(K, "K", camera)
+    check_shape(k, (3, 3), "K", camera)
+    if not np.all(np.isfinite(k)):
+        raise field_error("K", k, "must be finite (no NaN or inf)", camera)
+    if k[0, 0] <= 0 or k[1, 1] <= 0:
+        raise field_error("K", k, f"fx and fy must be > 0 (fx={k[0, 0]}, fy={k[1, 1]})", camera)
+    if not np.allclose(k[2], [0.0, 0.0, 1.0], atol=1e-9) or abs(k[1, 0]) > 1e-9:
+        raise field_error("K", k, "must be upper triangular with last row (0, 0, 1)", camera)
+    return k
+
+
+def validate_rotation(R: object, field_name: str, camera: str | None = None) -> np.ndarray:
+    """Check a rotation matrix (orthonormal within 1e-4, det +1); return float64 (3, 3)."""
+    r = as_float_array(R, field_name, camera)
+    check_shape(r, (3, 3), field_name, camera)
+    if not np.all(np.isfinite(r)):
+        raise field_error(field_name, r, "must be finite (no NaN or inf)", camera)
+    err = float(np.abs(r @ r.T - np.eye(3)).max())
+    if err > ROTATION_TOL:
+        raise field_error(field_name, r, f"rotation is not orthonormal (max |R R^T - I| = {err:.3g})", camera)
+    det = float(np.linalg.det(r))
+    if det < 0:
+        raise field_error(field_name, r, f"rotation has det {det:.6f}, expected +1 (a reflection)", camera)
+    return r
+
+
+def make_transform(R: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """4x4 rigid transform from rotation (3, 3) and translation (3,)."""
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = t
+    return T
+
+
+def invert_transform(T: np.ndarray) -> np.ndarray:
+    """Inverse of a rigid 4x4 transform (``a_from_b`` -> ``b_from_a``), exact for rotations."""
+    R, t = T[:3, :3], T[:3, 3]
+    return make_transform(R.T, -R.T @ t)
+
+
+@dataclass(frozen=True, eq=False)
+class Camera:
+    """A pinhole camera: name, intrinsics, extrinsics and image size.
+
+    Args:
+        name: Camera name, e.g. ``"CAM_FRONT"``.
+        K: Intrinsics, shape (3, 3).
+        cam_from_ego: Rigid transform ego -> camera (RDF), shape (4, 4).
+        width: Image width W in pixels.
+        height: Image height H in pixels.
+
+    Convention:
+        See the module docstring: ego FLU-style (x fwd, y left, z up), camera RDF, pixel
+        centres at integers.
+    """
+
+    name: str
+    K: np.ndarray
+    cam_from_ego: np.ndarray
+    width: int
+    height: int
+    _hash: str = field(default="", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise field_error("name", self.name, "must be a non-empty string")
+        cam = self.name
+        K = validate_intrinsics(self.K, cam)
+        T = as_float_array(self.cam_from_ego, "cam_from_ego", cam)
+        check_shape(T, (4, 4), "cam_from_ego", cam)
+        if not np.all(np.isfinite(T)):
+            raise field_error("cam_from_ego", T, "must be finite (no NaN or inf)", cam)
+        if not np.allclose(T[3], [0, 0, 0, 1], atol=1e-9):
+            raise field_error("cam_from_ego", T, "last row must be (0, 0, 0, 1)", cam)
+        validate_rotation(T[:3, :3], "cam_from_ego rotation", cam)
+        object.__setattr__(self, "K", _readonly(K))
+        object.__setattr__(self, "cam_from_ego", _readonly(T))
+        object.__setattr__(self, "width", positive_int(self.width, "width", cam))
+        object.__setattr__(self, "height", positive_int(self.height, "height", cam))
+        digest = hashlib.sha1(
+            self.name.encode() + self.K.tobytes() + self.cam_from_ego.tobytes()
+            + np.array([self.width, self.height]).tobytes()
+        ).hexdigest()
+        object.__setattr__(self, "_hash", digest)
+
+    # --- equality and hashing by value (so caches can key on cameras) ---
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Camera) and self._hash == other._hash
+
+    def __hash__(self) -> int:
+        return hash(self._hash)
+
+    @property
+    def fingerprint(self) -> str:
+        """Hex digest of every field; equal cameras have equal fingerprints."""
+        return self._hash
+
+    @property
+    def ego_from_cam(self) -> np.ndarray:
+        """Rigid transform camera (RDF) -> ego, shape (4, 4)."""
+        return invert_transform(self.cam_from_ego)
+
+    @property
+    def position(self) -> np.ndarray:
+        """Optical centre in the ego frame, shape (3,)."""
+        return self.ego_from_cam[:3, 3]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """Image size as (W, H)."""
+        return self.width, self.height
+
+    def replace(self, **changes: object) -> "Camera":
+        """A copy with some fields changed (validated again)."""
+        values = dict(name=self.name, K=self.K, cam_from_ego=self.cam_from_ego,
+                      width=self.width, height=self.height)
+        values.update(changes)
+        return Camera(**values)
+
+    # --- image operations ---
+    def resized(self, sx: float, sy: float | None = None) -> "Camera":
+        """The camera after resizing its image by (sx, sy).
+
+        New size is ``round(W * sx), round(H * sy)``.
+
+        Convention:
+            Pixel centres: u' = sx * (u + 0.5) - 0.5, so fx' = sx fx and
+            cx' = sx (cx + 0.5) - 0.5 (and likewise for v with sy).
+        """
+        sy = sx if sy is None else sy
+        if not (np.isfinite(sx) and sx > 0):
+            raise field_error("sx", sx, "resize factor must be finite and > 0", self.name)
+        if not (np.isfinite(sy) and sy > 0):
+            raise field_error("sy", sy, "resize factor must be finite and > 0", self.name)
+        S = np.array([[sx, 0.0, 0.5 * (sx - 1.0)], [0.0, sy, 0.5 * (sy - 1.0)], [0.0, 0.0, 1.0]])
+        return self.replace(K=S @ self.K, width=max(1, round(self.width * sx)),
+                            height=max(1, round(self.height * sy)))
+
+    def resized_to(self, width: int, height: int) -> "Camera":
+        """The camera after resizing its image to exactly (width, height) pixels."""
+        width = positive_int(width, "width", self.name)
+        height = positive_int(height, "height", self.name)
+        cam = self.resized(width / self.width, height / self.height)
+        return cam.replace(width=width, height=height)
+
+    def cropped(self, x0: int, y0: int, width: int, height: int) -> "Camera":
+        """The camera after cropping (x0, y0, width, height) out of its image.
+
+        Convention:
+            u' = u - x0, v' = v - y0, so cx' = cx - x0 and cy' = cy - y0.
+        """
+        S = np.array([[1.0, 0.0, -float(x0)], [0.0, 1.0, -float(y0)], [0.0, 0.0, 1.0]])
+        return self.replace(K=S @ self.K, width=width, height=height)
+
+    def at_stride(self, stride: int) -> "Camera":
+        """The camera as seen by a feature map at ``stride`` (size ``W // s, H // s``).
+
+        Convention:
+            u_feat = (u + 0.5) / s - 0.5 (a resize by 1/s with pixel centres kept).
+        """
+        s = positive_int(stride, "stride", self.name)
+        cam = self.resized(1.0 / s)
+        return cam.replace(width=max(1, self.width // s), height=max(1, self.height // s))
+
+
+class Rig:
+    """An ordered set of cameras with unique names.
+
+    Args:
+        cameras: Cameras in rig order.
+
+    Raises:
+        ValueError: empty rig or duplicate camera names.
+    """
+
+    def __init__(self, cameras: Iterable[Camera]) -> None:
+        cams = list(cameras)
+        if not cams:
+            raise field_error("cameras", cams, "a rig needs at least one camera")
+        seen: set[str] = set()
+        for cam in cams:
+            if not isinstance(cam, Camera):
+                raise field_error("cameras", type(cam).__name__, "every entry must be a Camera")
+            if cam.name in seen:
+                raise field_error("name", cam.name, "duplicate camera name", cam.name)
+            seen.add(cam.name)
+        self._cameras: tuple[Camera, ...] = tuple(cams)
+        self._index = {c.name: i for i, c in enumerate(cams)}
+
+    # --- container protocol ---
+    @property
+    def names(self) -> list[str]:
+        """Camera names in rig order."""
+        return [c.name for c in self._cameras]
+
+    @property
+    def cameras(self) -> tuple[Camera, ...]:
+        """Cameras in rig order."""
+        return self._cameras
+
+    def __len__(self) -> int:
+        return len(self._cameras)
+
+    def __iter__(self) -> Iterator[Camera]:
+        return iter(self._cameras)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __getitem__(self, key: str | int) -> Camera:
+        if isinstance(key, (int, np.integer)):
+            return self._cameras[int(key)]
+        if key not in self._index:
+            raise field_error("camera", key, f"unknown camera name; the rig has {self.names}")
+        return self._cameras[self._index[key]]
+
+    def index(self, name: str) -> int:
+        """Position of camera ``name`` in rig order."""
+        self[name]
+        return self._index[name]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Rig) and self.fingerprint == other.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __repr__(self) -> str:
+        return f"Rig({self.names})"
+
+    @property
+    def fingerprint(self) -> str:
+        """Hex digest of all cameras, for cache keys."""
+        return hashlib.sha1("".join(c.fingerprint for c in self._cameras).encode()).hexdigest()
+
+    # --- batched tensors ---
+    def intrinsics(self, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """Stacked intrinsics, shape (N_cam, 3, 3)."""
+        return torch.as_tensor(np.stack([c.K for c in self._cameras]), dtype=dtype)
+
+    def cam_from_ego(self, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """Stacked ``cam_from_ego`` transforms, shape (N_cam, 4, 4)."""
+        return torch.as_tensor(np.stack([c.cam_from_ego for c in self._cameras]), dtype=dtype)
+
+    def image_sizes(self) -> torch.Tensor:
+        """Image sizes as (W, H) per camera, shape (N_cam, 2), int64."""
+        return torch.tensor([[c.width, c.height] for c in self._cameras], dtype=torch.int64)
+
+    # --- derived rigs ---
+    def replace(self, camera: Camera) -> "Rig":
+        """A new rig with the camera of the same name replaced by ``camera``."""
+        i = self.index(camera.name)
+        cams = list(self._cameras)
+        cams[i] = camera
+        return Rig(cams)
+
+    def map(self, fn) -> "Rig":
+        """A new rig with ``fn(camera)`` applied to every camera."""
+        return Rig(fn(c) for c in self._cameras)
+
+    def resized(self, sx: float, sy: float | None = None) -> "Rig":
+        """Every camera resized by (sx, sy); see :meth:`Camera.resized`."""
+        return self.map(lambda c: c.resized(sx, sy))
+
+    def at_stride(self, stride: int) -> "Rig":
+        """Every camera at a feature stride; see :meth:`Camera.at_stride`."""
+        return self.map(lambda c: c.at_stride(stride))
+
+    def subset(self, names: Sequence[str]) -> "Rig":
+        """A rig of the named cameras, in the given order."""
+        return Rig(self[n] for n in names)
+
+    def display_grid(self) -> list[list[str | None]]:
+        """Camera names laid out for display: nuScenes cameras in two rows
+        (FRONT_LEFT, FRONT, FRONT_RIGHT over BACK_LEFT, BACK, BACK_RIGHT); other rigs in rig
+        order, three per row. Missing slots are ``None``."""
+        if set(self.names) <= set(NUSCENES_CAMERAS):
+            return [[n if n in self else None for n in row] for row in DISPLAY_ROWS]
+        names = self.names
+        return [list(names[i:i + 3]) + [None] * (3 - len(names[i:i + 3])) for i in range(0, len(names), 3)]
+
+    @classmethod
+    def from_raw(cls, raw_cameras, convention) -> "Rig":
+        """Build a rig from raw stored calibration and the convention it was stored in.
+
+        Args:
+            raw_cameras: Iterable of :class:`bevviz.conventions.RawCamera`.
+            convention: :class:`bevviz.conventions.Convention`.
+        """
+        from bevviz.conventions import camera_from_raw
+
+        return cls(camera_from_raw(r, convention) for r in raw_cameras)
+
+    def to_raw(self, convention) -> list:
+        """The rig stored in ``convention``: list of :class:`bevviz.conventions.RawCamera`."""
+        from bevviz.conventions import raw_from_camera
+
+        return [raw_from_camera(c, convention) for c in self._cameras]

@@ -1,0 +1,146 @@
+"""Rotation parametrisations: unit quaternions, rotation matrices, axis-angle, roll/pitch/yaw.
+
+Convention:
+    Quaternions are Hamilton quaternions. Internally they are ordered (w, x, y, z), as
+    nuScenes and pyquaternion store them; ``order="xyzw"`` (SciPy, ROS, Eigen's coeffs)
+    is accepted wherever a quaternion enters or leaves. A quaternion q maps to the matrix R
+    with ``R @ p == q * p * conj(q)``. Roll, pitch and yaw are intrinsic rotations about
+    x, y and z composed as ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from bevviz.shapes import as_float_array, check_shape, field_error
+
+QUATERNION_ORDERS = ("wxyz", "xyzw")
+
+
+def quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rotation",
+                         camera: str | None = None) -> np.ndarray:
+    """Convert a unit quaternion to a 3x3 rotation matrix.
+
+    Args:
+        q: Quaternion, shape (4,), in ``order``. Normalised here; zero norm is an error.
+        order: ``"wxyz"`` or ``"xyzw"``.
+        field: Field name for errors.
+        camera: Camera name for errors.
+
+    Returns:
+        Rotation matrix, shape (3, 3), float64.
+
+    Convention:
+        Hamilton quaternion; see the module docstring.
+    """
+    if order not in QUATERNION_ORDERS:
+        raise field_error("quaternion order", order, f"must be one of {QUATERNION_ORDERS}", camera)
+    arr = as_float_array(q, field, camera)
+    check_shape(arr, (4,), field, camera)
+    if not np.all(np.isfinite(arr)):
+        raise field_error(field, arr, "quaternion must be finite", camera)
+    norm = float(np.linalg.norm(arr))
+    if norm < 1e-8:
+        raise field_error(field, arr, "quaternion has zero norm", camera)
+    if order == "xyzw":
+        arr = np.roll(arr, 1)
+    w, x, y, z = arr / norm
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def matrix_to_quaternion(R: np.ndarray, order: str = "wxyz") -> np.ndarray:
+    """Convert a rotation matrix to a unit quaternion with a non-negative scalar part.
+
+    Args:
+        R: Rotation matrix, shape (3, 3).
+        order: ``"wxyz"`` or ``"xyzw"`` for the returned quaternion.
+
+    Returns:
+        Quaternion, shape (4,), float64, w >= 0.
+
+    Convention:
+        Inverse of :func:`quaternion_to_matrix` (up to the sign of q).
+    """
+    if order not in QUATERNION_ORDERS:
+        raise field_error("quaternion order", order, f"must be one of {QUATERNION_ORDERS}")
+    m = np.asarray(R, dtype=np.float64)
+    check_shape(m, (3, 3), "rotation")
+    # Shepperd's method: pick the largest of the four squared components for stability.
+    trace = np.trace(m)
+    cands = np.array([trace, m[0, 0], m[1, 1], m[2, 2]])
+    i = int(np.argmax(cands))
+    if i == 0:
+        s = 2.0 * np.sqrt(1.0 + trace)
+        q = np.array([s / 4, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s])
+    elif i == 1:
+        s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        q = np.array([(m[2, 1] - m[1, 2]) / s, s / 4, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s])
+    elif i == 2:
+        s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        q = np.array([(m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, s / 4, (m[1, 2] + m[2, 1]) / s])
+    else:
+        s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        q = np.array([(m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, s / 4])
+    q = q / np.linalg.norm(q)
+    if q[0] < 0:
+        q = -q
+    return np.roll(q, -1) if order == "xyzw" else q
+
+
+def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """Rotation from roll, pitch, yaw in radians: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``, shape (3, 3)."""
+    cr, sr = np.cos(roll), np.sin(roll)
+    cp, sp = np.cos(pitch), np.sin(pitch)
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1.0]])
+    ry = np.array([[cp, 0, sp], [0, 1.0, 0], [-sp, 0, cp]])
+    rx = np.array([[1.0, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    return rz @ ry @ rx
+
+
+def matrix_to_rpy(R: np.ndarray) -> tuple[float, float, float]:
+    """Roll, pitch, yaw in radians of ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``, R shape (3, 3)."""
+    m = np.asarray(R, dtype=np.float64)
+    pitch = float(np.arcsin(np.clip(-m[2, 0], -1.0, 1.0)))
+    roll = float(np.arctan2(m[2, 1], m[2, 2]))
+    yaw = float(np.arctan2(m[1, 0], m[0, 0]))
+    return roll, pitch, yaw
+
+
+def axis_angle_to_matrix(omega: torch.Tensor) -> torch.Tensor:
+    """Differentiable Rodrigues formula.
+
+    Args:
+        omega: Rotation vectors (axis * angle in radians), shape (..., 3).
+
+    Returns:
+        Rotation matrices, shape (..., 3, 3), same dtype; smooth at omega = 0.
+    """
+    check_shape(omega, ("...", 3), "omega")
+    theta2 = (omega * omega).sum(-1, keepdim=True)[..., None]  # (..., 1, 1)
+    zero = torch.zeros_like(omega[..., 0])
+    wx, wy, wz = omega.unbind(-1)
+    skew = torch.stack([
+        torch.stack([zero, -wz, wy], -1),
+        torch.stack([wz, zero, -wx], -1),
+        torch.stack([-wy, wx, zero], -1),
+    ], -2)
+    small = theta2 < 1e-8
+    theta2_safe = torch.where(small, torch.ones_like(theta2), theta2)
+    theta = torch.sqrt(theta2_safe)
+    a = torch.where(small, 1 - theta2 / 6, torch.sin(theta) / theta)
+    b = torch.where(small, 0.5 - theta2 / 24, (1 - torch.cos(theta)) / theta2_safe)
+    eye = torch.eye(3, dtype=omega.dtype, device=omega.device).expand_as(skew)
+    return eye + a * skew + b * (skew @ skew)
+
+
+def rotation_angle_deg(R_a: np.ndarray, R_b: np.ndarray) -> float:
+    """Angle in degrees of the relative rotation ``R_a^T R_b`` between two (3, 3) rotations."""
+    rel = np.asarray(R_a).T @ np.asarray(R_b)
+    cos = np.clip((np.trace(rel) - 1.0) / 2.0, -1.0, 1.0)
+    return float(np.degrees(np.arccos(cos)))
