@@ -1,0 +1,33 @@
+# The two commands a new user runs (see README):
+#   make run    install what the app needs, then start it on the embedded sample rig
+#   make test   install what the tests need (Python packages + Debian's Chromium), run every test
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+PORT ?= 8501
+
+.PHONY: install install-dev chromium run test bench sample-data
+
+install:
+	$(PIP) install -r requirements.txt
+
+install-dev:
+	$(PIP) install -r requirements-dev.txt
+
+# Browser tests use Debian's Chromium, never a browser downloaded by playwright.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y chromium; \
+	fi
+
+run: install
+	$(PYTHON) -m streamlit run app.py --server.port $(PORT)
+
+test: install-dev chromium
+	$(PYTHON) -m pytest -n 2 --dist loadfile
+
+bench: install
+	$(PYTHON) -m bevviz.bench
+
+sample-data: install
+	$(PYTHON) -m bevviz.synthetic --out sample_data
