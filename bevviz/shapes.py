@@ -112,6 +112,6 @@ def positive_int(value: object, field: str, camera: str | None = None) -> int:
     """Return ``value`` as a positive ``int`` or raise a named ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
         raise field_error(field, value, "must be a positive integer", camera)
-    if float(value) != int(value) or int(value) <= 0:
+    if not np.isfinite(float(value)) or float(value) != int(value) or int(value) <= 0:
         raise field_error(field, value, "must be a positive integer", camera)
     return int(value)
