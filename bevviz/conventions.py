@@ -160,3 +160,17 @@ def raw_from_camera(camera: Camera, convention: Convention, rotation_as: str = "
     else:
         raise field_error("rotation_as", rotation_as, "must be 'quaternion' or 'matrix'", camera.name)
     return RawCamera(camera.name, camera.K.copy(), rotation, T[:3, 3].copy(), camera.width, camera.height)
+
+
+def __getattr__(name: str):
+    """Re-export :func:`rank_conventions` and :class:`ConventionScore` lazily.
+
+    They live in :mod:`bevviz.convention_ranking` (which imports this module), so a lazy
+    module attribute avoids an import cycle while keeping
+    ``from bevviz.conventions import rank_conventions`` working.
+    """
+    if name in ("rank_conventions", "ConventionScore"):
+        from bevviz import convention_ranking
+
+        return getattr(convention_ranking, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

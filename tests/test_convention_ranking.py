@@ -1,0 +1,92 @@
+"""rank_conventions: the true storage convention wins for a nuScenes-like rig stored in any of
+the 12 ways; evidence is readable; identical candidates are reported as ties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bevviz.camera import Rig
+from bevviz.conventions import Convention, ConventionScore, RawCamera, rank_conventions
+from bevviz.synthetic import nuscenes_like_rig
+
+ALL = Convention.all()
+
+
+@pytest.fixture(scope="module")
+def rig() -> Rig:
+    return nuscenes_like_rig()
+
+
+@pytest.mark.parametrize("true", ALL, ids=[c.label for c in ALL])
+def test_true_convention_ranks_first_with_margin(rig, true):
+    ranked = rank_conventions(rig.to_raw(true))
+    assert len(ranked) == 12
+    assert all(isinstance(r, ConventionScore) for r in ranked)
+    assert ranked[0].convention == true
+    assert ranked[0].score == pytest.approx(1.0, abs=1e-3)
+    # Every wrong reading is clearly worse (not a near tie).
+    assert ranked[0].score - ranked[1].score > 0.1
+    assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
+    # The winner's rig is the original rig.
+    for a, b in zip(ranked[0].rig, rig):
+        np.testing.assert_allclose(a.cam_from_ego, b.cam_from_ego, atol=1e-9)
+
+
+def test_evidence_is_readable_sentences(rig):
+    true = Convention("sensor_to_ego", "wxyz", "RDF")
+    ranked = rank_conventions(rig.to_raw(true))
+    for res in ranked:
+        assert len(res.evidence) >= 5
+        assert all(isinstance(s, str) and s.endswith(".") for s in res.evidence)
+    by_label = {r.label: r for r in ranked}
+    # y/z-style axis mix-up: the ground ends up above the horizon / image rolled.
+    rub = by_label["sensor_to_ego / wxyz / RUB"]
+    assert rub.checks["ground below horizon"] < 0.5
+    assert any("inward" in s for s in rub.evidence)
+    # Wrong direction: cameras below the ground.
+    e2s = by_label["ego_to_sensor / wxyz / RDF"]
+    assert e2s.checks["height"] < 0.5
+    assert any("below the ground" in s for s in e2s.evidence)
+
+
+def test_quaternion_order_mixup_caught_by_side_cameras(rig):
+    """wxyz/xyzw barely moves CAM_FRONT, so the front camera alone cannot decide; the full rig can."""
+    true = Convention("sensor_to_ego", "wxyz", "RDF")
+    wrong = Convention("sensor_to_ego", "xyzw", "RDF")
+    front = rig.subset(["CAM_FRONT"])
+    ranked_front = rank_conventions(front.to_raw(true), candidates=[true, wrong])
+    assert abs(ranked_front[0].score - ranked_front[1].score) < 0.02
+    ranked = {r.label: r for r in rank_conventions(rig.to_raw(true))}
+    assert ranked[true.label].score - ranked[wrong.label].score > 0.1
+    wrong_ev = " ".join(ranked[wrong.label].evidence)
+    assert "CAM_FRONT_RIGHT" in wrong_ev or "CAM_BACK_RIGHT" in wrong_ev
+
+
+def test_matrix_storage_gives_honest_ties(rig):
+    true = Convention("ego_to_sensor", "wxyz", "FLU")
+    from bevviz.conventions import raw_from_camera
+
+    raw = [raw_from_camera(c, true, rotation_as="matrix") for c in rig]
+    ranked = rank_conventions(raw)
+    top = {ranked[0].label, ranked[1].label}
+    assert top == {"ego_to_sensor / wxyz / FLU", "ego_to_sensor / xyzw / FLU"}
+    assert ranked[0].score == pytest.approx(ranked[1].score)
+    assert ranked[1].label in ranked[0].ties
+    assert any(s.startswith("Tie:") for s in ranked[0].evidence)
+    assert ranked[1].score - ranked[2].score > 0.1
+
+
+def test_unreadable_candidate_scores_minus_inf():
+    rig = nuscenes_like_rig()
+    raw = rig.to_raw(Convention())
+    # A 3x3 "rotation" that is not orthonormal cannot be read in any convention.
+    bad = [RawCamera(r.name, r.K, np.eye(3) * 2.0, r.translation, r.width, r.height) for r in raw]
+    ranked = rank_conventions(bad)
+    assert all(r.score == float("-inf") for r in ranked)
+    assert all("cannot be read" in r.evidence[0] for r in ranked)
+
+
+def test_empty_input_is_named_error():
+    with pytest.raises(ValueError, match="raw_cameras"):
+        rank_conventions([])
