@@ -124,12 +124,15 @@ class BEVGrid:
         ], dim=-1)
 
     def cell_of(self, x: float, y: float) -> tuple[int, int] | None:
-        """(row, col) of the cell holding ego point (x, y), or None outside the grid."""
-        i = int(np.floor((self.x_range[1] - x) / self.resolution))
-        j = int(np.floor((self.y_range[1] - y) / self.resolution))
-        if 0 <= i < self.height and 0 <= j < self.width:
-            return i, j
-        return None
+        """(row, col) of the cell holding ego point (x, y), or None outside the grid (or NaN)."""
+        if not (np.isfinite(x) and np.isfinite(y)):
+            return None
+        if not (self.x_range[0] < x <= self.x_range[1] and self.y_range[0] < y <= self.y_range[1]):
+            return None
+        # Clamp: rounding in the division can give H (or W) for a point just inside the far edge.
+        i = min(int(np.floor((self.x_range[1] - x) / self.resolution)), self.height - 1)
+        j = min(int(np.floor((self.y_range[1] - y) / self.resolution)), self.width - 1)
+        return i, j
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
