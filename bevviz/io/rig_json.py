@@ -95,11 +95,13 @@ def _numbers(value: Any, shape: tuple[int, ...], field_name: str, camera: str) -
     """A JSON array of numbers (no strings, booleans or nulls) as float64 of ``shape``."""
 
     def leaves_ok(v: Any) -> bool:
-        if isinstance(v, list):
+        if isinstance(v, (list, tuple)):
             return all(leaves_ok(x) for x in v)
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
-    if not isinstance(value, list) or not leaves_ok(value):
+    if isinstance(value, np.ndarray):  # a dict built in Python rather than read from JSON
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not leaves_ok(value):
         raise field_error(field_name, value, "must be an array of numbers", camera)
     try:
         arr = np.array(value, dtype=np.float64)
@@ -113,11 +115,13 @@ def _numbers(value: Any, shape: tuple[int, ...], field_name: str, camera: str) -
 
 def _rotation(value: Any, camera: str) -> np.ndarray:
     """Quaternion (4,) or matrix (3, 3), finite; the convention decides how it is read."""
-    if isinstance(value, list) and value and all(isinstance(r, list) for r in value):
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and value and all(isinstance(r, (list, tuple)) for r in value):
         return _numbers(value, (3, 3), "rotation", camera)
-    if isinstance(value, list) and len(value) == 4:
+    if isinstance(value, (list, tuple)) and len(value) == 4:
         return _numbers(value, (4,), "rotation", camera)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         raise field_error("rotation", value, "must be a quaternion of 4 numbers or a 3x3 matrix", camera)
     raise field_error("rotation", value, "must be a quaternion [4 numbers] or a 3x3 matrix", camera)
 

@@ -113,6 +113,15 @@ def test_parse_accepts_dict_str_bytes_and_bom():
         assert r == rigs[0]
 
 
+def test_python_dict_with_tuples_and_arrays():
+    d = nuscenes_dict()
+    d["cameras"][0]["K"] = np.array(d["cameras"][0]["K"])
+    d["cameras"][0]["rotation"] = tuple(d["cameras"][0]["rotation"])
+    d["cameras"][1]["rotation"] = Quaternion(d["cameras"][1]["rotation"]).rotation_matrix  # ndarray (3, 3)
+    d["cameras"][2]["translation"] = np.array(d["cameras"][2]["translation"])
+    assert_same_rig(parse_rig(d).rig, parse_rig(nuscenes_dict()).rig)
+
+
 def test_convention_block_and_format_are_optional():
     d = nuscenes_dict()
     bare = {"cameras": d["cameras"]}
