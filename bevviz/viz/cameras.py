@@ -1,0 +1,147 @@
+"""Camera image figures with projected BEV points and geometric overlays.
+
+Convention:
+    Axes are in full-resolution pixel coordinates (u right, v down; integer values at pixel
+    centres, the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]). The image itself is a
+    downsampled copy stretched over that extent as a layout image, so overlays never need
+    rescaling and hover shows the true (u, v).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.graph_objects as go
+
+from bevviz.camera import Camera
+from bevviz.viz.common import STATUS_COLORS, base_layout, data_uri, downsample, figure
+
+#: customdata columns of the projected-point trace.
+POINT_FIELDS = ("x", "y", "z", "u", "v", "depth")
+
+
+@dataclass
+class CameraOverlay:
+    """What to draw on one camera image (all pixel coordinates at full resolution).
+
+    Attributes:
+        points_uv: Projected points, shape (P, 2).
+        color: Colour value per point, shape (P,).
+        customdata: Per point (x, y, z, u, v, depth), shape (P, 6), for hover.
+        ghost_uv: Points behind the camera where a missing depth test would put them, (Q, 2).
+        grid_uv: Ground grid lines, shape (L, S, 2) with NaN gaps.
+        grid_labels: Label per line, length L.
+        grid_label_uv: Label positions, shape (L, 2), NaN when not visible.
+        horizon: Horizon segment end points, shape (2, 2), or None.
+        picks: Markers for a picked BEV cell: list of dicts with u, v, z, status.
+    """
+
+    points_uv: np.ndarray | None = None
+    color: np.ndarray | None = None
+    customdata: np.ndarray | None = None
+    ghost_uv: np.ndarray | None = None
+    grid_uv: np.ndarray | None = None
+    grid_labels: list[str] = field(default_factory=list)
+    grid_label_uv: np.ndarray | None = None
+    horizon: np.ndarray | None = None
+    picks: list[dict] = field(default_factory=list)
+
+
+def camera_figure(camera: Camera, image: np.ndarray | None, overlay: CameraOverlay | None = None, *,
+                  colorscale: str = "Turbo", cmin: float | None = None, cmax: float | None = None,
+                  color_title: str = "", showscale: bool = False, max_width: int = 400,
+                  height: int = 260, marker_size: float = 3.0, label_spacing: float = 0.06) -> go.Figure:
+    """One camera: its image and the overlays, on full-resolution pixel axes.
+
+    Args:
+        camera: The camera (name and image size set the axes).
+        image: RGB uint8 image, shape (H, W, 3), or None for a blank frame.
+        overlay: What to draw on top.
+        colorscale, cmin, cmax, color_title, showscale: Colouring of the points (share
+            cmin/cmax between cameras so colours compare).
+        max_width: Width the image is downsampled to for display.
+        height: Figure height in pixels.
+        marker_size: Point marker size.
+        label_spacing: Grid labels closer than this fraction of the image width to an
+            earlier one are left out (labels nearest the camera go first).
+
+    Returns:
+        The figure: traces "ground grid", "horizon", "behind camera", "points" and
+        "picked cell" for the overlays given; grid labels are annotations.
+    """
+    ov = overlay or CameraOverlay()
+    W, H = camera.width, camera.height
+    data: list[dict] = []
+    images, shapes, notes = [], [], []
+    if image is not None:
+        small, _ = downsample(image, max_width)
+        images.append(dict(source=data_uri(small, "jpeg"), xref="x", yref="y", x=-0.5, y=-0.5, sizex=W, sizey=H,
+                           sizing="stretch", layer="below", xanchor="left", yanchor="top"))
+    else:
+        shapes.append(dict(type="rect", x0=-0.5, y0=-0.5, x1=W - 0.5, y1=H - 0.5, fillcolor="#eeeeee",
+                           line=dict(width=0), layer="below"))
+    if ov.grid_uv is not None and ov.grid_uv.size:
+        L = ov.grid_uv.shape[0]
+        lines = np.concatenate([ov.grid_uv, np.full((L, 1, 2), np.nan)], axis=1).reshape(-1, 2)
+        data.append(dict(type="scattergl", x=lines[:, 0], y=lines[:, 1], mode="lines", name="ground grid",
+                         line=dict(color="rgba(255,255,255,0.85)", width=1.2), connectgaps=False, hoverinfo="skip"))
+        if ov.grid_label_uv is not None:
+            notes = _grid_labels(ov.grid_labels, ov.grid_label_uv, label_spacing * W)
+    if ov.horizon is not None:
+        data.append(dict(type="scatter", x=ov.horizon[:, 0], y=ov.horizon[:, 1], mode="lines", name="horizon",
+                         line=dict(color="#00e5ff", width=2, dash="dash"), hoverinfo="skip"))
+    if ov.ghost_uv is not None and len(ov.ghost_uv):
+        data.append(dict(type="scattergl", x=ov.ghost_uv[:, 0], y=ov.ghost_uv[:, 1], mode="markers",
+                         name="behind camera", marker=dict(color=STATUS_COLORS[1], size=marker_size + 1, symbol="x"),
+                         hovertemplate="behind the camera: (%{x:.0f}, %{y:.0f}) if the depth test were "
+                                       "skipped<extra></extra>"))
+    if ov.points_uv is not None and len(ov.points_uv):
+        data.append(dict(
+            type="scattergl", x=ov.points_uv[:, 0], y=ov.points_uv[:, 1], mode="markers", name="points",
+            customdata=ov.customdata,
+            marker=dict(size=marker_size, color=ov.color, colorscale=colorscale, cmin=cmin, cmax=cmax,
+                        showscale=showscale, opacity=0.85,
+                        colorbar=dict(title=dict(text=color_title, side="right"), thickness=8, len=0.95,
+                                      xpad=4, tickfont=dict(size=9))),
+            hovertemplate=(f"<b>{camera.name}</b><br>BEV x %{{customdata[0]:.2f}}, y %{{customdata[1]:.2f}},"
+                           " z %{customdata[2]:.2f} m<br>(u, v) = (%{customdata[3]:.1f}, %{customdata[4]:.1f})"
+                           "<br>depth %{customdata[5]:.2f} m<extra></extra>")))
+    shown = [p for p in ov.picks if p["status"] == "valid"]
+    if shown:
+        data.append(dict(
+            type="scatter", x=[p["u"] for p in shown], y=[p["v"] for p in shown], mode="markers+text",
+            name="picked cell", text=[f"z={p['z']:g}" for p in shown], textposition="middle right",
+            textfont=dict(color="white", size=11),
+            marker=dict(size=13, color="rgba(0,0,0,0)", line=dict(color="#ff00ff", width=2.5), symbol="circle"),
+            hovertemplate="picked cell, %{text}<br>(u, v) = (%{x:.1f}, %{y:.1f})<extra></extra>"))
+    layout = base_layout(height, title=camera.name, images=images, shapes=shapes, annotations=notes,
+                         xaxis=dict(range=[-0.5, W - 0.5], visible=False, constrain="domain"),
+                         yaxis=dict(range=[H - 0.5, -0.5], visible=False, scaleanchor="x", scaleratio=1,
+                                    constrain="domain"),
+                         plot_bgcolor="rgba(0,0,0,0)", dragmode="zoom", uirevision=camera.name)
+    return figure(data, layout)
+
+
+def _grid_labels(labels: list[str], label_uv: np.ndarray, spacing: float) -> list[dict]:
+    """Label annotations, nearest the bottom of the image (closest to the camera) first,
+    skipping any closer than ``spacing`` pixels to one already placed."""
+    ok = np.isfinite(label_uv).all(axis=1)
+    order = [k for k in np.argsort(-np.where(ok, label_uv[:, 1], -np.inf)) if ok[k]]
+    placed: list[np.ndarray] = []
+    notes = []
+    for k in order:
+        p = label_uv[k]
+        if any(np.hypot(*(p - q)) < spacing for q in placed):
+            continue
+        placed.append(p)
+        notes.append(dict(x=float(p[0]), y=float(p[1]), text=labels[k].replace(" ", ""), showarrow=False,
+                          font=dict(color="white", size=9), bgcolor="rgba(0,0,0,0.45)", borderpad=1))
+    return notes
+
+
+def missing_camera_figure(name: str, height: int = 260) -> go.Figure:
+    """A placeholder for an empty slot of the display grid."""
+    return figure([], base_layout(height, annotations=[dict(text=f"{name}: no camera", showarrow=False, x=0.5,
+                                                                 y=0.5, xref="paper", yref="paper")],
+                                  xaxis=dict(visible=False), yaxis=dict(visible=False)))
