@@ -104,7 +104,12 @@ def check_parity(result: ExportResult, runs: int = 5, tol: float = DEFAULT_TOL,
     provider = "CPUExecutionProvider"
     session = ort.InferenceSession(result.path, sess_options=opts, providers=[provider])
 
-    ort_out = session.run(None, feed)[0]  # warm-up
+    try:
+        ort_out = session.run(None, feed)[0]  # warm-up
+    except Exception as exc:  # onnxruntime's own errors (shapes, types) as a named ValueError
+        shapes = {n: tuple(a.shape) for n, a in feed.items()}
+        raise field_error("inputs", shapes, "onnxruntime refused them: "
+                          + " ".join(str(exc).split())[:300]) from None
     ort_times = []
     for _ in range(runs):
         t = time.perf_counter()
