@@ -1,0 +1,24 @@
+"""bevviz: an interactive geometry debugger for multi-camera BEV perception.
+
+Run ``streamlit run app.py``: it opens on the embedded sample rig with no set-up. The
+sidebar (rig source, BEV grid, validity settings) is shared by every page; adding a page
+is one line in ``PAGES``.
+"""
+
+import streamlit as st
+
+from appkit.sidebar import render_sidebar, show_load_error
+
+st.set_page_config(page_title="bevviz", page_icon=":material/view_in_ar:", layout="wide")
+
+PAGES = [
+    st.Page("pages/rig.py", title="Rig & Projection", icon=":material/photo_camera:", default=True),
+    st.Page("pages/coverage.py", title="Valid masks & coverage", icon=":material/grid_on:"),
+    st.Page("pages/padding.py", title="Padding lab", icon=":material/border_outer:"),
+    st.Page("pages/bev_features.py", title="BEV features", icon=":material/layers:"),
+]
+
+page = st.navigation(PAGES)
+render_sidebar()
+show_load_error()
+page.run()

@@ -1,0 +1,210 @@
+"""Cached computations for the pages, keyed on scene/rig fingerprint + grid + settings.
+
+``st.cache_data`` for arrays (each caller gets its own copy), ``st.cache_resource`` for
+lookup tables. Every function here only calls into ``bevviz``; no geometry is written
+here either.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+import torch
+
+from appkit.state import HASH_FUNCS, Scene
+from bevviz import overlays
+from bevviz.bev_grid import BEVGrid
+from bevviz.camera import Rig
+from bevviz.projection import Projection
+
+COLOR_BY = ("depth", "pillar z", "BEV x", "BEV y")
+FEATURE_KINDS = ("RGB", "conv C=64")
+
+
+def _cache_data(**kw):
+    return st.cache_data(show_spinner=False, hash_funcs=HASH_FUNCS, **kw)
+
+
+def _cache_resource(**kw):
+    return st.cache_resource(show_spinner=False, hash_funcs=HASH_FUNCS, **kw)
+
+
+# --------------------------------------------------------------------------------------
+# Projection and overlays
+# --------------------------------------------------------------------------------------
+
+
+@_cache_data(max_entries=6)
+def projection(rig: Rig, grid: BEVGrid, eps: float, bounds: str) -> Projection:
+    """All grid points projected into all cameras (fields (N_cam, Z, H_bev, W_bev))."""
+    return overlays.grid_projection(rig, grid, eps=eps, bounds=bounds)
+
+
+@_cache_data(max_entries=6)
+def status_rows(rig: Rig, grid: BEVGrid, eps: float, bounds: str) -> list[dict]:
+    """Per-camera counts of valid / behind / outside points."""
+    return overlays.status_table(projection(rig, grid, eps, bounds), rig.names)
+
+
+@_cache_data(max_entries=6)
+def footprints(rig: Rig, grid: BEVGrid, eps: float, bounds: str) -> np.ndarray:
+    """Per-camera footprints, shape (N_cam, H_bev, W_bev), bool."""
+    return overlays.footprints(projection(rig, grid, eps, bounds))
+
+
+@_cache_data(max_entries=6)
+def ground_lines(rig: Rig, grid: BEVGrid, step: float) -> overlays.GroundGridLines:
+    """The z = 0 metric grid over the BEV extent, projected."""
+    return overlays.ground_grid_lines(rig, grid.x_range, grid.y_range, step=step)
+
+
+@_cache_data(max_entries=24)
+def camera_overlays(rig: Rig, grid: BEVGrid, eps: float, bounds: str, color_by: str, max_points: int,
+                    show_behind: bool) -> dict[str, dict]:
+    """Per camera the subsampled valid points (uv, colour, hover data) and, optionally, the
+    behind-camera ghosts that land inside the image.
+
+    Returns:
+        Name -> dict with ``points_uv`` (P, 2), ``color`` (P,), ``customdata`` (P, 6),
+        ``ghost_uv`` (Q, 2) or None; plus the shared colour range under ``"_range"``.
+    """
+    proj = projection(rig, grid, eps, bounds)
+    pts = grid.points(torch.float32).numpy()  # (Z, H, W, 3)
+    uv, depth = proj.uv.numpy(), proj.depth.numpy()
+    valid = proj.valid.numpy()
+    ghosts = overlays.behind_camera_uv(proj, eps) if show_behind else None
+    status = overlays.point_status(proj) if show_behind else None
+    flat_pts = pts.reshape(-1, 3)
+    out: dict[str, dict] = {}
+    lo, hi = np.inf, -np.inf
+    for c, cam in enumerate(rig):
+        idx = overlays.subsample_indices(valid[c], max_points)
+        p = flat_pts[idx]
+        cuv = uv[c].reshape(-1, 2)[idx]
+        d = depth[c].reshape(-1)[idx]
+        value = {"depth": d, "pillar z": p[:, 2], "BEV x": p[:, 0], "BEV y": p[:, 1]}[color_by]
+        if value.size:
+            lo, hi = min(lo, float(value.min())), max(hi, float(value.max()))
+        entry = {"points_uv": cuv, "color": value, "customdata": np.column_stack([p, cuv, d]).astype(np.float32),
+                 "ghost_uv": None}
+        if ghosts is not None:
+            g = ghosts[c].reshape(-1, 2)
+            inside = ((status[c].reshape(-1) == overlays.STATUS_BEHIND) & (g[:, 0] >= -0.5)
+                      & (g[:, 0] <= cam.width - 0.5) & (g[:, 1] >= -0.5) & (g[:, 1] <= cam.height - 0.5))
+            entry["ghost_uv"] = g[overlays.subsample_indices(inside, max_points // 2)]
+        out[cam.name] = entry
+    if color_by == "pillar z":
+        lo, hi = min(grid.z_values), max(grid.z_values)
+    out["_range"] = {"cmin": lo if np.isfinite(lo) else 0.0, "cmax": hi if np.isfinite(hi) else 1.0}
+    return out
+
+
+@_cache_data(max_entries=6)
+def rig_geometry(rig: Rig, frustum_depth: float) -> tuple[dict, dict, dict]:
+    """Frustums, RDF axes and horizon segments of every camera."""
+    frustums = {c.name: overlays.frustum(c, frustum_depth) for c in rig}
+    axes = {c.name: overlays.camera_axes(c, max(0.5, frustum_depth / 3)) for c in rig}
+    horizons = {c.name: overlays.horizon_line(c) for c in rig}
+    return frustums, axes, horizons
+
+
+@_cache_data(max_entries=6)
+def validity_comparison(rig: Rig, grid: BEVGrid, a: tuple[float, str], b: tuple[float, str]):
+    """Footprints under two (eps, bounds) settings and the cells where they differ."""
+    return overlays.compare_validity(rig, grid, a, b)
+
+
+# --------------------------------------------------------------------------------------
+# Features and BEV features
+# --------------------------------------------------------------------------------------
+
+
+@_cache_data(max_entries=6)
+def features(scene: Scene, kind: str, stride: int) -> torch.Tensor:
+    """Per-camera feature maps, shape (N_cam, C, H // s, W // s)."""
+    from bevviz.features import conv_features, rgb_features
+
+    if kind == "RGB":
+        return rgb_features(scene.images, scene.rig, stride=stride)
+    return conv_features(scene.images, scene.rig, channels=64, stride=stride)
+
+
+@_cache_resource(max_entries=4)
+def lookup_table(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], overlap: str, eps: float, bounds: str):
+    """The sampler lookup table for this rig + grid + feature size + settings (built once)."""
+    from bevviz.samplers import lut
+
+    return lut.build_lut(rig, grid, feature_size, overlap=overlap, bounds=bounds, eps=eps)
+
+
+@_cache_data(max_entries=24)
+def bev(scene: Scene, grid: BEVGrid, kind: str, stride: int, sampler: str, overlap: str = "mean",
+        eps: float = 1e-5, bounds: str = "pixel", kernel_size: int = 1, rounding: str = "bilinear") -> dict:
+    """BEV features with one sampler.
+
+    Returns:
+        Dict with ``features`` (C, H_bev, W_bev) float32 numpy, ``hits`` (H_bev, W_bev) and
+        ``timings`` (stage -> seconds, measured when first computed).
+    """
+    from bevviz.pipeline import bev_features
+
+    f = features(scene, kind, stride)
+    kw: dict = dict(sampler=sampler, overlap=overlap, eps=eps, bounds=bounds)
+    if sampler == "deformable":
+        kw["deformable"] = dict(kernel_size=kernel_size, rounding=rounding)
+    timings = {}
+    if sampler == "lut":
+        kw["lut"] = table = lookup_table(scene.rig, grid, tuple(f.shape[-2:]), overlap, eps, bounds)
+        timings["build"] = table.build_seconds
+    res = bev_features(f, scene.rig, grid, **kw)
+    timings.update(res.timings)
+    return {"features": res.features.detach().numpy().astype(np.float32), "hits": res.hits.numpy(),
+            "timings": timings}
+
+
+@_cache_data(max_entries=6)
+def ground_truth_bev(scene: Scene, grid: BEVGrid) -> np.ndarray | None:
+    """The true ground texture on this grid (RGB uint8 (H_bev, W_bev, 3)), or None."""
+    gt = scene.ground_truth
+    if gt is None:
+        return None
+    return overlays.texture_to_bev(gt.texture, gt.x_range, gt.y_range, grid, gt.world_from_ego)
+
+
+# --------------------------------------------------------------------------------------
+# Padding lab
+# --------------------------------------------------------------------------------------
+
+
+@_cache_data(max_entries=12)
+def padding_input(scene: Scene, source: str, camera: str, stride: int) -> np.ndarray:
+    """The padding lab's input, shape (1, C, H, W) float32: a test pattern or a camera's
+    RGB features at ``stride``."""
+    if source == "test pattern":
+        return overlays.test_pattern().numpy()
+    f = features(scene, "RGB", stride)
+    return f[scene.rig.index(camera)][None].numpy()
+
+
+@_cache_data(max_entries=12)
+def padding_cases(feature: np.ndarray, margin: float, upsample: int) -> list[overlays.PaddingCase]:
+    """Reference vs gather-scatter over every mode x padding x align_corners."""
+    from bevviz.samplers import gather_scatter, reference
+
+    x = torch.from_numpy(feature)
+    H, W = x.shape[-2:]
+    grid = overlays.margin_grid(int(H * upsample), int(W * upsample), margin)
+    return overlays.padding_cases(x, grid, reference.grid_sample, gather_scatter.grid_sample)
+
+
+@_cache_data(max_entries=12)
+def half_pixel(feature: np.ndarray) -> dict[str, np.ndarray]:
+    """The half-pixel experiment: matched and mismatched normalisation."""
+    from bevviz.samplers import reference
+
+    x = torch.from_numpy(feature)
+    return {
+        "matched (False / False)": overlays.half_pixel_mismatch(x, reference.grid_sample, False, False),
+        "grid False, sampler True": overlays.half_pixel_mismatch(x, reference.grid_sample, False, True),
+        "grid True, sampler False": overlays.half_pixel_mismatch(x, reference.grid_sample, True, False),
+    }

@@ -1,0 +1,244 @@
+"""The shared sidebar: rig source, BEV grid and validity settings, kept in session state.
+
+Loading follows one rule: the sidebar builds a *request* (a hashable description of what
+it asks for); when the request changes, the matching loader runs once. Success replaces
+the scene; a ``ValueError`` is remembered and shown, and the previous scene stays.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import streamlit as st
+
+from appkit import sources
+from appkit.state import GRID, GRID_ERROR, SCENE, SCENE_ERROR, SCENE_REQUEST, current_grid, current_scene
+from bevviz.bev_grid import BEVGrid, pillar_heights
+
+SOURCE_SAMPLE = "Embedded sample"
+SOURCE_NUSCENES = "nuScenes dataroot"
+SOURCE_UPLOAD = "JSON rig upload"
+SOURCES = (SOURCE_SAMPLE, SOURCE_NUSCENES, SOURCE_UPLOAD)
+
+SAMPLE_RIG_OPTION = "Sample rig (rig.json)"
+#: Session-state key through which bytes can be handed to the upload path without a
+#: browser (AppTest cannot drive st.file_uploader): a dict with ``json_name``,
+#: ``json_bytes`` and ``images`` (file name -> bytes).
+UPLOAD_BYTES = "upload_bytes"
+
+Z_BEVFORMER = "BEVFormer 4 points"
+Z_GROUND = "ground only (z = 0)"
+Z_CUSTOM = "custom"
+Z_MODES = (Z_BEVFORMER, Z_GROUND, Z_CUSTOM)
+EPS_OPTIONS = (1e-5, 0.1, 0.5, 1.0)
+BOUNDS_OPTIONS = ("pixel", "bevformer")
+
+#: Defaults of the grid widgets (BEVFormer on nuScenes).
+GRID_DEFAULTS = {"grid_x_min": -51.2, "grid_x_max": 51.2, "grid_y_min": -51.2, "grid_y_max": 51.2,
+                 "grid_res": 0.512, "grid_z_mode": Z_BEVFORMER, "grid_z_custom": "0.0, 1.5",
+                 "valid_eps": 1e-5, "valid_bounds": "pixel"}
+
+
+def validity() -> tuple[float, str]:
+    """(eps, bounds) chosen in the sidebar."""
+    return (float(st.session_state.get("valid_eps", GRID_DEFAULTS["valid_eps"])),
+            str(st.session_state.get("valid_bounds", GRID_DEFAULTS["valid_bounds"])))
+
+
+def apply_request(request: tuple | None, loader: Callable[[], "sources.Scene"], what: str) -> None:
+    """Run ``loader`` when ``request`` differs from the last one; keep the old scene on error."""
+    if request is None or request == st.session_state.get(SCENE_REQUEST):
+        return
+    st.session_state[SCENE_REQUEST] = request
+    try:
+        with st.spinner(f"Loading {what} ..."):
+            scene = loader()
+    except ValueError as e:
+        st.session_state[SCENE_ERROR] = str(e)
+        return
+    except Exception as e:  # anything else: a message, never a traceback
+        st.session_state[SCENE_ERROR] = f"{type(e).__name__}: {e}"
+        return
+    st.session_state[SCENE] = scene
+    st.session_state[SCENE_ERROR] = None
+
+
+# --------------------------------------------------------------------------------------
+# Source controls
+# --------------------------------------------------------------------------------------
+
+
+def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
+    if not sources.sample_available():
+        st.caption("sample_data/ is missing: using a synthetic rig rendered on the fly.")
+        return ("synthetic",), sources.synthetic_scene, "the synthetic rig"
+    options = [SAMPLE_RIG_OPTION]
+    scenes = {}
+    if (sources.SAMPLE_NUSCENES / "v1.0-mini").exists():
+        try:
+            for s in sources.nuscenes_scenes(str(sources.SAMPLE_NUSCENES), "v1.0-mini"):
+                label = f"nuScenes {s.name}: {s.description}" if s.description else f"nuScenes {s.name}"
+                scenes[label] = s
+                options.append(label)
+        except ValueError as e:
+            st.caption(f"Embedded nuScenes sample unavailable: {e}")
+    choice = st.selectbox("Sample", options, key="sample_choice",
+                          help="The embedded sample: a rendered street with a known ground truth. "
+                               "Its nuScenes-format copy has a calibrated scene and a miscalibrated one.")
+    if choice == SAMPLE_RIG_OPTION:
+        path = str(sources.SAMPLE_RIG)
+        return ("rigjson", path), lambda: sources.rig_json_scene(path), "the sample rig"
+    return _nuscenes_sample_picker(str(sources.SAMPLE_NUSCENES), "v1.0-mini", scenes[choice], "sample_index")
+
+
+def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
+    samples = sources.nuscenes_samples(dataroot, version, scene.token)
+    if not samples:
+        st.warning(f"Scene {scene.name} has no samples.")
+        return None, None, ""
+    idx = st.selectbox("Sample", range(len(samples)), key=key,
+                       format_func=lambda i: f"#{i}  (t = {samples[i].timestamp / 1e6:.2f} s)")
+    idx = min(int(idx), len(samples) - 1)
+    token = samples[idx].token
+    return (("nuscenes", dataroot, version, token),
+            lambda: sources.nuscenes_scene(dataroot, version, token, scene.name, idx), f"{scene.name} #{idx}")
+
+
+def _nuscenes_controls():
+    dataroot = st.text_input("Dataroot", value=str(sources.SAMPLE_NUSCENES), key="ns_dataroot",
+                             help="Folder holding <version>/ (the tables) and samples/.").strip()
+    version = st.selectbox("Version", sources.NUSCENES_VERSIONS, key="ns_version")
+    if not dataroot:
+        return None, None, ""
+    try:
+        with st.spinner("Opening the dataset ..."):
+            scenes = sources.nuscenes_scenes(dataroot, version)
+    except ValueError as e:
+        st.error(str(e))
+        return None, None, ""
+    if not scenes:
+        st.warning("The dataset has no scenes.")
+        return None, None, ""
+    by_name = {s.name: s for s in scenes}
+    name = st.selectbox("Scene", list(by_name), key="ns_scene",
+                        format_func=lambda n: f"{n} ({by_name[n].n_samples} samples)")
+    if by_name[name].description:
+        st.caption(by_name[name].description)
+    return _nuscenes_sample_picker(dataroot, version, by_name[name], "ns_sample")
+
+
+def _upload_controls():
+    st.file_uploader("Rig JSON", type=["json"], key="upload_json",
+                     help="bevviz JSON rig format (see the README): per camera name, K, rotation, "
+                          "translation, width, height, image file; plus a convention block.")
+    st.file_uploader("Camera images", type=["jpg", "jpeg", "png"], accept_multiple_files=True,
+                     key="upload_images", help="One per camera, matched by the file name in the JSON, "
+                                               "the file stem, or the camera name.")
+    st.caption(f"Limits: JSON {sources.MAX_JSON_BYTES // sources.MB} MB, "
+               f"{sources.MAX_IMAGE_BYTES // sources.MB} MB per image.")
+    handed = st.session_state.get(UPLOAD_BYTES)
+    js = st.session_state.get("upload_json")
+    if js is not None:
+        imgs = st.session_state.get("upload_images") or []
+        request = ("upload", js.file_id, tuple(f.file_id for f in imgs))
+
+        def load():
+            return sources.uploaded_scene(js.name, js.getvalue(), {f.name: f.getvalue() for f in imgs})
+
+        return request, load, f"the uploaded rig {js.name}"
+    if handed:
+        import hashlib
+
+        digest = hashlib.sha1(handed["json_bytes"] + b"".join(
+            hashlib.sha1(v).digest() for _, v in sorted(handed.get("images", {}).items()))).hexdigest()
+        return (("upload-bytes", digest),
+                lambda: sources.uploaded_scene(handed["json_name"], handed["json_bytes"], handed.get("images", {})),
+                f"the uploaded rig {handed['json_name']}")
+    st.info("Upload a rig JSON and its images; the current rig stays until then.")
+    return None, None, ""
+
+
+# --------------------------------------------------------------------------------------
+# Grid controls
+# --------------------------------------------------------------------------------------
+
+
+def parse_z_values(text: str) -> tuple[float, ...]:
+    """Comma-separated heights -> tuple of floats (a named ValueError otherwise)."""
+    try:
+        vals = tuple(float(t) for t in text.replace(";", ",").split(",") if t.strip())
+    except ValueError:
+        raise ValueError(f"field 'z values': must be numbers separated by commas (got {text!r})") from None
+    if not vals:
+        raise ValueError(f"field 'z values': need at least one height (got {text!r})")
+    return vals
+
+
+def grid_from_state() -> BEVGrid:
+    """Build the BEVGrid from the grid widgets' values (raises a named ValueError)."""
+    ss = st.session_state
+    mode = ss.get("grid_z_mode", Z_BEVFORMER)
+    if mode == Z_BEVFORMER:
+        z = pillar_heights()
+    elif mode == Z_GROUND:
+        z = (0.0,)
+    else:
+        z = parse_z_values(ss.get("grid_z_custom", ""))
+    return BEVGrid((ss["grid_x_min"], ss["grid_x_max"]), (ss["grid_y_min"], ss["grid_y_max"]), z, ss["grid_res"])
+
+
+def _grid_controls() -> None:
+    ss = st.session_state
+    for k, v in GRID_DEFAULTS.items():
+        ss.setdefault(k, v)
+    c1, c2 = st.columns(2)
+    c1.number_input("x min (m)", step=5.0, format="%.3f", key="grid_x_min")
+    c2.number_input("x max (m)", step=5.0, format="%.3f", key="grid_x_max")
+    c1.number_input("y min (m)", step=5.0, format="%.3f", key="grid_y_min")
+    c2.number_input("y max (m)", step=5.0, format="%.3f", key="grid_y_max")
+    st.number_input("Resolution (m / cell)", min_value=0.01, step=0.128, format="%.3f", key="grid_res")
+    st.radio("Pillar heights", Z_MODES, key="grid_z_mode",
+             help="BEVFormer spreads 4 points over z in [-5, 3] m: (-4.5, -2.17, 0.17, 2.5).")
+    if ss["grid_z_mode"] == Z_CUSTOM:
+        st.text_input("z values (m, comma-separated)", key="grid_z_custom")
+    try:
+        grid = grid_from_state()
+        ss[GRID] = grid
+        ss[GRID_ERROR] = None
+    except ValueError as e:
+        ss[GRID_ERROR] = str(e)
+    g = current_grid()
+    if ss.get(GRID_ERROR):
+        st.error(f"{ss[GRID_ERROR]} — keeping the previous grid.")
+    st.caption(f"{g.height} x {g.width} cells x {g.num_z} heights = {g.height * g.width * g.num_z:,} points; "
+               f"z = {', '.join(f'{z:g}' for z in g.z_values)} m")
+    c1, c2 = st.columns(2)
+    c1.selectbox("Depth eps (m)", EPS_OPTIONS, key="valid_eps", format_func=lambda e: f"{e:g}",
+                 help="A point is valid when its depth exceeds eps (BEVFormer: 1e-5).")
+    c2.selectbox("Image bounds", BOUNDS_OPTIONS, key="valid_bounds",
+                 help="pixel: -0.5 <= u <= W - 0.5 (pixel-centre extent); bevformer: 0 < u/W < 1.")
+
+
+def render_sidebar() -> None:
+    """Draw the shared sidebar and update the scene and grid in session state."""
+    with st.sidebar:
+        st.markdown("### Rig source")
+        source = st.radio("Rig source", SOURCES, key="rig_source", label_visibility="collapsed")
+        if source == SOURCE_SAMPLE:
+            request, loader, what = _sample_controls()
+        elif source == SOURCE_NUSCENES:
+            request, loader, what = _nuscenes_controls()
+        else:
+            request, loader, what = _upload_controls()
+        apply_request(request, loader, what)
+        scene = current_scene()
+        st.caption(f"Loaded: **{scene.label}** — {len(scene.rig)} cameras")
+        st.markdown("### BEV grid")
+        _grid_controls()
+
+
+def show_load_error() -> None:
+    """In the main area: the last load error, if the current request failed."""
+    err = st.session_state.get(SCENE_ERROR)
+    if err:
+        st.error(f"Could not load the rig: {err}\n\nKeeping the previous rig: {current_scene().label}.")

@@ -1,0 +1,241 @@
+"""Rig sources: the embedded sample, a nuScenes dataroot, an uploaded JSON rig with images.
+
+Each loader returns a :class:`appkit.state.Scene` or raises ``ValueError`` with the
+library's message (camera, field, value). Dataset handles and loaded scenes are cached with
+``st.cache_resource`` (scenes are read-only: their image arrays are not writeable).
+:func:`uploaded_scene` takes plain bytes, so it is testable without a browser.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import streamlit as st
+
+from appkit.state import GroundTruth, Scene
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_DIR = ROOT / "sample_data"
+SAMPLE_RIG = SAMPLE_DIR / "rig.json"
+SAMPLE_NUSCENES = SAMPLE_DIR / "nuscenes"
+NUSCENES_VERSIONS = ("v1.0-mini", "v1.0-trainval", "v1.0-test")
+
+MB = 1 << 20
+#: Limits on uploads (Streamlit's own server.maxUploadSize in .streamlit/config.toml caps
+#: any single file first; these are checked again here so the message names the file).
+MAX_JSON_BYTES = 2 * MB
+MAX_IMAGE_BYTES = 25 * MB
+MAX_TOTAL_BYTES = 200 * MB
+
+
+def _freeze(images: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    out = {}
+    for name, img in images.items():
+        a = np.asarray(img)
+        a.setflags(write=False)
+        out[name] = a
+    return out
+
+
+def _read_image_file(path: str | os.PathLike) -> np.ndarray:
+    from bevviz.io.images import read_image
+
+    return read_image(path)
+
+
+# --------------------------------------------------------------------------------------
+# Ground truth of the embedded sample
+# --------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def sample_texture() -> tuple[np.ndarray, tuple[float, float], tuple[float, float]] | None:
+    """The embedded sample's ground texture (world frame) and its extent, or None."""
+    meta_path = SAMPLE_DIR / "ground_texture.json"
+    if not meta_path.exists():
+        return None
+    meta = json.loads(meta_path.read_text())
+    tex = _read_image_file(SAMPLE_DIR / meta.get("image", "ground_texture.png"))
+    tex.setflags(write=False)
+    return tex, tuple(meta["x_range"]), tuple(meta["y_range"])
+
+
+def _ground_truth(world_from_ego: np.ndarray | None = None) -> GroundTruth | None:
+    tex = sample_texture()
+    if tex is None:
+        return None
+    texture, xr, yr = tex
+    return GroundTruth(texture, xr, yr, None if world_from_ego is None else np.asarray(world_from_ego))
+
+
+# --------------------------------------------------------------------------------------
+# JSON rig (file on disk)
+# --------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def rig_json_scene(path: str) -> Scene:
+    """A JSON rig file with the images it names (relative to the file)."""
+    from bevviz.io.rig_json import load_rig_file, load_rig_images
+
+    p = Path(path)
+    rig_file = load_rig_file(p)
+    images = load_rig_images(rig_file, p.parent)
+    is_sample = p.resolve() == SAMPLE_RIG.resolve()
+    digest = hashlib.sha1(p.read_bytes()).hexdigest()[:12]
+    label = "Embedded sample rig (sample_data/rig.json)" if is_sample else f"JSON rig {p.name}"
+    return Scene(key=f"rigjson:{p.resolve()}:{digest}", label=label, rig=rig_file.rig, images=_freeze(images),
+                 ground_truth=_ground_truth() if is_sample else None,
+                 image_files=dict(rig_file.image_files or {}))
+
+
+# --------------------------------------------------------------------------------------
+# nuScenes
+# --------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def open_nuscenes(dataroot: str, version: str):
+    """The nuscenes-devkit handle (cached per dataroot and version)."""
+    from bevviz.io.nuscenes import open_dataset
+
+    return open_dataset(dataroot, version)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def nuscenes_scenes(dataroot: str, version: str) -> list:
+    """Scenes of a dataset: list of :class:`bevviz.io.nuscenes.SceneInfo`."""
+    from bevviz.io.nuscenes import list_scenes
+
+    return list_scenes(open_nuscenes(dataroot, version))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def nuscenes_samples(dataroot: str, version: str, scene_token: str) -> list:
+    """Key-frame samples of a scene: list of :class:`bevviz.io.nuscenes.SampleInfo`."""
+    from bevviz.io.nuscenes import list_samples
+
+    return list_samples(open_nuscenes(dataroot, version), scene_token)
+
+
+def _miscalibration_note(dataroot: str, scene_name: str) -> tuple[str, ...]:
+    path = Path(dataroot) / "miscalibration.json"
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return ()
+    if rec.get("scene") != scene_name:
+        return ()
+    err = rec.get("rotation_error", {})
+    return (f"Known miscalibration: {rec.get('camera')} stored with a {err.get('degrees')} deg rotation "
+            f"error ({err.get('description', '')}); its images use the true calibration.",)
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)
+def nuscenes_scene(dataroot: str, version: str, sample_token: str, scene_name: str = "",
+                   sample_index: int = 0) -> Scene:
+    """One sample of a nuScenes-format dataset (rig from calibrated_sensor, camera images)."""
+    from bevviz.io.nuscenes import ego_pose, load_sample_from
+
+    nusc = open_nuscenes(dataroot, version)
+    rig, images = load_sample_from(nusc, sample_token)
+    embedded = Path(dataroot).resolve() == SAMPLE_NUSCENES.resolve()
+    gt = _ground_truth(ego_pose(nusc, sample_token)) if embedded else None
+    where = "embedded sample" if embedded else dataroot
+    label = f"nuScenes {scene_name or '?'} sample {sample_index} ({where})"
+    return Scene(key=f"nuscenes:{Path(dataroot).resolve()}:{version}:{sample_token}", label=label, rig=rig,
+                 images=_freeze(images), ground_truth=gt,
+                 notes=_miscalibration_note(dataroot, scene_name))
+
+
+# --------------------------------------------------------------------------------------
+# Uploads
+# --------------------------------------------------------------------------------------
+
+
+def _size_text(n: int) -> str:
+    return f"{n / MB:.1f} MB" if n >= MB / 10 else f"{n / 1024:.0f} kB"
+
+
+def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, bytes]) -> None:
+    """Refuse oversized uploads with a message naming the file.
+
+    Raises:
+        ValueError: the JSON is larger than ``MAX_JSON_BYTES``, an image larger than
+            ``MAX_IMAGE_BYTES``, or everything together larger than ``MAX_TOTAL_BYTES``.
+    """
+    if len(json_bytes) > MAX_JSON_BYTES:
+        raise ValueError(f"field 'upload': rig file {json_name} is {_size_text(len(json_bytes))}, more than "
+                         f"the {_size_text(MAX_JSON_BYTES)} limit for a JSON rig (got {len(json_bytes)} bytes)")
+    for name, data in images.items():
+        if len(data) > MAX_IMAGE_BYTES:
+            raise ValueError(f"field 'upload': image {name} is {_size_text(len(data))}, more than the "
+                             f"{_size_text(MAX_IMAGE_BYTES)} limit per image (got {len(data)} bytes)")
+    total = len(json_bytes) + sum(len(d) for d in images.values())
+    if total > MAX_TOTAL_BYTES:
+        raise ValueError(f"field 'upload': the files add up to {_size_text(total)}, more than the "
+                         f"{_size_text(MAX_TOTAL_BYTES)} limit (got {total} bytes)")
+
+
+def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes]) -> Scene:
+    """A scene from an uploaded JSON rig and uploaded image files.
+
+    Args:
+        json_name: File name of the rig JSON (for messages).
+        json_bytes: Its contents.
+        images: Uploaded image file name -> bytes; matched to cameras by the file name the
+            JSON names, by file stem, or by camera name.
+
+    Returns:
+        The scene.
+
+    Raises:
+        ValueError: oversized files, or anything :mod:`bevviz.io.rig_json` rejects (the
+            message names the camera, the field and the value).
+    """
+    from bevviz.io.rig_json import load_rig_images, parse_rig
+
+    check_upload_sizes(json_name, json_bytes, images)
+    rig_file = parse_rig(bytes(json_bytes), source=json_name)
+    loaded = load_rig_images(rig_file, None, uploaded=dict(images))
+    digest = hashlib.sha1(json_bytes + b"".join(hashlib.sha1(images[k]).digest() for k in sorted(images)))
+    return Scene(key=f"upload:{digest.hexdigest()[:16]}", label=f"Uploaded rig {json_name}", rig=rig_file.rig,
+                 images=_freeze(loaded), image_files=dict(rig_file.image_files or {}))
+
+
+# --------------------------------------------------------------------------------------
+# Fallback and default
+# --------------------------------------------------------------------------------------
+
+SYNTHETIC_SCALE = 0.4  # 640 x 360: rendering full-size images takes half a minute
+
+
+@st.cache_resource(show_spinner=False)
+def synthetic_scene() -> Scene:
+    """The nuScenes-like rig with rendered images (used when sample_data is missing)."""
+    from bevviz.synthetic import nuscenes_like_rig, render
+
+    rig = nuscenes_like_rig().resized(SYNTHETIC_SCALE)
+    images = render(rig, supersample=1)
+    w, h = rig[0].size
+    return Scene(key="synthetic", label=f"Synthetic nuScenes-like rig ({w} x {h}, rendered: sample_data is missing)", rig=rig, images=_freeze(images), ground_truth=_ground_truth())
+
+
+def sample_available() -> bool:
+    """Whether the embedded sample (sample_data/rig.json) is there."""
+    return SAMPLE_RIG.exists()
+
+
+def default_scene() -> Scene:
+    """The scene the app opens on: the embedded sample rig, else the synthetic fallback."""
+    if sample_available():
+        try:
+            return rig_json_scene(str(SAMPLE_RIG))
+        except (ValueError, ImportError):
+            pass
+    return synthetic_scene()

@@ -1,0 +1,97 @@
+"""Session state: the loaded scene (rig + images) and the BEV grid every page shares.
+
+A failed load (bad upload, wrong dataroot) never replaces what is loaded: the previous scene
+and grid stay in ``st.session_state`` and the error is shown next to the control that
+caused it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import streamlit as st
+
+from bevviz.bev_grid import BEVGrid
+from bevviz.camera import Rig
+
+SCENE = "scene"            # the loaded Scene
+SCENE_REQUEST = "scene_request"  # what the sidebar asked for when it was last loaded (or tried)
+SCENE_ERROR = "scene_error"      # error message of the last failed load, or None
+GRID = "grid"              # the current BEVGrid
+GRID_ERROR = "grid_error"
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """The true ground texture (BEV layout: row 0 front, col 0 left) and the ego pose in it.
+
+    Attributes:
+        texture: RGB uint8, shape (H_t, W_t, 3).
+        x_range: World x extent (min, max) the texture covers (metres).
+        y_range: World y extent (min, max) it covers (metres).
+        world_from_ego: The ego pose in the texture's frame, shape (4, 4); None = identity.
+    """
+
+    texture: np.ndarray
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+    world_from_ego: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Scene:
+    """A loaded rig source.
+
+    Attributes:
+        key: Unique id of what was loaded (source + content), used in cache keys.
+        label: Human-readable description for the sidebar and page captions.
+        rig: The rig.
+        images: Camera name -> RGB uint8 image (H, W, 3).
+        ground_truth: The true BEV ground texture when known (embedded sample), else None.
+        image_files: Camera name -> image file name (for the JSON rig download).
+        notes: Extra facts to show (e.g. which camera of a scene is miscalibrated).
+    """
+
+    key: str
+    label: str
+    rig: Rig
+    images: Mapping[str, np.ndarray] = field(repr=False)
+    ground_truth: GroundTruth | None = field(default=None, repr=False)
+    image_files: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cache_key(self) -> str:
+        """Key for caches: the source and the rig's fingerprint."""
+        return f"{self.key}|{self.rig.fingerprint}"
+
+
+#: hash_funcs for st.cache_data / st.cache_resource: hash bevviz objects by value, cheaply.
+HASH_FUNCS = {
+    Scene: lambda s: s.cache_key,
+    Rig: lambda r: r.fingerprint,
+    BEVGrid: lambda g: repr(sorted(g.to_dict().items())),
+}
+
+
+def current_scene() -> Scene:
+    """The scene the sidebar loaded (loads the default sample on first use)."""
+    if SCENE not in st.session_state:
+        from appkit.sources import default_scene
+
+        st.session_state[SCENE] = default_scene()
+    return st.session_state[SCENE]
+
+
+def current_grid() -> BEVGrid:
+    """The BEV grid from the sidebar (BEVFormer's default until changed)."""
+    if GRID not in st.session_state:
+        st.session_state[GRID] = BEVGrid()
+    return st.session_state[GRID]
+
+
+def current() -> tuple[Scene, BEVGrid]:
+    """``(scene, grid)`` for a page."""
+    return current_scene(), current_grid()

@@ -1,0 +1,129 @@
+"""Rig & Projection: every camera with the projected BEV points, a BEV cell picker, the rig in 3D."""
+
+import pandas as pd
+import streamlit as st
+
+from appkit import compute, current
+from appkit.sidebar import validity
+from bevviz import downloads, overlays
+from bevviz.viz.bev import pick_map
+from bevviz.viz.cameras import CameraOverlay, camera_figure, missing_camera_figure
+from bevviz.viz.rig3d import rig_figure
+
+scene, grid = current()
+rig = scene.rig
+eps, bounds = validity()
+
+st.title("Rig & Projection")
+st.caption(f"{scene.label} · {grid.height} x {grid.width} BEV cells x {grid.num_z} heights · "
+           f"valid: depth > {eps:g} m, {bounds} bounds")
+for note in scene.notes:
+    st.info(note)
+
+# ---- display controls (display-only: nothing is recomputed when they change) ----
+c1, c2, c3, c4, c5, c6 = st.columns([1.2, 1.2, 1, 1, 1, 1])
+color_by = c1.selectbox("Colour points by", compute.COLOR_BY, key="rig_color_by")
+max_points = c2.select_slider("Points per camera", [250, 500, 1000, 2000, 4000, 8000, 16000], value=1000,
+                              key="rig_max_points")
+show_grid = c3.toggle("Ground grid (10 m)", value=True, key="rig_show_grid")
+show_horizon = c4.toggle("Horizon", value=True, key="rig_show_horizon")
+show_behind = c5.toggle("Behind-camera points", value=False, key="rig_show_behind",
+                        help="Where points BEHIND a camera would land if the depth test were skipped "
+                             "(dividing by a negative depth mirrors them into the image).")
+show_points = c6.toggle("BEV points", value=True, key="rig_show_points")
+
+# ---- the picked BEV cell (number inputs, or a click on the map below) ----
+ss = st.session_state
+ss.setdefault("pick_x", 20.0)
+ss.setdefault("pick_y", 5.0)
+sel = ss.get("pick_map")
+if sel is not None:
+    pts = [p for p in (sel.get("selection", {}) or {}).get("points", []) if "x" in p and "y" in p]
+    if pts:
+        sig = (round(pts[-1]["x"], 3), round(pts[-1]["y"], 3))
+        if sig != ss.get("pick_last_click"):
+            ss["pick_last_click"] = sig
+            ss["pick_x"], ss["pick_y"] = float(sig[1]), float(sig[0])
+ss["pick_x"] = min(max(float(ss["pick_x"]), grid.x_range[0]), grid.x_range[1])
+ss["pick_y"] = min(max(float(ss["pick_y"]), grid.y_range[0]), grid.y_range[1])
+cell = grid.cell_of(ss["pick_x"], ss["pick_y"])
+report = overlays.cell_report(rig, grid, *cell, eps=eps, bounds=bounds) if cell else []
+
+# ---- cameras in display order ----
+with st.spinner("Projecting the BEV grid ..."):
+    cams = compute.camera_overlays(rig, grid, eps, bounds, color_by, max_points, show_behind) \
+        if show_points or show_behind else {}
+    lines = compute.ground_lines(rig, grid, 10.0) if show_grid else None
+    _, _, horizons = compute.rig_geometry(rig, 3.0)
+crange = cams.get("_range", {})
+unit = {"depth": "depth (m)", "pillar z": "z (m)", "BEV x": "x (m)", "BEV y": "y (m)"}[color_by]
+for row in rig.display_grid():
+    cols = st.columns(len(row))
+    for j, (col, name) in enumerate(zip(cols, row)):
+        if name is None:
+            col.plotly_chart(missing_camera_figure("empty slot"), key=f"cam_empty_{j}")
+            continue
+        ci = rig.index(name)
+        entry = cams.get(name, {})
+        ov = CameraOverlay(
+            points_uv=entry.get("points_uv") if show_points else None, color=entry.get("color"),
+            customdata=entry.get("customdata"), ghost_uv=entry.get("ghost_uv") if show_behind else None,
+            horizon=horizons[name] if show_horizon else None,
+            picks=[r for r in report if r["camera"] == name])
+        if lines is not None:
+            ov.grid_uv, ov.grid_labels, ov.grid_label_uv = lines.uv[ci], lines.labels, lines.label_uv[ci]
+        fig = camera_figure(rig[name], scene.images.get(name), ov, cmin=crange.get("cmin"),
+                            cmax=crange.get("cmax"), color_title=unit, showscale=True)
+        col.plotly_chart(fig, key=f"cam_{name}", config={"displaylogo": False})
+
+# ---- pick a BEV cell ----
+st.subheader("Where does a BEV cell land?")
+left, right = st.columns([1, 1.3])
+with left:
+    a, b = st.columns(2)
+    a.number_input("x (m, forward)", min_value=grid.x_range[0], max_value=grid.x_range[1], step=grid.resolution,
+                   format="%.3f", key="pick_x")
+    b.number_input("y (m, left)", min_value=grid.y_range[0], max_value=grid.y_range[1], step=grid.resolution,
+                   format="%.3f", key="pick_y")
+    count = overlays.overlap_count(compute.footprints(rig, grid, eps, bounds))
+    picked_xy = overlays.cell_center(grid, *cell) if cell else None
+    st.plotly_chart(pick_map(count, grid, picked_xy, colorscale="Blues", colorbar_title="cameras",
+                             title="Cameras per cell — click to pick"),
+                    key="pick_map", on_select="rerun", selection_mode="points", config={"displaylogo": False})
+with right:
+    if cell is None:
+        st.warning("That point is outside the BEV grid.")
+    else:
+        seen = sorted({r["camera"] for r in report if r["status"] == "valid"}, key=rig.index)
+        missed = [n for n in rig.names if n not in seen]
+        st.markdown(f"Cell **(row {cell[0]}, col {cell[1]})**, centre x = {picked_xy[0]:.2f} m, "
+                    f"y = {picked_xy[1]:.2f} m: seen by **{', '.join(seen) or 'no camera'}**.")
+        if missed:
+            why = {n: ", ".join(sorted({r["status"] for r in report if r["camera"] == n})) for n in missed}
+            st.markdown("Missed by " + "; ".join(f"{n} ({why[n]})" for n in missed) + ".")
+        df = pd.DataFrame(report)
+        st.dataframe(df.style.format({"u": "{:.1f}", "v": "{:.1f}", "depth": "{:.2f}"})
+                     .map(lambda s: {"valid": "color: #2ca02c", "behind": "color: #d62728",
+                                     "outside": "color: #ff7f0e"}.get(s, ""), subset=["status"]),
+                     hide_index=True, height=300)
+
+# ---- the rig in 3D ----
+st.subheader("The rig in the ego frame")
+c1, c2 = st.columns([1, 3])
+depth = c1.slider("Frustum length (m)", 0.5, 20.0, 4.0, 0.5, key="rig_frustum_depth")
+show_extent = c1.toggle("BEV grid extent", value=False, key="rig_show_extent")
+c1.caption("Camera axes are RDF: red = x (right), green = y (down), blue = z (forward). "
+           "Ego: x forward, y left, z up.")
+frustums, axes, _ = compute.rig_geometry(rig, depth)
+c2.plotly_chart(rig_figure(rig.names, frustums, axes, grid if show_extent else None), key="rig3d")
+
+# ---- downloads ----
+st.subheader("Downloads")
+proj = compute.projection(rig, grid, eps, bounds)
+d1, d2, d3 = st.columns(3)
+d1.download_button("Projected points (CSV, valid only)", lambda: downloads.projection_csv(proj, rig, grid),
+                   file_name="projection.csv", mime="text/csv", on_click="ignore")
+d2.download_button("Projected points (NPZ, all)", lambda: downloads.projection_npz(proj, rig, grid),
+                   file_name="projection.npz", mime="application/octet-stream", on_click="ignore")
+d3.download_button("Current rig (JSON)", lambda: downloads.rig_json(rig, dict(scene.image_files)),
+                   file_name="rig.json", mime="application/json", on_click="ignore")
