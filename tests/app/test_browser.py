@@ -1,0 +1,125 @@
+"""End-to-end: serve the app with `streamlit run`, open every page in Debian's Chromium.
+
+Asserts that no exception box or traceback shows and that the plotly charts render; saves a
+screenshot per page under artifacts/screenshots/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+#: url path -> (file stem, least number of plotly charts expected)
+PAGES = {
+    "": ("rig", 8),
+    "coverage": ("coverage", 5),
+    "padding": ("padding", 8),
+    "bev_features": ("bev_features", 3),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent: install Debian's Chromium (apt-get install -y chromium); "
+                    "CI's .ci/run does")
+    pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    port = free_port()
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    log = open(ROOT / "artifacts" / "streamlit_browser_test.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            pytest.fail(f"streamlit exited with {proc.returncode}; see artifacts/streamlit_browser_test.log")
+    else:
+        proc.terminate()
+        pytest.fail("streamlit did not become healthy within 90 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def wait_until_idle(page, timeout_s: float = 120.0) -> None:
+    """Wait for the app to finish running (no 'running' status widget) and charts to settle."""
+    deadline = time.time() + timeout_s
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
+    quiet = 0
+    while time.time() < deadline:
+        running = page.locator('[data-testid="stStatusWidget"]').count() > 0 or \
+            page.locator('[data-testid="stSpinner"]').count() > 0
+        quiet = 0 if running else quiet + 1
+        if quiet >= 4:
+            return
+        page.wait_for_timeout(500)
+    raise AssertionError("the app kept running for more than %.0f s" % timeout_s)
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_page_renders_without_errors(server, browser, path):
+    stem, min_charts = PAGES[path]
+    page = browser.new_page(viewport={"width": 1600, "height": 1100})
+    try:
+        page.goto(f"{server}/{path}", wait_until="domcontentloaded", timeout=60_000)
+        wait_until_idle(page)
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+        wait_until_idle(page)
+        # Streamlit scrolls inside its main container: grow the viewport to the content so the
+        # screenshot shows the whole page.
+        height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+        page.set_viewport_size({"width": 1600, "height": int(min(max(height, 1100), 7000))})
+        page.wait_for_timeout(2500)  # let plotly relayout and draw WebGL traces
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{stem}.png"))
+        assert page.locator('[data-testid="stException"]').count() == 0, \
+            page.locator('[data-testid="stException"]').first.inner_text()
+        body = page.locator("body").inner_text()
+        assert "Traceback" not in body
+        assert page.locator(".js-plotly-plot").count() >= min_charts
+        assert page.locator(".js-plotly-plot .main-svg").count() >= min_charts
+    finally:
+        page.close()

@@ -1,0 +1,73 @@
+"""AppTest of the NPU export page on the embedded sample rig (small export grid, random features)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+pytestmark = pytest.mark.slow
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "npu_export.py")
+
+
+def _small(at: AppTest, samplers: list[str]) -> AppTest:
+    at.multiselect(key="npu_samplers").set_value(samplers)
+    at.radio(key="npu_features").set_value("random").run()  # enables the C input
+    at.number_input(key="npu_channels").set_value(4)
+    at.select_slider(key="npu_stride").set_value(32)
+    at.select_slider(key="npu_factor").set_value(20)
+    at.toggle(key="npu_ground").set_value(True)
+    return at
+
+
+@pytest.fixture(scope="module")
+def exported():
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "press **Export**" in at.info[0].value
+    _small(at, ["grid_sample", "lut"]).button(key="npu_run").click().run()
+    return at
+
+
+def test_export_shows_inventory_rules_parity_and_download(exported):
+    at = exported
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    summary = at.dataframe(key="npu_summary").value.set_index("sampler")
+    assert summary.loc["grid_sample (reference)", "GridSample"] == 1
+    assert summary.loc["lookup table", "GridSample"] == 0
+    assert summary.loc["lookup table", "gather index"] == "int32"
+    assert (summary["parity"] == "ok").all()
+    assert (summary["max |diff|"] <= 1e-5).all()
+    assert len(at.get("plotly_chart")) == 3  # op inventory, parity, latency
+    rules = at.dataframe(key="npu_rules_grid_sample").value
+    assert "DrivingSDK grid_sampler2d_v2: C <= 128" in set(rules["rule"])
+    assert len(at.get("download_button")) == 2
+    assert at.dataframe(key="npu_rule_table").value.shape[0] >= 15
+
+
+def test_bad_settings_show_the_field_and_value(exported):
+    at = exported
+    at.multiselect(key="npu_samplers").set_value(["deformable"])
+    at.toggle(key="npu_align").set_value(True)
+    at.button(key="npu_run").click().run()
+    assert not at.exception
+    assert any("field 'align_corners'" in e.value and "True" in e.value for e in at.error)
+
+
+def test_opset_15_reference_fails_with_a_clear_message(exported):
+    at = exported
+    at.toggle(key="npu_align").set_value(False)
+    at.multiselect(key="npu_samplers").set_value(["grid_sample"])
+    at.radio(key="npu_exporter").set_value("torchscript")
+    at.number_input(key="npu_opset").set_value(15)
+    at.button(key="npu_run").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("field 'opset'" in e and "16" in e and "(got 15)" in e for e in errors), errors
+    rules = at.dataframe(key="npu_rules_grid_sample").value
+    row = rules[rules["rule"] == "GridSample needs opset >= 16"].iloc[0]
+    assert "fail" in row["status"] and "opset = 15" in row["reason"]

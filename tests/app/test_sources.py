@@ -1,0 +1,142 @@
+"""Rig sources in the app: JSON upload (good, broken, oversized), nuScenes, and the loaders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "sample_data"
+needs_sample = pytest.mark.skipif(not (SAMPLE / "rig.json").exists(), reason="sample_data/ not generated yet")
+
+
+def sample_upload(mutate=None) -> dict:
+    """The embedded sample rig as an upload: JSON bytes + image bytes keyed by file name."""
+    rig = json.loads((SAMPLE / "rig.json").read_text())
+    images = {Path(c["image"]).name: (SAMPLE / c["image"]).read_bytes() for c in rig["cameras"]}
+    if mutate is not None:
+        mutate(rig)
+    return {"json_name": "my_rig.json", "json_bytes": json.dumps(rig).encode(), "images": images}
+
+
+def loaded_label(at) -> str:
+    return " ".join(c.value for c in at.sidebar.caption if c.value.startswith("Loaded"))
+
+
+@needs_sample
+def test_json_upload_end_to_end(app):
+    at = app()
+    assert "Embedded sample rig" in loaded_label(at)
+    at.session_state["upload_bytes"] = sample_upload()
+    at.radio(key="rig_source").set_value("JSON rig upload")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "Uploaded rig my_rig.json" in loaded_label(at)
+    assert len(at.get("plotly_chart")) == 8
+    at.switch_page("pages/bev_features.py")
+    at.run()
+    assert not at.exception and not at.error
+
+
+@needs_sample
+def test_broken_upload_shows_error_and_keeps_previous_rig(app):
+    at = app()
+    before = loaded_label(at)
+
+    def break_fx(rig):
+        rig["cameras"][1]["K"][0][0] = -5.0
+
+    bad = sample_upload(break_fx)
+    name = json.loads(bad["json_bytes"])["cameras"][1]["name"]
+    at.session_state["upload_bytes"] = bad
+    at.radio(key="rig_source").set_value("JSON rig upload")
+    at.run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert errors and f"camera {name}" in errors[0] and "'K'" in errors[0] and "-5" in errors[0], errors
+    assert "Keeping the previous rig" in errors[0]
+    assert loaded_label(at) == before
+    assert len(at.get("plotly_chart")) == 8  # the page still works on the previous rig
+    # The error stays while the same upload is there; other pages keep working.
+    at.switch_page("pages/coverage.py")
+    at.run()
+    assert not at.exception and at.error
+
+
+@needs_sample
+def test_upload_with_a_wrong_image_size_names_camera_and_field(app):
+    import cv2
+    import numpy as np
+
+    up = sample_upload()
+    first = sorted(up["images"])[0]
+    up["images"][first] = cv2.imencode(".png", np.zeros((10, 20, 3), np.uint8))[1].tobytes()
+    at = app()
+    at.session_state["upload_bytes"] = up
+    at.radio(key="rig_source").set_value("JSON rig upload")
+    at.run()
+    assert not at.exception
+    msg = at.error[0].value
+    assert "field 'image'" in msg and "20 x 10" in msg
+
+
+def test_oversized_upload_is_refused_with_a_message():
+    from appkit import sources
+
+    with pytest.raises(ValueError, match=r"image CAM_FRONT.jpg is .* more than the 25.0 MB limit"):
+        sources.check_upload_sizes("rig.json", b"{}", {"CAM_FRONT.jpg": b"0" * (sources.MAX_IMAGE_BYTES + 1)})
+    with pytest.raises(ValueError, match=r"rig file big.json .* JSON rig"):
+        sources.uploaded_scene("big.json", b" " * (sources.MAX_JSON_BYTES + 1), {})
+
+
+def test_malformed_json_upload_raises_named_error():
+    from appkit import sources
+
+    with pytest.raises(ValueError, match="bad.json"):
+        sources.uploaded_scene("bad.json", b"{not json", {})
+
+
+@needs_sample
+def test_uploaded_scene_matches_images_by_camera_name():
+    from appkit import sources
+
+    up = sample_upload()
+    rig = json.loads(up["json_bytes"])
+    by_camera = {c["name"] + ".jpg": up["images"][Path(c["image"]).name] for c in rig["cameras"]}
+    scene = sources.uploaded_scene("r.json", up["json_bytes"], by_camera)
+    assert set(scene.images) == set(scene.rig.names)
+    assert scene.key.startswith("upload:")
+
+
+@needs_sample
+def test_embedded_nuscenes_scenes_and_miscalibration_note(app):
+    at = app()
+    options = at.selectbox(key="sample_choice").options
+    assert len(options) >= 3  # rig.json + two nuScenes scenes
+    miscal = [o for o in options if "error" in o.lower() or "miscal" in o.lower()]
+    assert miscal, options
+    at.selectbox(key="sample_choice").set_value(miscal[0])
+    at.run()
+    assert not at.exception and not at.error
+    assert "nuScenes scene-" in loaded_label(at)
+    assert any("miscalibration" in i.value.lower() for i in at.info)
+    assert len(at.get("plotly_chart")) == 8
+
+
+@needs_sample
+def test_nuscenes_dataroot_then_a_bad_one_keeps_the_rig(app, tmp_path):
+    at = app()
+    at.radio(key="rig_source").set_value("nuScenes dataroot")  # defaults to the embedded dataset
+    at.run()
+    assert not at.exception and not at.error
+    before = loaded_label(at)
+    assert "nuScenes scene-0001" in before
+    assert at.selectbox(key="ns_scene").options and at.selectbox(key="ns_sample").options
+    at.text_input(key="ns_dataroot").set_value(str(tmp_path / "nowhere"))
+    at.run()
+    assert not at.exception
+    assert any("dataroot" in e.value for e in at.error), [e.value for e in at.error]
+    assert loaded_label(at) == before
+    assert len(at.get("plotly_chart")) == 8
