@@ -16,6 +16,7 @@ PAGES = [
     st.Page("pages/coverage.py", title="Valid masks & coverage", icon=":material/grid_on:"),
     st.Page("pages/padding.py", title="Padding lab", icon=":material/border_outer:"),
     st.Page("pages/bev_features.py", title="BEV features", icon=":material/layers:"),
+    st.Page("pages/npu_export.py", title="NPU export", icon=":material/memory:"),
 ]
 
 page = st.navigation(PAGES)

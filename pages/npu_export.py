@@ -1,0 +1,166 @@
+"""NPU export: each sampler to ONNX, its op inventory, backend rules, onnxruntime parity and latency."""
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from appkit import compute, current
+from bevviz.export import (SAMPLERS, STEPS, ExportSettings, coarsen_grid, load_rules, run_export)
+from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
+from bevviz.features import feature_size
+from bevviz.samplers.reference import MODES, PADDING_MODES
+from bevviz.viz.export import latency_figure, op_inventory_figure, parity_figure
+
+RESULTS = "npu_export_outcomes"  # session key: {"label": str, "outcomes": {sampler: ExportOutcome}}
+WORKDIR = "npu_export_dir"
+LABELS = {"grid_sample": "grid_sample (reference)", "gather_scatter": "gather-scatter",
+          "deformable": "deformable (floor)", "lut": "lookup table"}
+FEATURES = ("conv C=64", "RGB", "random")
+STATUS_ICONS = {"pass": "✅ pass", "fail": "❌ fail", "n/a": "— n/a", "unknown": "❔ unknown"}
+
+scene, grid = current()
+rig = scene.rig
+
+st.title("NPU export")
+st.caption("Export each sampler to ONNX with the current rig, BEV grid and features; list its ops and index "
+           "dtypes; check it against NPU backend limits (rules as data, each with its source); run it in "
+           "onnxruntime against torch. torch.onnx's dynamo exporter (torch 2.13's default) is used unless you "
+           "pick the legacy TorchScript one.")
+
+c1, c2, c3, c4 = st.columns([1.3, 1, 1.1, 1.1])
+samplers = c1.multiselect("Samplers", SAMPLERS, default=["grid_sample", "gather_scatter"],
+                          format_func=LABELS.get, key="npu_samplers")
+exporter = c1.radio("Exporter", ("dynamo", "torchscript"), horizontal=True, key="npu_exporter",
+                    help="dynamo: torch.export based (needs onnxscript), native opset 18. torchscript: the "
+                         "deprecated tracer; fails loudly for GridSample below opset 16.")
+opset = c1.number_input("Opset", MIN_OPSET, MAX_OPSET, 18, step=1, key="npu_opset",
+                        help="GridSample exists from opset 16: try 15 to see the reference fail.")
+mode = c2.selectbox("Mode", MODES, key="npu_mode", help="grid_sample / gather-scatter only.")
+padding = c2.selectbox("Padding", PADDING_MODES, key="npu_padding", help="grid_sample / gather-scatter only.")
+align = c2.toggle("align_corners", value=False, key="npu_align")
+kind = c3.radio("Features", FEATURES, horizontal=True, key="npu_features",
+                help="The app's feature maps (conv C=64 or RGB at the stride) or seeded random ones of any C.")
+stride = c3.select_slider("Stride", [8, 16, 32], value=16, key="npu_stride")
+channels = c3.number_input("C (random)", 1, 512, 8, key="npu_channels", disabled=kind != "random")
+dtype = c3.selectbox("dtype", tuple(DTYPES), key="npu_dtype")
+factor = c4.select_slider("BEV cells coarser by", [1, 2, 4, 5, 8, 10, 20], value=8, key="npu_factor",
+                          help="Exports unroll per-camera loops: a coarser grid keeps the graph small.")
+ground_only = c4.toggle("Ground points only (z = 0)", value=False, key="npu_ground")
+dynamic = c4.toggle("Dynamic batch / feature H, W", value=True, key="npu_dynamic")
+keep_int32 = c4.toggle("Keep int32 indices", value=True, key="npu_int32",
+                       help="dynamo only: bevviz's translations of index_select / index_add that keep int32.")
+
+try:
+    export_grid = coarsen_grid(grid, factor, (0.0,) if ground_only else None)
+    H_f, W_f = feature_size(rig, stride)
+except ValueError as e:
+    st.error(str(e))
+    st.stop()
+st.caption(f"{scene.label} · {len(rig)} cameras · export grid {export_grid.height} x {export_grid.width} cells x "
+           f"{export_grid.num_z} heights · features {H_f} x {W_f} at stride {stride}")
+
+if st.button("Export", type="primary", key="npu_run", disabled=not samplers):
+    if kind == "random":
+        feats, C = None, int(channels)
+    else:
+        feats = compute.features(scene, kind, stride)
+        C = int(feats.shape[1])
+    workdir = st.session_state.setdefault(WORKDIR, tempfile.mkdtemp(prefix="bevviz-onnx-"))
+    outcomes = {}
+    bar = st.progress(0.0, text="Exporting ...")
+    for i, name in enumerate(samplers):
+        try:
+            settings = ExportSettings(sampler=name, mode=mode, padding_mode=padding, align_corners=bool(align),
+                                      channels=C, feature_size=(H_f, W_f), dtype=dtype, opset=int(opset),
+                                      exporter=exporter, dynamic=bool(dynamic), keep_int32=bool(keep_int32))
+        except ValueError as e:
+            st.error(f"{LABELS[name]}: {e}")
+            continue
+        with st.status(f"{LABELS[name]}: exporting ...", expanded=False) as status:
+            def on_step(step, k, _name=name, _i=i, _status=status):
+                _status.update(label=f"{LABELS[_name]}: {step} ...")
+                bar.progress((_i + k / len(STEPS)) / len(samplers), text=f"{LABELS[_name]}: {step}")
+
+            out = run_export(settings, Path(workdir) / f"{name}.onnx", rig=rig, bev_grid=export_grid,
+                             features=feats, on_step=on_step)
+            failed = out.error is not None or (out.parity is not None and not out.parity.ok)
+            status.update(label=f"{LABELS[name]}: " + (out.error[:120] if out.error else "done"),
+                          state="error" if failed else "complete")
+        outcomes[name] = out
+    bar.progress(1.0, text="Done")
+    st.session_state[RESULTS] = {"label": f"{exporter} · opset {opset} · {mode} / {padding} / align_corners="
+                                          f"{align} · C={C} · {dtype}", "outcomes": outcomes}
+
+saved = st.session_state.get(RESULTS)
+if not saved or not saved["outcomes"]:
+    st.info("Choose samplers and settings, then press **Export**.")
+    st.stop()
+outcomes = saved["outcomes"]
+st.subheader("Summary")
+st.caption(saved["label"])
+for name, out in outcomes.items():
+    if out.error:
+        st.error(f"{LABELS[name]}: {out.error}")
+
+table = pd.DataFrame([out.summary() for out in outcomes.values()])
+table["sampler"] = table["sampler"].map(LABELS)
+st.dataframe(table.drop(columns=["error"], errors="ignore"), hide_index=True, key="npu_summary",
+             column_config={"max |diff|": st.column_config.NumberColumn(format="%.2e"),
+                            "torch (ms)": st.column_config.NumberColumn(format="%.2f"),
+                            "onnxruntime (ms)": st.column_config.NumberColumn(format="%.2f")})
+
+done = {LABELS[n]: o for n, o in outcomes.items() if o.report is not None}
+if done:
+    f1, f2 = st.columns([1.3, 1])
+    f1.plotly_chart(op_inventory_figure({k: o.report.op_counts for k, o in done.items()}, title="Op inventory",
+                                        top=25), key="npu_ops")
+    timed = {k: o.parity for k, o in done.items() if o.parity is not None}
+    if timed:
+        f2.plotly_chart(parity_figure({k: p.max_abs_diff for k, p in timed.items()},
+                                      tol=next(iter(timed.values())).tol, title="Parity: onnxruntime vs torch"),
+                        key="npu_parity")
+        f2.plotly_chart(latency_figure({k: (p.torch_ms, p.ort_ms) for k, p in timed.items()},
+                                       title="Median latency (same inputs, same threads)"), key="npu_latency")
+
+tabs = st.tabs([LABELS[n] for n in outcomes])
+for tab, (name, out) in zip(tabs, outcomes.items()):
+    with tab:
+        res, rep = out.result, out.report
+        if res is not None:
+            st.markdown(f"**{Path(res.path).name}** · opset {res.opset} (asked {res.requested_opset}) · "
+                        f"{res.exporter} exporter · {res.seconds:.1f} s")
+            st.dataframe(pd.DataFrame([{"tensor": t.name, "kind": kind_, "shape": str(t.shape), "dtype": t.dtype}
+                                       for kind_, ts in (("input", res.inputs), ("output", res.outputs))
+                                       for t in ts]), hide_index=True, key=f"npu_io_{name}")
+            for note in res.notes:
+                st.caption(f"• {note}")
+            st.download_button("Download .onnx", Path(res.path).read_bytes(),
+                               file_name=f"bevviz_{name}_opset{res.opset}.onnx",
+                               mime="application/octet-stream", key=f"npu_dl_{name}")
+        rows = [r.as_row() for r in out.rules if r.status != "n/a"]
+        st.markdown("**Backend rules**")
+        if rows:
+            rules_df = pd.DataFrame(rows)
+            rules_df["status"] = rules_df["status"].map(STATUS_ICONS)
+            st.dataframe(rules_df[["status", "severity", "rule", "reason", "backend", "source"]],
+                         hide_index=True, key=f"npu_rules_{name}")
+        st.caption(f"{sum(r.status == 'n/a' for r in out.rules)} rules do not apply to this model.")
+        if rep is not None:
+            o1, o2 = st.columns([1, 2])
+            o1.markdown("**Ops**")
+            o1.dataframe(pd.DataFrame(rep.op_rows()), hide_index=True, key=f"npu_optable_{name}")
+            o2.markdown("**Index tensors of gather / scatter ops**")
+            if rep.index_uses:
+                o2.dataframe(pd.DataFrame(rep.index_rows()), hide_index=True, key=f"npu_index_{name}")
+            else:
+                o2.caption("none")
+            if rep.checker_error:
+                st.warning(f"onnx.checker: {rep.checker_error}")
+
+with st.expander("The rules table (bevviz/backend_rules.json): add a rule by adding a row"):
+    st.dataframe(pd.DataFrame([{"id": r.id, "severity": r.severity, "backend": r.backend,
+                                "when": " and ".join(c.describe() for c in r.when) or "always",
+                                "check": " and ".join(c.describe() for c in r.check), "source": r.source}
+                               for r in load_rules()]), hide_index=True, key="npu_rule_table")
