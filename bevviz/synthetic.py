@@ -379,8 +379,9 @@ def lane_marking_points(inset: float = 0.15) -> tuple[np.ndarray, np.ndarray, li
     """Known points on painted markings, with their paint colour.
 
     For every marking: its centre, and its four corners moved ``inset`` metres inwards
-    (clamped to the marking's half size); for long solid lines, points every 3 m along
-    the line's centre. All lie on the ground (z = 0).
+    (clamped to the marking's half size); for long solid lines, points every 1.5 m along
+    the line's centre. All lie on the ground (z = 0) and within 55 m of the origin along
+    x and y (beyond, the renderer fades the texture into the far-ground colour).
 
     Args:
         inset: How far inside each edge the corner points sit, metres.
@@ -399,8 +400,11 @@ def lane_marking_points(inset: float = 0.15) -> tuple[np.ndarray, np.ndarray, li
         iy = min(inset, (m.y[1] - m.y[0]) / 2)
         cand = [(cx, cy)] + [(x, y) for x in (m.x[0] + ix, m.x[1] - ix) for y in (m.y[0] + iy, m.y[1] - iy)]
         if m.x[1] - m.x[0] > 6.0:
-            cand += [(x, cy) for x in np.arange(math.ceil(m.x[0] / 3) * 3, m.x[1], 3.0)]
+            cand += [(float(x), cy) for x in np.arange(math.ceil(m.x[0] / 1.5) * 1.5, m.x[1], 1.5)
+                     if m.x[0] + ix <= x <= m.x[1] - ix]
         for x, y in dict.fromkeys(cand):  # ordered de-duplication
+            if max(abs(x), abs(y)) > TEXTURE_EXTENT - 5.0:
+                continue
             pts.append((x, y, 0.0))
             cols.append(m.color)
             kinds.append(m.kind)
@@ -683,6 +687,27 @@ def camera_rays(camera: Camera, world_from_ego: np.ndarray | None = None,
     return world_from_cam[:3, 3].copy(), d
 
 
+def exposure_map(camera: Camera, world: World | None = None) -> np.ndarray:
+    """Per-pixel brightness factor the renderer applies: exposure gain times vignetting.
+
+    Args:
+        camera: The camera (its name selects the gain).
+        world: The world (default :func:`default_world`).
+
+    Returns:
+        Factor per pixel, float32, shape (H, W): ``gain * (1 - vignette * r^2)`` with r the
+        distance from the principal point, normalised to 1 at the farthest image corner.
+    """
+    world = world or default_world()
+    W, H = camera.width, camera.height
+    cx, cy = camera.K[0, 2], camera.K[1, 2]
+    rmax2 = max(cx + 0.5, W - 0.5 - cx) ** 2 + max(cy + 0.5, H - 0.5 - cy) ** 2
+    v = np.arange(H)[:, None] - cy
+    u = np.arange(W)[None, :] - cx
+    gain = world.exposure_gains.get(camera.name, 1.0)
+    return (gain * (1.0 - world.vignette * (u * u + v * v) / rmax2)).astype(np.float32)
+
+
 def render_camera(camera: Camera, world: World | None = None, world_from_ego: np.ndarray | None = None,
                   supersample: int = 2, exposure: bool = True, rows_per_chunk: int = 64) -> np.ndarray:
     """Render one camera's image of the world.
@@ -711,11 +736,9 @@ def render_camera(camera: Camera, world: World | None = None, world_from_ego: np
     off = (np.arange(s) + 0.5) / s - 0.5
     focal = math.sqrt(camera.K[0, 0] * camera.K[1, 1])
     sample_angle = 1.0 / (focal * s)
-    gain = world.exposure_gains.get(camera.name, 1.0) if exposure else 1.0
+    factor = exposure_map(camera, world) if exposure else None
     out = np.empty((H, W, 3), np.uint8)
     us = (np.arange(W)[:, None] + off[None, :]).ravel()  # (W * s,)
-    cx, cy = camera.K[0, 2], camera.K[1, 2]
-    rmax2 = max(cx + 0.5, W - 0.5 - cx) ** 2 + max(cy + 0.5, H - 0.5 - cy) ** 2
     for r0 in range(0, H, rows_per_chunk):
         r1 = min(H, r0 + rows_per_chunk)
         vs = (np.arange(r0, r1)[:, None] + off[None, :]).ravel()  # (rows * s,)
@@ -723,11 +746,8 @@ def render_camera(camera: Camera, world: World | None = None, world_from_ego: np
         origin, dirs = camera_rays(camera, T, np.stack([uu.ravel(), vv.ravel()], axis=1))
         color = _shade(world, origin, dirs, sample_angle)
         color = color.reshape(r1 - r0, s, W, s, 3).mean(axis=(1, 3))
-        if exposure:
-            v = np.arange(r0, r1)[:, None] - cy
-            u = np.arange(W)[None, :] - cx
-            vig = 1.0 - world.vignette * (u * u + v * v) / rmax2
-            color = color * (gain * vig)[..., None].astype(np.float32)
+        if factor is not None:
+            color = color * factor[r0:r1, :, None]
         out[r0:r1] = np.clip(np.rint(color), 0, 255).astype(np.uint8)
     return out
 
