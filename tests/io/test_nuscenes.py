@@ -1,0 +1,185 @@
+"""The embedded nuScenes-format sample loads with nuscenes-devkit and through bevviz.io.nuscenes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bevviz.camera import NUSCENES_CAMERAS
+from bevviz.io import nuscenes as nu
+from bevviz.projection import project_points
+from bevviz.rotations import quaternion_to_matrix, rotation_angle_deg
+from bevviz.synthetic import BOXES, cast_rays, camera_rays, default_world, nuscenes_like_rig
+
+DATAROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
+
+
+@pytest.fixture(scope="module")
+def nusc():
+    return nu.open_dataset(DATAROOT, "v1.0-mini")
+
+
+@pytest.fixture(scope="module")
+def miscal() -> dict:
+    return json.loads((DATAROOT / "miscalibration.json").read_text())
+
+
+def _assert_rig_close(rig, truth, tol=1e-9):
+    assert rig.names == truth.names
+    for a, b in zip(rig, truth):
+        np.testing.assert_allclose(a.K, b.K, atol=tol)
+        np.testing.assert_allclose(a.cam_from_ego, b.cam_from_ego, atol=tol)
+        assert (a.width, a.height) == (b.width, b.height)
+
+
+def test_devkit_loads_the_sample_unchanged():
+    from nuscenes.nuscenes import NuScenes
+
+    ds = NuScenes(version="v1.0-mini", dataroot=str(DATAROOT), verbose=False)
+    assert len(ds.scene) == 2 and len(ds.sample) == 4
+    sample = ds.sample[0]
+    assert set(NUSCENES_CAMERAS) | {"LIDAR_TOP"} == set(sample["data"])
+    path, boxes, K = ds.get_sample_data(sample["data"]["CAM_FRONT"])
+    assert Path(path).is_file() and K.shape == (3, 3) and boxes
+
+
+def test_load_sample_default_is_scene_a_with_the_true_rig():
+    rig, images = nu.load_sample(DATAROOT)
+    assert rig.names == list(NUSCENES_CAMERAS)
+    assert list(images) == list(NUSCENES_CAMERAS)
+    for name, img in images.items():
+        assert img.shape == (900, 1600, 3) and img.dtype == np.uint8
+    _assert_rig_close(rig, nuscenes_like_rig())
+
+
+def test_scene_and_sample_listing(nusc):
+    scenes = nu.list_scenes(nusc)
+    assert [s.name for s in scenes] == ["scene-0001", "scene-0002"]
+    assert all(s.n_samples == 2 for s in scenes)
+    samples = nu.list_samples(nusc, scenes[0].token)
+    assert [s.index for s in samples] == [0, 1]
+    assert samples[0].timestamp < samples[1].timestamp
+    assert samples[0].cameras == NUSCENES_CAMERAS
+    # Every sample of scene A carries the true rig; the ego moves along the road.
+    rig, images = nu.load_sample_from(nusc, samples[1].token)
+    _assert_rig_close(rig, nuscenes_like_rig())
+    np.testing.assert_allclose(nu.ego_pose(nusc, samples[1].token)[:3, 3], [5.0, 0.0, 0.0])
+
+
+def test_scene_b_stores_the_recorded_rotation_error(nusc, miscal):
+    scene_b = next(s for s in nu.list_scenes(nusc) if s.name == miscal["scene"])
+    truth = nuscenes_like_rig()
+    for sample in nu.list_samples(nusc, scene_b.token):
+        rig, _ = nu.load_sample_from(nusc, sample.token, with_images=False)
+        for cam in rig:
+            angle = rotation_angle_deg(cam.cam_from_ego[:3, :3], truth[cam.name].cam_from_ego[:3, :3])
+            if cam.name == miscal["camera"]:
+                assert angle == pytest.approx(miscal["rotation_error"]["degrees"], abs=1e-6)
+                np.testing.assert_allclose(cam.position, truth[cam.name].position, atol=1e-9)
+            else:
+                assert angle < 1e-6
+    # The record's quaternions: the true one is the rig's, the stored one is in the table.
+    cs = nusc.get("calibrated_sensor", miscal["calibrated_sensor_token"])
+    np.testing.assert_allclose(cs["rotation"], miscal["stored_rotation_wxyz"], atol=1e-12)
+    np.testing.assert_allclose(quaternion_to_matrix(miscal["true_rotation_wxyz"]),
+                               truth[miscal["camera"]].ego_from_cam[:3, :3], atol=1e-9)
+    # The error is a yaw about ego z: R_stored = Rz(deg) @ R_true.
+    R_rel = quaternion_to_matrix(miscal["stored_rotation_wxyz"]) @ quaternion_to_matrix(miscal["true_rotation_wxyz"]).T
+    yaw = np.degrees(np.arctan2(R_rel[1, 0], R_rel[0, 0]))
+    assert yaw == pytest.approx(miscal["rotation_error"]["degrees"], abs=1e-9)
+
+
+def test_devkit_annotations_land_on_their_boxes_in_the_images(nusc):
+    """Independent check of the sample's geometry with nuscenes-devkit's own transforms:
+    annotated box centres, moved into each camera frame by the devkit (ego pose and
+    calibrated_sensor) and projected with view_points, land on pixels of that box."""
+    from nuscenes.utils.geometry_utils import view_points
+
+    world = default_world()
+    truth = nuscenes_like_rig()
+    checked = 0
+    for sample in nusc.sample:
+        if nusc.get("scene", sample["scene_token"])["name"] != "scene-0001":
+            continue
+        _, images = nu.load_sample_from(nusc, sample["token"])
+        pose = nu.ego_pose(nusc, sample["token"])
+        for ch in NUSCENES_CAMERAS:
+            _, boxes, K = nusc.get_sample_data(sample["data"][ch])
+            for box in boxes:
+                if box.center[2] <= 0.5:
+                    continue
+                u, v = view_points(box.center[:, None], K, normalize=True)[:2, 0]
+                pu, pv = int(round(u)), int(round(v))
+                if not (0 <= pu < 1600 and 0 <= pv < 900):
+                    continue
+                ann = nusc.get("sample_annotation", box.token)
+                i = next(k for k, b in enumerate(BOXES) if np.allclose(b.center3, ann["translation"]))
+                origin, d = camera_rays(truth[ch], pose, np.array([[u, v]]))
+                hit = cast_rays(world, origin, d)
+                if hit.box[0] != i:  # hidden behind another box
+                    continue
+                face = np.asarray(BOXES[i].face_colors[hit.face[0]], float)
+                px = images[ch][pv, pu].astype(float)
+                # Shading and exposure scale the face colour by roughly 0.7 .. 1.1.
+                s = float(px @ face / (face @ face))
+                assert 0.6 < s < 1.15 and np.linalg.norm(px - s * face) < 25, (ch, BOXES[i].name, px, face)
+                checked += 1
+    print(f"devkit box centres checked: {checked}")
+    assert checked >= 5
+
+
+def test_projection_of_the_stored_rig_matches_the_devkit(nusc):
+    """bevviz's cam_from_ego (converted at load) projects ego points like the devkit's
+    calibrated_sensor inverse does."""
+    from pyquaternion import Quaternion
+
+    rig, _ = nu.load_sample_from(nusc, nusc.scene[1]["first_sample_token"], with_images=False)
+    pts = np.array([[8.0, -3.0, 0.0], [15.0, 2.0, 1.0], [-9.0, 1.0, 0.5], [2.0, -9.0, 0.0], [1.0, 8.0, 0.2]])
+    proj = project_points(pts, rig)
+    s = nusc.get("sample", nusc.scene[1]["first_sample_token"])
+    for ci, ch in enumerate(rig.names):
+        cs = nusc.get("calibrated_sensor", nusc.get("sample_data", s["data"][ch])["calibrated_sensor_token"])
+        p_cam = (pts - np.array(cs["translation"])) @ Quaternion(cs["rotation"]).rotation_matrix  # R^T (p - t)
+        front = p_cam[:, 2] > 0.1
+        uv = (p_cam @ np.array(cs["camera_intrinsic"]).T)[:, :2] / p_cam[:, 2:]
+        np.testing.assert_allclose(proj.uv[ci].numpy()[front], uv[front], atol=1e-7)
+
+
+def test_errors_name_the_field_and_value(tmp_path, nusc):
+    with pytest.raises(ValueError, match="dataroot.*no_such_folder"):
+        nu.load_sample(tmp_path / "no_such_folder")
+    with pytest.raises(ValueError, match="version.*v9.9-nope"):
+        nu.load_sample(DATAROOT, version="v9.9-nope")
+    with pytest.raises(ValueError, match="sample_token.*deadbeef"):
+        nu.load_sample(DATAROOT, sample_token="deadbeef")
+    with pytest.raises(ValueError, match="sample_token.*deadbeef"):
+        nu.load_sample_from(nusc, "deadbeef")
+    with pytest.raises(ValueError, match="scene_token.*deadbeef"):
+        nu.list_samples(nusc, "deadbeef")
+
+
+def test_broken_tables_are_a_named_error(tmp_path):
+    root = tmp_path / "nuscenes"
+    shutil.copytree(DATAROOT / "v1.0-mini", root / "v1.0-mini")
+    shutil.copytree(DATAROOT / "maps", root / "maps")
+    (root / "v1.0-mini" / "sample.json").write_text("[{not json")
+    with pytest.raises(ValueError, match="dataroot.*not valid JSON"):
+        nu.open_dataset(root)
+    (root / "v1.0-mini" / "sample.json").write_text("[]")
+    with pytest.raises(ValueError, match="dataroot"):
+        nu.open_dataset(root)
+    (root / "v1.0-mini" / "sample.json").unlink()
+    with pytest.raises(ValueError, match="dataroot.*missing"):
+        nu.open_dataset(root)
+
+
+def test_missing_image_is_a_named_error(tmp_path):
+    root = tmp_path / "nuscenes"
+    shutil.copytree(DATAROOT / "v1.0-mini", root / "v1.0-mini")
+    shutil.copytree(DATAROOT / "maps", root / "maps")
+    with pytest.raises(ValueError, match="image"):
+        nu.load_sample(root)
