@@ -67,19 +67,19 @@ class SampleInfo:
     cameras: tuple[str, ...]
 
 
-def _read_image(path: str) -> np.ndarray:
-    """Read an image file as RGB uint8 (H, W, 3) with OpenCV."""
+def _read_image(path: str, camera: str) -> np.ndarray:
+    """Read an image file as RGB uint8 (H, W, 3) with OpenCV (via bevviz.io.images)."""
     try:
         from bevviz.io.images import read_image
     except ImportError:  # the shared image reader is not there: plain OpenCV
         read_image = None
     if read_image is not None:
-        return read_image(path)
+        return read_image(path, camera=camera)
     import cv2
 
     bgr = cv2.imread(path, cv2.IMREAD_COLOR)
     if bgr is None:
-        raise field_error("image", path, "could not be read as an image")
+        raise field_error("image", path, "could not be read as an image", camera)
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
@@ -223,7 +223,7 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
             path = os.path.join(nusc.dataroot, sd["filename"])
             if not os.path.isfile(path):
                 raise field_error("image", path, "file listed in sample_data does not exist", ch)
-            img = _read_image(path)
+            img = _read_image(path, ch)
             if width and height and img.shape[:2] != (height, width):
                 raise field_error("image", img.shape, f"sample_data records {width} x {height} (W x H)", ch)
             height, width = img.shape[:2]
