@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from appkit import compute, current
-from bevviz.export import (SAMPLERS, STEPS, ExportSettings, coarsen_grid, load_rules, run_export)
+from bevviz.export import SAMPLERS, STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
 from bevviz.features import feature_size
 from bevviz.samplers.reference import MODES, PADDING_MODES
@@ -45,8 +45,10 @@ kind = c3.radio("Features", FEATURES, horizontal=True, key="npu_features",
 stride = c3.select_slider("Stride", [8, 16, 32], value=16, key="npu_stride")
 channels = c3.number_input("C (random)", 1, 512, 8, key="npu_channels", disabled=kind != "random")
 dtype = c3.selectbox("dtype", tuple(DTYPES), key="npu_dtype")
-factor = c4.select_slider("BEV cells coarser by", [1, 2, 4, 5, 8, 10, 20], value=8, key="npu_factor",
-                          help="Exports unroll per-camera loops: a coarser grid keeps the graph small.")
+factors, default_factor = coarsen_factors(grid)
+factor = c4.select_slider("BEV cells coarser by", factors, value=default_factor, key=f"npu_factor_{grid.shape}",
+                          help="Exports unroll per-camera loops: a coarser grid keeps the graph small. "
+                               "Only factors that tile the current grid exactly are offered.")
 ground_only = c4.toggle("Ground points only (z = 0)", value=False, key="npu_ground")
 dynamic = c4.toggle("Dynamic batch / feature H, W", value=True, key="npu_dynamic")
 keep_int32 = c4.toggle("Keep int32 indices", value=True, key="npu_int32",

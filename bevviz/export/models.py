@@ -235,6 +235,23 @@ def coarsen_grid(grid: BEVGrid, factor: int, z_values: tuple[float, ...] | None 
         raise field_error("factor", f, f"the grid extent is not a whole number of {f}x cells ({exc})") from None
 
 
+def coarsen_factors(grid: BEVGrid, max_cells: int = 1024) -> tuple[list[int], int]:
+    """Cell-size factors that tile the grid's extent exactly, and a default for export.
+
+    Args:
+        grid: The app's BEV grid (H_bev x W_bev cells).
+        max_cells: The default is the smallest factor giving at most this many cells.
+
+    Returns:
+        (factors, default): every f dividing both H_bev and W_bev (ascending), and the
+        default factor (the largest one when none is small enough).
+    """
+    H, W = grid.shape
+    factors = [f for f in range(1, min(H, W) + 1) if H % f == 0 and W % f == 0]
+    small = [f for f in factors if (H // f) * (W // f) <= max_cells]
+    return factors, (small[0] if small else factors[-1])
+
+
 def sampling_grid(rig: Rig, bev_grid: BEVGrid, align_corners: bool = False,
                   dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The rig's sampling grid for the BEV points, as ``grid_sample`` reads it.

@@ -17,7 +17,7 @@ def _small(at: AppTest, samplers: list[str]) -> AppTest:
     at.radio(key="npu_features").set_value("random").run()  # enables the C input
     at.number_input(key="npu_channels").set_value(4)
     at.select_slider(key="npu_stride").set_value(32)
-    at.select_slider(key="npu_factor").set_value(20)
+    at.select_slider(key="npu_factor_(200, 200)").set_value(20)  # BEVFormer grid 200 x 200 -> 10 x 10
     at.toggle(key="npu_ground").set_value(True)
     return at
 
@@ -79,3 +79,10 @@ def test_opset_15_reference_fails_with_a_clear_message(exported):
     (rules,) = _frames(at, "status", "rule", "reason", "source")
     row = rules[rules["rule"] == "GridSample needs opset >= 16"].iloc[0]
     assert "fail" in row["status"] and "opset = 15" in row["reason"]
+
+
+def test_page_is_in_the_app_navigation(app):
+    at = app(page="pages/npu_export.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "NPU export"
+    assert "press **Export**" in at.info[0].value

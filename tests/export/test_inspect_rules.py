@@ -273,3 +273,19 @@ def test_default_dynamo_translations_widen_and_break_int32(tmp_path):
     rules = {r.rule.id: r for r in evaluate_rules({"sampler": "gather_scatter", "dtype": "float32"}, rep)}
     assert rules["exporter-index-casts"].status == "fail"
     assert rules["onnx-nd-index-int64"].status == "fail"
+
+
+# ----------------------------------------------------------------------------- export grid
+
+def test_coarsen_factors_tile_the_grid_exactly():
+    from bevviz.bev_grid import BEVGrid
+    from bevviz.export import coarsen_factors, coarsen_grid
+
+    grid = BEVGrid()  # BEVFormer: 200 x 200 cells of 0.512 m
+    factors, default = coarsen_factors(grid)
+    assert factors == [1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 200] and default == 8
+    small = coarsen_grid(grid, default, (0.0,))
+    assert small.shape == (25, 25) and small.z_values == (0.0,) and small.x_range == grid.x_range
+    assert coarsen_factors(BEVGrid(resolution=2.048))[1] == 2  # 50 x 50 -> 25 x 25
+    with pytest.raises(ValueError, match="field 'factor'.*\\(got 3\\)"):
+        coarsen_grid(grid, 3)
