@@ -16,8 +16,8 @@ from bevviz import overlays
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.projection import Projection
+from bevviz.viz.cameras import CameraOverlay
 
-COLOR_BY = ("depth", "pillar z", "BEV x", "BEV y")
 FEATURE_KINDS = ("RGB", "conv C=64")
 
 
@@ -58,45 +58,74 @@ def ground_lines(rig: Rig, grid: BEVGrid, step: float) -> overlays.GroundGridLin
     return overlays.ground_grid_lines(rig, grid.x_range, grid.y_range, step=step)
 
 
+#: Colour choices of the projected points -> column of the per-point data (x, y, z, u, v, depth).
+COLOR_COLUMNS = {"depth": 5, "pillar z": 2, "BEV x": 0, "BEV y": 1}
+COLOR_BY = tuple(COLOR_COLUMNS)
+#: Points per camera kept for overlays; pages draw a prefix (any prefix is an even sample).
+MAX_OVERLAY_POINTS = 16000
+
+
 @_cache_data(max_entries=24)
-def camera_overlays(rig: Rig, grid: BEVGrid, eps: float, bounds: str, color_by: str, max_points: int,
-                    show_behind: bool) -> dict[str, dict]:
-    """Per camera the subsampled valid points (uv, colour, hover data) and, optionally, the
-    behind-camera ghosts that land inside the image.
+def camera_overlays(rig: Rig, grid: BEVGrid, eps: float, bounds: str, show_behind: bool,
+                    max_points: int = MAX_OVERLAY_POINTS) -> dict[str, dict]:
+    """Per camera up to ``max_points`` valid points in an order whose every prefix is an even
+    sample, and, optionally, the behind-camera ghosts that land inside the image.
 
     Returns:
-        Name -> dict with ``points_uv`` (P, 2), ``color`` (P,), ``customdata`` (P, 6),
-        ``ghost_uv`` (Q, 2) or None; plus the shared colour range under ``"_range"``.
+        Name -> dict with ``points_uv`` (P, 2), ``customdata`` (P, 6) = (x, y, z, u, v, depth)
+        and ``ghost_uv`` (Q, 2) or None; plus, under ``"_range"``, the (min, max) over all
+        cameras of every colour choice in :data:`COLOR_COLUMNS` (shared colour scales).
     """
     proj = projection(rig, grid, eps, bounds)
-    pts = grid.points(torch.float32).numpy()  # (Z, H, W, 3)
-    uv, depth = proj.uv.numpy(), proj.depth.numpy()
-    valid = proj.valid.numpy()
+    flat_pts = grid.points(torch.float32).numpy().reshape(-1, 3)
+    uv, depth, valid = proj.uv.numpy(), proj.depth.numpy(), proj.valid.numpy()
     ghosts = overlays.behind_camera_uv(proj, eps) if show_behind else None
     status = overlays.point_status(proj) if show_behind else None
-    flat_pts = pts.reshape(-1, 3)
     out: dict[str, dict] = {}
-    lo, hi = np.inf, -np.inf
     for c, cam in enumerate(rig):
         idx = overlays.subsample_indices(valid[c], max_points)
-        p = flat_pts[idx]
         cuv = uv[c].reshape(-1, 2)[idx]
-        d = depth[c].reshape(-1)[idx]
-        value = {"depth": d, "pillar z": p[:, 2], "BEV x": p[:, 0], "BEV y": p[:, 1]}[color_by]
-        if value.size:
-            lo, hi = min(lo, float(value.min())), max(hi, float(value.max()))
-        entry = {"points_uv": cuv, "color": value, "customdata": np.column_stack([p, cuv, d]).astype(np.float32),
-                 "ghost_uv": None}
+        data = np.column_stack([flat_pts[idx], cuv, depth[c].reshape(-1)[idx]]).astype(np.float32)
+        entry = {"points_uv": cuv, "customdata": data, "ghost_uv": None}
         if ghosts is not None:
             g = ghosts[c].reshape(-1, 2)
             inside = ((status[c].reshape(-1) == overlays.STATUS_BEHIND) & (g[:, 0] >= -0.5)
                       & (g[:, 0] <= cam.width - 0.5) & (g[:, 1] >= -0.5) & (g[:, 1] <= cam.height - 0.5))
             entry["ghost_uv"] = g[overlays.subsample_indices(inside, max_points // 2)]
         out[cam.name] = entry
-    if color_by == "pillar z":
-        lo, hi = min(grid.z_values), max(grid.z_values)
-    out["_range"] = {"cmin": lo if np.isfinite(lo) else 0.0, "cmax": hi if np.isfinite(hi) else 1.0}
+    stacked = np.concatenate([e["customdata"] for e in out.values()]) if out else np.zeros((0, 6))
+    ranges = {}
+    for name, col in COLOR_COLUMNS.items():
+        v = stacked[:, col]
+        ranges[name] = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+    ranges["pillar z"] = (min(grid.z_values), max(grid.z_values))
+    out["_range"] = ranges
     return out
+
+
+def overlay_for(entry: dict | None, color_by: str, max_points: int, show_points: bool = True,
+                show_behind: bool = False) -> CameraOverlay:
+    """The first ``max_points`` points of one camera's :func:`camera_overlays` entry (any
+    prefix is an even sample, so changing the count recomputes nothing), coloured by
+    ``color_by``, as a :class:`bevviz.viz.cameras.CameraOverlay`."""
+    ov = CameraOverlay()
+    if not entry:
+        return ov
+    if show_points:
+        data = entry["customdata"][:max_points]
+        ov.points_uv, ov.customdata = entry["points_uv"][:max_points], data
+        ov.color = data[:, COLOR_COLUMNS[color_by]]
+    if show_behind and entry.get("ghost_uv") is not None:
+        ov.ghost_uv = entry["ghost_uv"][:max_points // 2]
+    return ov
+
+
+@_cache_data(max_entries=6)
+def display_images(scene: Scene, max_width: int = 400) -> dict[str, str]:
+    """Each camera image downsampled for display and encoded once, as a data URI."""
+    from bevviz.viz.common import data_uri, downsample
+
+    return {name: data_uri(downsample(img, max_width)[0], "jpeg") for name, img in scene.images.items()}
 
 
 @_cache_data(max_entries=6)

@@ -14,6 +14,7 @@ import streamlit as st
 from appkit import sources
 from appkit.state import GRID, GRID_ERROR, SCENE, SCENE_ERROR, SCENE_REQUEST, current_grid, current_scene
 from bevviz.bev_grid import BEVGrid, pillar_heights
+from bevviz.io.nuscenes import SceneInfo
 
 SOURCE_SAMPLE = "Embedded sample"
 SOURCE_NUSCENES = "nuScenes dataroot"
@@ -74,21 +75,18 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
         return ("synthetic",), sources.synthetic_scene, "the synthetic rig"
     options = [SAMPLE_RIG_OPTION]
     scenes = {}
-    if (sources.SAMPLE_NUSCENES / "v1.0-mini").exists():
-        try:
-            for s in sources.nuscenes_scenes(str(sources.SAMPLE_NUSCENES), "v1.0-mini"):
-                label = f"nuScenes {s.name}: {s.description}" if s.description else f"nuScenes {s.name}"
-                scenes[label] = s
-                options.append(label)
-        except ValueError as e:
-            st.caption(f"Embedded nuScenes sample unavailable: {e}")
+    for s in sources.embedded_scene_table():
+        label = f"nuScenes {s['name']}: {s['description']}" if s["description"] else f"nuScenes {s['name']}"
+        scenes[label] = SceneInfo(s["name"], s["token"], s["description"], int(s["nbr_samples"]))
+        options.append(label)
     choice = st.selectbox("Sample", options, key="sample_choice",
                           help="The embedded sample: a rendered street with a known ground truth. "
                                "Its nuScenes-format copy has a calibrated scene and a miscalibrated one.")
     if choice == SAMPLE_RIG_OPTION:
         path = str(sources.SAMPLE_RIG)
         return ("rigjson", path), lambda: sources.rig_json_scene(path), "the sample rig"
-    return _nuscenes_sample_picker(str(sources.SAMPLE_NUSCENES), "v1.0-mini", scenes[choice], "sample_index")
+    with st.spinner("Opening the embedded nuScenes sample ..."):
+        return _nuscenes_sample_picker(str(sources.SAMPLE_NUSCENES), "v1.0-mini", scenes[choice], "sample_index")
 
 
 def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):

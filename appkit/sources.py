@@ -115,6 +115,19 @@ def nuscenes_scenes(dataroot: str, version: str) -> list:
     return list_scenes(open_nuscenes(dataroot, version))
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def embedded_scene_table() -> list[dict]:
+    """The embedded dataset's scenes (name, token, description, nbr_samples), read straight
+    from its ``scene.json`` table: listing them must not cost the seconds that opening the
+    dataset with nuscenes-devkit takes, since the sidebar shows them on every first load."""
+    path = SAMPLE_NUSCENES / "v1.0-mini" / "scene.json"
+    try:
+        rows = json.loads(path.read_text())
+        return [{k: r[k] for k in ("name", "token", "description", "nbr_samples")} for r in rows]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def nuscenes_samples(dataroot: str, version: str, scene_token: str) -> list:
     """Key-frame samples of a scene: list of :class:`bevviz.io.nuscenes.SampleInfo`."""

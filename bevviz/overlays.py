@@ -509,15 +509,14 @@ def texture_to_bev(texture: np.ndarray, texture_x_range: tuple[float, float],
 
 
 def subsample_indices(mask: np.ndarray, max_points: int, seed: int = 0) -> np.ndarray:
-    """Flat indices of at most ``max_points`` True entries of ``mask``, spread evenly.
+    """Flat indices of at most ``max_points`` True entries of ``mask``, in a seeded random
+    order, so that every prefix is itself an even sample (``idx[:n]`` for any ``n``).
 
-    Deterministic (a fixed stride, no randomness), so overlays do not flicker between reruns.
+    Deterministic for a given mask and seed, so overlays do not flicker between reruns.
     """
     idx = np.flatnonzero(np.asarray(mask))
-    if idx.size <= max_points:
-        return idx
-    take = np.linspace(0, idx.size - 1, max_points).round().astype(int)
-    return idx[take]
+    order = np.random.default_rng(seed).permutation(idx.size)[:max_points]
+    return idx[order]
 
 
 # --------------------------------------------------------------------------------------
@@ -525,20 +524,19 @@ def subsample_indices(mask: np.ndarray, max_points: int, seed: int = 0) -> np.nd
 # --------------------------------------------------------------------------------------
 
 
-def test_pattern(height: int = 24, width: int = 32, channels: int = 3) -> torch.Tensor:
-    """A feature map whose edges are easy to read: a checkerboard of 4-pixel squares over
-    a horizontal ramp, with a bright 1-pixel frame so border handling shows.
+def test_pattern(height: int = 24, width: int = 32) -> torch.Tensor:
+    """A feature map whose borders are easy to read: a horizontal ramp (channel 0), a
+    vertical ramp (channel 1) and a checkerboard of 4-pixel squares (channel 2).
+
+    Along a row, zero padding drops to 0 past the border, border padding stays at the edge
+    value, and reflection runs the ramp back down.
 
     Returns:
-        Shape (1, channels, height, width), float32, values in [0, 1].
+        Shape (1, 3, height, width), float32, values in [0, 1].
     """
-    v, u = np.mgrid[0:height, 0:width]
-    ramp = (u + 0.5) / width
-    checker = ((u // 4 + v // 4) % 2).astype(np.float64)
-    frame = (u == 0) | (v == 0) | (u == width - 1) | (v == height - 1)
-    base = [0.25 + 0.5 * ramp * checker + 0.25 * ramp, 0.2 + 0.6 * checker, 1.0 - 0.8 * ramp]
-    chans = np.stack([base[c % 3] for c in range(channels)])
-    chans[:, frame] = 1.0
+    v, u = np.mgrid[0:height, 0:width].astype(np.float64)
+    chans = np.stack([(u + 0.5) / width, (v + 0.5) / height,
+                      0.15 + 0.7 * ((u // 4 + v // 4) % 2)])
     return torch.as_tensor(chans[None], dtype=torch.float32)
 
 

@@ -14,8 +14,7 @@ rig = scene.rig
 eps, bounds = validity()
 
 st.title("BEV features")
-st.caption(f"{scene.label} · {grid.height} x {grid.width} cells x {grid.num_z} heights · "
-           f"depth > {eps:g} m, {bounds} bounds")
+caption = st.empty()
 
 c1, c2, c3, c4 = st.columns([1.2, 1, 1.3, 1])
 kind = c1.radio("Features", compute.FEATURE_KINDS, horizontal=True, key="bev_kind",
@@ -31,7 +30,15 @@ channel = c3.slider("Channel", 0, C - 1, 0, key=f"bev_channel_{kind}", disabled=
 show_gt = c4.toggle("Ground truth", value=scene.ground_truth is not None, key="bev_show_gt",
                     disabled=scene.ground_truth is None,
                     help="The true ground texture on this grid (embedded sample only).")
+ground_only = c4.toggle("Ground plane only (z = 0)", value=True, key="bev_ground_only",
+                        help="Sample one point per cell on the ground instead of the sidebar's pillar heights: "
+                             "the BEV then reconstructs the painted ground and compares with the ground truth. "
+                             "Off: every pillar height is averaged, as BEVFormer does.")
+if ground_only:
+    grid = grid.with_z((0.0,))
 view = {"RGB composite": "rgb", "channel norm": "norm"}.get(view_name, channel)
+caption.caption(f"{scene.label} · {grid.height} x {grid.width} cells x {grid.num_z} heights "
+           f"(z = {', '.join(f'{z:g}' for z in grid.z_values)} m) · depth > {eps:g} m, {bounds} bounds")
 
 SAMPLERS = {
     "GridSample (reference)": dict(sampler="grid_sample"),
@@ -69,11 +76,11 @@ for row in rows:
     t = results[row["name"]]["timings"]
     row["sample (ms)"] = 1000 * t.get("sample", float("nan"))
     row["total (ms)"] = 1000 * t.get("total", float("nan"))
-    row["table build (ms)"] = 1000 * t["build"] if "build" in t else None
+    row["table build (ms)"] = f"{1000 * t['build']:.0f}" if "build" in t else "—"
 table = pd.DataFrame(rows).rename(columns={"name": "sampler"})
 t1, t2 = st.columns([1.4, 1])
 t1.dataframe(table.style.format({"max |diff|": "{:.2e}", "mean |diff|": "{:.2e}", "sample (ms)": "{:.1f}",
-                                 "total (ms)": "{:.1f}", "table build (ms)": "{:.0f}"}, na_rep="—"),
+                                 "total (ms)": "{:.1f}"}),
              hide_index=True, key="bev_table")
 t1.caption("Errors over all channels and cells; times measured when the result was computed (cached after). "
            "LUT total excludes building the table (its own column). deformable (floor) converts with the align_corners=True "
@@ -85,5 +92,5 @@ st.subheader("Downloads")
 d1, d2 = st.columns([1, 2])
 which = d1.selectbox("Heatmap", list(panels), key="bev_dl_which")
 arr = panels[which]
-d2.download_button(f"{which} — PNG ({view_name})", lambda: downloads.heatmap_png(arr, lo, hi),
+d2.download_button("Download PNG", lambda: downloads.heatmap_png(arr, lo, hi),
                    file_name=f"bev_{which.split()[0].lower()}.png", mime="image/png", on_click="ignore")

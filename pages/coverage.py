@@ -36,11 +36,11 @@ c2.plotly_chart(overlap_map(count, grid), key="cov_overlap")
 st.subheader("Points per camera: valid, behind, outside")
 st.caption("Every reference point (all pillar heights) against every camera. Behind = depth <= eps "
            "(wins over outside); outside = in front but off the image.")
-df = pd.DataFrame(rows).set_index("camera")
-st.dataframe(df.style.format({c: "{:.1f}" for c in df.columns if c.endswith("%")})
-             .bar(subset=["valid %"], color="#9bd19b", vmin=0, vmax=100), key="cov_table")
+st.dataframe(pd.DataFrame(rows), hide_index=True, key="cov_table", column_config={
+    f"{s} %": st.column_config.ProgressColumn(f"{s} %", min_value=0, max_value=100, format="%.1f %%")
+    for s in ("valid", "behind", "outside")})
 
-with st.expander("Per-camera footprints", expanded=False):
+if st.toggle("Per-camera footprints", value=False, key="cov_show_panels"):
     names = [n for row in rig.display_grid() for n in row if n is not None]
     st.plotly_chart(bev_panels({n: fp[rig.index(n)].astype(float) for n in names}, grid, cols=3,
                                colorscale=[[0, "#f4f4f4"], [1, "#2171b5"]], zmin=0, zmax=1,
@@ -53,14 +53,16 @@ st.markdown("Setting **A** is the sidebar's. Pick setting **B**; the map highlig
             "changes for some camera and pillar point. `pixel` bounds accept the full pixel-centre extent "
             "-0.5 <= u <= W - 0.5; BEVFormer's `0 < u/W < 1` drops the outer half pixel on the left and top "
             "and adds the strip W - 0.5 < u < W on the right and bottom.")
-b1, b2, _ = st.columns([1, 1, 2])
+b1, b2, b3 = st.columns([1, 1, 2])
 other = BOUNDS_OPTIONS[1] if bounds == BOUNDS_OPTIONS[0] else BOUNDS_OPTIONS[0]
 eps_b = b1.selectbox("B: depth eps (m)", EPS_OPTIONS, index=EPS_OPTIONS.index(eps) if eps in EPS_OPTIONS else 0,
                      format_func=lambda e: f"{e:g}", key="cov_eps_b")
 bounds_b = b2.selectbox("B: image bounds", BOUNDS_OPTIONS, index=BOUNDS_OPTIONS.index(other), key="cov_bounds_b")
 cmp = compute.validity_comparison(rig, grid, (eps, bounds), (float(eps_b), bounds_b))
+ring = b3.toggle("Ring differing cells", value=True, key="cov_ring",
+                 help="A few differing cells vanish at screen resolution; rings make them visible.")
 c1, c2 = st.columns([1.3, 1])
-c1.plotly_chart(difference_map(cmp.seen, cmp.differs, grid,
+c1.plotly_chart(difference_map(cmp.seen, cmp.differs, grid, max_markers=3000 if ring else 0,
                                title=f"A (eps {eps:g}, {bounds}) vs B (eps {eps_b:g}, {bounds_b})"),
                 key="cov_diff")
 with c2:

@@ -7,7 +7,7 @@ from appkit import compute, current
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
 from bevviz.viz.bev import pick_map
-from bevviz.viz.cameras import CameraOverlay, camera_figure, missing_camera_figure
+from bevviz.viz.cameras import camera_figure, missing_camera_figure
 from bevviz.viz.rig3d import rig_figure
 
 scene, grid = current()
@@ -51,11 +51,11 @@ report = overlays.cell_report(rig, grid, *cell, eps=eps, bounds=bounds) if cell 
 
 # ---- cameras in display order ----
 with st.spinner("Projecting the BEV grid ..."):
-    cams = compute.camera_overlays(rig, grid, eps, bounds, color_by, max_points, show_behind) \
-        if show_points or show_behind else {}
+    cams = compute.camera_overlays(rig, grid, eps, bounds, show_behind) if show_points or show_behind else {}
     lines = compute.ground_lines(rig, grid, 10.0) if show_grid else None
     _, _, horizons = compute.rig_geometry(rig, 3.0)
-crange = cams.get("_range", {})
+    pictures = compute.display_images(scene)
+cmin, cmax = cams.get("_range", {}).get(color_by, (None, None))
 unit = {"depth": "depth (m)", "pillar z": "z (m)", "BEV x": "x (m)", "BEV y": "y (m)"}[color_by]
 for row in rig.display_grid():
     cols = st.columns(len(row))
@@ -64,16 +64,13 @@ for row in rig.display_grid():
             col.plotly_chart(missing_camera_figure("empty slot"), key=f"cam_empty_{j}")
             continue
         ci = rig.index(name)
-        entry = cams.get(name, {})
-        ov = CameraOverlay(
-            points_uv=entry.get("points_uv") if show_points else None, color=entry.get("color"),
-            customdata=entry.get("customdata"), ghost_uv=entry.get("ghost_uv") if show_behind else None,
-            horizon=horizons[name] if show_horizon else None,
-            picks=[r for r in report if r["camera"] == name])
+        ov = compute.overlay_for(cams.get(name), color_by, max_points, show_points, show_behind)
+        ov.horizon = horizons[name] if show_horizon else None
+        ov.picks = [r for r in report if r["camera"] == name]
         if lines is not None:
             ov.grid_uv, ov.grid_labels, ov.grid_label_uv = lines.uv[ci], lines.labels, lines.label_uv[ci]
-        fig = camera_figure(rig[name], scene.images.get(name), ov, cmin=crange.get("cmin"),
-                            cmax=crange.get("cmax"), color_title=unit, showscale=True)
+        fig = camera_figure(rig[name], pictures.get(name), ov, cmin=cmin, cmax=cmax, color_title=unit,
+                            showscale=True)
         col.plotly_chart(fig, key=f"cam_{name}", config={"displaylogo": False})
 
 # ---- pick a BEV cell ----
@@ -101,11 +98,10 @@ with right:
         if missed:
             why = {n: ", ".join(sorted({r["status"] for r in report if r["camera"] == n})) for n in missed}
             st.markdown("Missed by " + "; ".join(f"{n} ({why[n]})" for n in missed) + ".")
-        df = pd.DataFrame(report)
-        st.dataframe(df.style.format({"u": "{:.1f}", "v": "{:.1f}", "depth": "{:.2f}"})
-                     .map(lambda s: {"valid": "color: #2ca02c", "behind": "color: #d62728",
-                                     "outside": "color: #ff7f0e"}.get(s, ""), subset=["status"]),
-                     hide_index=True, height=300)
+        st.dataframe(pd.DataFrame(report).drop(columns=["x", "y"]), hide_index=True, height=300, column_config={
+            "z": st.column_config.NumberColumn(format="%.2f"), "u": st.column_config.NumberColumn(format="%.1f"),
+            "v": st.column_config.NumberColumn(format="%.1f"),
+            "depth": st.column_config.NumberColumn(format="%.2f")})
 
 # ---- the rig in 3D ----
 st.subheader("The rig in the ego frame")
@@ -119,11 +115,13 @@ c2.plotly_chart(rig_figure(rig.names, frustums, axes, grid if show_extent else N
 
 # ---- downloads ----
 st.subheader("Downloads")
-proj = compute.projection(rig, grid, eps, bounds)
+st.caption("Built when clicked: every grid point in every camera, with the sidebar's grid and validity settings.")
 d1, d2, d3 = st.columns(3)
-d1.download_button("Projected points (CSV, valid only)", lambda: downloads.projection_csv(proj, rig, grid),
+d1.download_button("Projected points (CSV, valid only)",
+                   lambda: downloads.projection_csv(overlays.grid_projection(rig, grid, eps, bounds), rig, grid),
                    file_name="projection.csv", mime="text/csv", on_click="ignore")
-d2.download_button("Projected points (NPZ, all)", lambda: downloads.projection_npz(proj, rig, grid),
+d2.download_button("Projected points (NPZ, all)",
+                   lambda: downloads.projection_npz(overlays.grid_projection(rig, grid, eps, bounds), rig, grid),
                    file_name="projection.npz", mime="application/octet-stream", on_click="ignore")
 d3.download_button("Current rig (JSON)", lambda: downloads.rig_json(rig, dict(scene.image_files)),
                    file_name="rig.json", mime="application/json", on_click="ignore")

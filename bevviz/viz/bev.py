@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.viz.common import (base_layout, bev_axes, bev_heatmap_trace, bev_image_trace, camera_color, figure,
-                               subplot_grid, to_uint8)
+                               resolve_colorscale, subplot_grid, to_uint8)
 
 
 def _rgb(hex_color: str) -> np.ndarray:
@@ -82,7 +82,7 @@ def bev_panels(maps: dict[str, np.ndarray], grid: BEVGrid, cols: int = 3, colors
     layout = base_layout(panel_height * rows + (30 if title else 0), title, annotations=notes, **axes)
     layout["margin"]["t"] = 30 + (30 if title else 0)
     if scalars:
-        layout["coloraxis"] = dict(colorscale=colorscale, cmin=zmin, cmax=zmax,
+        layout["coloraxis"] = dict(colorscale=resolve_colorscale(colorscale), cmin=zmin, cmax=zmax,
                                    colorbar=dict(title=dict(text=colorbar_title), thickness=12))
     return figure(data, layout)
 
@@ -103,8 +103,10 @@ def footprint_composite(footprint: np.ndarray, names: list[str], grid: BEVGrid,
     mix = np.where((count >= 2)[..., None], np.minimum(mix * 1.25 + 30, 255), mix)
     legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=name,
                    marker=dict(color=camera_color(i), size=10, symbol="square")) for i, name in enumerate(names)]
-    return _single(bev_image_trace(mix.round().astype(np.uint8), grid, name="footprints"), grid, height, title,
-                   legend=True, extra=legend)
+    fig = _single(bev_image_trace(mix.round().astype(np.uint8), grid, name="footprints"), grid, height, title,
+                  legend=True, extra=legend)
+    fig.layout.legend.update(orientation="v", x=1.02, y=1.0, xanchor="left", yanchor="top")
+    return fig
 
 
 def overlap_map(count: np.ndarray, grid: BEVGrid, title: str | None = "Cameras per cell",
@@ -127,9 +129,10 @@ def overlap_map(count: np.ndarray, grid: BEVGrid, title: str | None = "Cameras p
 
 def difference_map(base: np.ndarray, differs: np.ndarray, grid: BEVGrid, title: str | None = None,
                    labels: tuple[str, str, str] = ("unseen", "seen, same", "differs"),
-                   height: int = 460) -> go.Figure:
+                   height: int = 460, max_markers: int = 3000) -> go.Figure:
     """Categorical map: unseen cells, seen cells where two settings agree, and cells where
-    they differ (highlighted).
+    they differ (highlighted, and ringed with markers — up to ``max_markers`` — so a handful of
+    cells still shows).
 
     Args:
         base: Cells seen under either setting, shape (H_bev, W_bev), bool.
@@ -140,7 +143,14 @@ def difference_map(base: np.ndarray, differs: np.ndarray, grid: BEVGrid, title: 
              [2 / 3, "#e6550d"], [1, "#e6550d"]]
     tr = bev_heatmap_trace(cat, grid, name="difference", colorscale=scale, zmin=-0.5, zmax=2.5, hover_label="class",
                            colorbar=dict(tickvals=[0, 1, 2], ticktext=list(labels)))
-    return _single(tr, grid, height, title)
+    # A few differing cells vanish at screen resolution: ring them too.
+    rows, cols = np.nonzero(np.asarray(differs))
+    keep = np.linspace(0, len(rows) - 1, min(len(rows), max_markers)).round().astype(int) if len(rows) else []
+    xs, ys = (c.numpy() for c in grid.cell_centers())
+    ring = dict(type="scatter", x=ys[cols[keep]], y=xs[rows[keep]], mode="markers", name=labels[2],
+                marker=dict(size=7, color="rgba(0,0,0,0)", line=dict(color="#e6550d", width=1.5)),
+                hovertemplate="x %{y:.2f} m, y %{x:.2f} m<extra>" + labels[2] + "</extra>")
+    return _single(tr, grid, height, title, extra=[ring] if len(keep) else [])
 
 
 def pick_map(background: np.ndarray, grid: BEVGrid, picked_xy: tuple[float, float] | None,

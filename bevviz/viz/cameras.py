@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bevviz.camera import Camera
-from bevviz.viz.common import STATUS_COLORS, base_layout, data_uri, downsample, figure
+from bevviz.viz.common import STATUS_COLORS, base_layout, data_uri, downsample, figure, resolve_colorscale
 
 #: customdata columns of the projected-point trace.
 POINT_FIELDS = ("x", "y", "z", "u", "v", "depth")
@@ -48,7 +48,7 @@ class CameraOverlay:
     picks: list[dict] = field(default_factory=list)
 
 
-def camera_figure(camera: Camera, image: np.ndarray | None, overlay: CameraOverlay | None = None, *,
+def camera_figure(camera: Camera, image: np.ndarray | str | None, overlay: CameraOverlay | None = None, *,
                   colorscale: str = "Turbo", cmin: float | None = None, cmax: float | None = None,
                   color_title: str = "", showscale: bool = False, max_width: int = 400,
                   height: int = 260, marker_size: float = 3.0, label_spacing: float = 0.06) -> go.Figure:
@@ -56,7 +56,9 @@ def camera_figure(camera: Camera, image: np.ndarray | None, overlay: CameraOverl
 
     Args:
         camera: The camera (name and image size set the axes).
-        image: RGB uint8 image, shape (H, W, 3), or None for a blank frame.
+        image: RGB uint8 image, shape (H, W, 3) (downsampled to ``max_width`` and encoded
+            here), an already encoded image as a ``data:`` URI (any size: it is stretched
+            over the full-resolution extent), or None for a blank frame.
         overlay: What to draw on top.
         colorscale, cmin, cmax, color_title, showscale: Colouring of the points (share
             cmin/cmax between cameras so colours compare).
@@ -75,8 +77,8 @@ def camera_figure(camera: Camera, image: np.ndarray | None, overlay: CameraOverl
     data: list[dict] = []
     images, shapes, notes = [], [], []
     if image is not None:
-        small, _ = downsample(image, max_width)
-        images.append(dict(source=data_uri(small, "jpeg"), xref="x", yref="y", x=-0.5, y=-0.5, sizex=W, sizey=H,
+        source = image if isinstance(image, str) else data_uri(downsample(image, max_width)[0], "jpeg")
+        images.append(dict(source=source, xref="x", yref="y", x=-0.5, y=-0.5, sizex=W, sizey=H,
                            sizing="stretch", layer="below", xanchor="left", yanchor="top"))
     else:
         shapes.append(dict(type="rect", x0=-0.5, y0=-0.5, x1=W - 0.5, y1=H - 0.5, fillcolor="#eeeeee",
@@ -100,7 +102,8 @@ def camera_figure(camera: Camera, image: np.ndarray | None, overlay: CameraOverl
         data.append(dict(
             type="scattergl", x=ov.points_uv[:, 0], y=ov.points_uv[:, 1], mode="markers", name="points",
             customdata=ov.customdata,
-            marker=dict(size=marker_size, color=ov.color, colorscale=colorscale, cmin=cmin, cmax=cmax,
+            marker=dict(size=marker_size, color=ov.color, colorscale=resolve_colorscale(colorscale),
+                        cmin=cmin, cmax=cmax,
                         showscale=showscale, opacity=0.85,
                         colorbar=dict(title=dict(text=color_title, side="right"), thickness=8, len=0.95,
                                       xpad=4, tickfont=dict(size=9))),

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import base64
 
+from functools import lru_cache
+
 import cv2
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
@@ -105,6 +108,30 @@ def flip_bev(values: np.ndarray) -> np.ndarray:
 #: nested layout objects costs tens of milliseconds per figure, more than drawing it; the
 #: tests switch it on so that a misspelt property still fails there.
 VALIDATE = False
+
+
+@lru_cache(maxsize=64)
+def _named_colorscale(name: str) -> tuple:
+    return tuple(tuple(step) for step in plotly.colors.get_colorscale(name))
+
+
+def resolve_colorscale(scale) -> list:
+    """A colour scale as explicit [position, colour] steps.
+
+    Named scales must be resolved in Python: plotly.js itself knows only a handful of names
+    (not "Turbo" or "Inferno"), and figures here skip the validator that would resolve them.
+    Colours that Streamlit's theme would mistake for its placeholders are nudged.
+    """
+    steps = [list(step) for step in _named_colorscale(scale)] if isinstance(scale, str) else scale
+    return [[pos, _unplaceholder(col)] for pos, col in steps]
+
+
+def _unplaceholder(color: str) -> str:
+    """Streamlit's theme swaps the exact colours #000001 .. #0000ff for theme colours (its
+    template placeholders); Inferno and Magma start at #000004. Nudge such colours by one."""
+    if isinstance(color, str) and len(color) == 7 and color.lower().startswith("#0000"):
+        return "#01" + color[3:]
+    return color
 
 
 def figure(data: list[dict], layout: dict) -> go.Figure:
@@ -203,6 +230,6 @@ def bev_heatmap_trace(values: np.ndarray, grid: BEVGrid, name: str = "", colorsc
     if coloraxis:
         tr["coloraxis"] = coloraxis
     else:
-        tr.update(colorscale=colorscale, zmin=zmin, zmax=zmax, showscale=showscale,
+        tr.update(colorscale=resolve_colorscale(colorscale), zmin=zmin, zmax=zmax, showscale=showscale,
                   colorbar=dict(title=dict(text=colorbar_title), thickness=12, len=0.8, **(colorbar or {})))
     return tr

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from bevviz.viz.common import base_layout, figure, subplot_grid, to_uint8
+from bevviz.viz.common import base_layout, figure, resolve_colorscale, subplot_grid, to_uint8
 
 
 def image_panels(maps: dict[str, np.ndarray], cols: int = 3, colorscale="Viridis",
@@ -71,7 +71,7 @@ def image_panels(maps: dict[str, np.ndarray], cols: int = 3, colorscale="Viridis
                          **axes)
     layout["margin"]["t"] = 28 + (30 if title else 0)
     if scalars:
-        layout["coloraxis"] = dict(colorscale=colorscale, cmin=zmin, cmax=zmax,
+        layout["coloraxis"] = dict(colorscale=resolve_colorscale(colorscale), cmin=zmin, cmax=zmax,
                                    colorbar=dict(title=dict(text=colorbar_title), thickness=12))
     return figure(data, layout)
 

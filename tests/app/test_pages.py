@@ -59,7 +59,12 @@ def test_coverage_page(app):
     at = app("pages/coverage.py")
     no_exception(at)
     assert at.title[0].value == "Valid masks & coverage"
-    assert charts(at) >= 6  # footprints, overlap, per-camera panels, difference, policies, disagreement
+    assert charts(at) == 5  # footprints, overlap, difference, policies, disagreement
+    at.toggle(key="cov_show_panels").set_value(True)
+    at.toggle(key="cov_ring").set_value(False)
+    at.run()
+    no_exception(at)
+    assert charts(at) == 6  # + per-camera footprints
     assert len(at.dataframe) == 2  # status table, cells that differ per camera
     labels = [m.label for m in at.metric]
     for label in ("Blind spots (0 cameras)", "Seams (2+ cameras)", "Cells that differ",

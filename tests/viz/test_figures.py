@@ -98,7 +98,7 @@ def test_footprint_overlap_difference_pick():
     fig = bev.overlap_map(overlays.overlap_count(fp), GRID)
     assert isinstance(fig.data[0], go.Heatmap)
     fig = bev.difference_map(fp.any(0), fp[1], GRID)
-    assert fig.data[0].z.max() == 2
+    assert fig.data[0].z.max() == 2 and len(fig.data[1].x) == fp[1].sum()
     fig = bev.pick_map(fp.sum(0), GRID, (2.5, 0.5))
     assert names(fig) == ["map", "pick", "picked"]
     assert len(fig.data[1].x) == 8 * 6  # lattice every 2 m over 16 x 12 m

@@ -153,6 +153,7 @@ def test_texture_to_bev_identity_and_shift():
 def test_padding_helpers():
     x = overlays.test_pattern(8, 10)
     assert x.shape == (1, 3, 8, 10) and x.min() >= 0 and x.max() <= 1
+    assert (np.diff(x[0, 0].numpy(), axis=1) > 0).all()  # a ramp along each row
     g = overlays.margin_grid(4, 6, 0.5)
     assert g.shape == (1, 4, 6, 2) and g[0, 0, 0, 0] == -1.5 and g[0, -1, -1, 1] == 1.5
     u, v = overlays.margin_grid_pixels(4, 6, 0.5, 8, 10, align_corners=False)
@@ -165,10 +166,12 @@ def test_padding_helpers():
     assert np.abs(off - x[0].numpy()).max() > 0.05
 
 
-def test_subsample_indices_is_deterministic_and_bounded():
+def test_subsample_indices_is_deterministic_bounded_and_prefix_stable():
     m = np.zeros(1000, bool)
     m[::3] = True
     idx = overlays.subsample_indices(m, 50)
-    assert len(idx) == 50 and m[idx].all()
+    assert len(idx) == 50 and m[idx].all() and len(set(idx)) == 50
     assert np.array_equal(idx, overlays.subsample_indices(m, 50))
+    assert np.array_equal(overlays.subsample_indices(m, 200)[:50], idx)  # a prefix is a sample too
     assert len(overlays.subsample_indices(m, 10_000)) == m.sum()
+    assert np.ptp(idx) > 800  # spread over the whole mask
