@@ -235,7 +235,7 @@ def coarsen_grid(grid: BEVGrid, factor: int, z_values: tuple[float, ...] | None 
         raise field_error("factor", f, f"the grid extent is not a whole number of {f}x cells ({exc})") from None
 
 
-def coarsen_factors(grid: BEVGrid, max_cells: int = 1024) -> tuple[list[int], int]:
+def coarsen_factors(grid: BEVGrid, max_cells: int = 400) -> tuple[list[int], int]:
     """Cell-size factors that tile the grid's extent exactly, and a default for export.
 
     Args:

@@ -283,9 +283,9 @@ def test_coarsen_factors_tile_the_grid_exactly():
 
     grid = BEVGrid()  # BEVFormer: 200 x 200 cells of 0.512 m
     factors, default = coarsen_factors(grid)
-    assert factors == [1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 200] and default == 8
+    assert factors == [1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 200] and default == 10
     small = coarsen_grid(grid, default, (0.0,))
-    assert small.shape == (25, 25) and small.z_values == (0.0,) and small.x_range == grid.x_range
-    assert coarsen_factors(BEVGrid(resolution=2.048))[1] == 2  # 50 x 50 -> 25 x 25
+    assert small.shape == (20, 20) and small.z_values == (0.0,) and small.x_range == grid.x_range
+    assert coarsen_factors(BEVGrid(resolution=2.048))[1] == 5  # 50 x 50 -> 10 x 10
     with pytest.raises(ValueError, match="field 'factor'.*\\(got 3\\)"):
         coarsen_grid(grid, 3)
