@@ -7,7 +7,7 @@ from appkit import compute, current
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
 from bevviz.viz.bev import pick_map
-from bevviz.viz.cameras import camera_figure, missing_camera_figure
+from bevviz.viz.cameras import camera_grid_figure
 from bevviz.viz.rig3d import rig_figure
 
 scene, grid = current()
@@ -57,21 +57,19 @@ with st.spinner("Projecting the BEV grid ..."):
     pictures = compute.display_images(scene)
 cmin, cmax = cams.get("_range", {}).get(color_by, (None, None))
 unit = {"depth": "depth (m)", "pillar z": "z (m)", "BEV x": "x (m)", "BEV y": "y (m)"}[color_by]
-for row in rig.display_grid():
-    cols = st.columns(len(row))
-    for j, (col, name) in enumerate(zip(cols, row)):
-        if name is None:
-            col.plotly_chart(missing_camera_figure("empty slot"), key=f"cam_empty_{j}")
-            continue
-        ci = rig.index(name)
-        ov = compute.overlay_for(cams.get(name), color_by, max_points, show_points, show_behind)
-        ov.horizon = horizons[name] if show_horizon else None
-        ov.picks = [r for r in report if r["camera"] == name]
-        if lines is not None:
-            ov.grid_uv, ov.grid_labels, ov.grid_label_uv = lines.uv[ci], lines.labels, lines.label_uv[ci]
-        fig = camera_figure(rig[name], pictures.get(name), ov, cmin=cmin, cmax=cmax, color_title=unit,
-                            showscale=True)
-        col.plotly_chart(fig, key=f"cam_{name}", config={"displaylogo": False})
+overlays_by_camera = {}
+for ci, name in enumerate(rig.names):
+    ov = compute.overlay_for(cams.get(name), color_by, max_points, show_points, show_behind)
+    ov.horizon = horizons[name] if show_horizon else None
+    ov.picks = [r for r in report if r["camera"] == name]
+    if lines is not None:
+        ov.grid_uv, ov.grid_labels, ov.grid_label_uv = lines.uv[ci], lines.labels, lines.label_uv[ci]
+    overlays_by_camera[name] = ov
+layout = [[rig[n] if n is not None else None for n in row] for row in rig.display_grid()]
+st.plotly_chart(camera_grid_figure(layout, pictures, overlays_by_camera, cmin=cmin, cmax=cmax, color_title=unit),
+                key="cameras", config={"displaylogo": False})
+st.caption("Hover a point for its BEV cell (x, y, z), pixel (u, v) and depth. Dashed cyan: the horizon; "
+           "white: the ground grid at z = 0 every 10 m; magenta rings: the picked cell below.")
 
 # ---- pick a BEV cell ----
 st.subheader("Where does a BEV cell land?")

@@ -15,7 +15,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bevviz.camera import Camera
-from bevviz.viz.common import STATUS_COLORS, base_layout, data_uri, downsample, figure, resolve_colorscale
+from bevviz.viz.common import (STATUS_COLORS, base_layout, data_uri, downsample, figure, resolve_colorscale,
+                               subplot_grid)
 
 #: customdata columns of the projected-point trace.
 POINT_FIELDS = ("x", "y", "z", "u", "v", "depth")
@@ -48,6 +49,77 @@ class CameraOverlay:
     picks: list[dict] = field(default_factory=list)
 
 
+@dataclass
+class _Panel:
+    """The pieces of one camera panel, on axes ``xref`` / ``yref``."""
+
+    data: list[dict] = field(default_factory=list)
+    images: list[dict] = field(default_factory=list)
+    shapes: list[dict] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)
+
+
+def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOverlay, xref: str, yref: str,
+                  marker: dict, max_width: int, marker_size: float, label_spacing: float) -> _Panel:
+    """Traces, layout image, shapes and label annotations of one camera on (xref, yref)."""
+    W, H = camera.width, camera.height
+    panel = _Panel()
+    axes = dict(xaxis=xref, yaxis=yref)
+    if image is not None:
+        source = image if isinstance(image, str) else data_uri(downsample(image, max_width)[0], "jpeg")
+        panel.images.append(dict(source=source, xref=xref, yref=yref, x=-0.5, y=-0.5, sizex=W, sizey=H,
+                                 sizing="stretch", layer="below", xanchor="left", yanchor="top"))
+    else:
+        panel.shapes.append(dict(type="rect", x0=-0.5, y0=-0.5, x1=W - 0.5, y1=H - 0.5, xref=xref, yref=yref,
+                                 fillcolor="#eeeeee", line=dict(width=0), layer="below"))
+    if ov.grid_uv is not None and ov.grid_uv.size:
+        L = ov.grid_uv.shape[0]
+        lines = np.concatenate([ov.grid_uv, np.full((L, 1, 2), np.nan)], axis=1).reshape(-1, 2)
+        panel.data.append(dict(type="scatter", x=lines[:, 0], y=lines[:, 1], mode="lines", name="ground grid",
+                               line=dict(color="rgba(255,255,255,0.85)", width=1.2), connectgaps=False,
+                               hoverinfo="skip", **axes))
+        if ov.grid_label_uv is not None:
+            panel.notes = _grid_labels(ov.grid_labels, ov.grid_label_uv, label_spacing * W, xref, yref)
+    if ov.horizon is not None:
+        panel.data.append(dict(type="scatter", x=ov.horizon[:, 0], y=ov.horizon[:, 1], mode="lines", name="horizon",
+                               line=dict(color="#00e5ff", width=2, dash="dash"), hoverinfo="skip", **axes))
+    if ov.ghost_uv is not None and len(ov.ghost_uv):
+        panel.data.append(dict(type="scattergl", x=ov.ghost_uv[:, 0], y=ov.ghost_uv[:, 1], mode="markers",
+                               name="behind camera",
+                               marker=dict(color=STATUS_COLORS[1], size=marker_size + 1, symbol="x"),
+                               hovertemplate=f"<b>{camera.name}</b><br>behind the camera: (%{{x:.0f}}, %{{y:.0f}}) "
+                                             "if the depth test were skipped<extra></extra>", **axes))
+    if ov.points_uv is not None and len(ov.points_uv):
+        panel.data.append(dict(
+            type="scattergl", x=ov.points_uv[:, 0], y=ov.points_uv[:, 1], mode="markers", name="points",
+            customdata=ov.customdata, marker=dict(marker, size=marker_size, color=ov.color, opacity=0.85),
+            hovertemplate=(f"<b>{camera.name}</b><br>BEV x %{{customdata[0]:.2f}}, y %{{customdata[1]:.2f}},"
+                           " z %{customdata[2]:.2f} m<br>(u, v) = (%{customdata[3]:.1f}, %{customdata[4]:.1f})"
+                           "<br>depth %{customdata[5]:.2f} m<extra></extra>"), **axes))
+    shown = [p for p in ov.picks if p["status"] == "valid"]
+    if shown:
+        panel.data.append(dict(
+            type="scatter", x=[p["u"] for p in shown], y=[p["v"] for p in shown], mode="markers+text",
+            name="picked cell", text=[f"z={p['z']:g}" for p in shown], textposition="middle right",
+            textfont=dict(color="white", size=11),
+            marker=dict(size=13, color="rgba(0,0,0,0)", line=dict(color="#ff00ff", width=2.5), symbol="circle"),
+            hovertemplate=f"<b>{camera.name}</b><br>picked cell, %{{text}}<br>(u, v) = (%{{x:.1f}}, %{{y:.1f}})"
+                          "<extra></extra>", **axes))
+    return panel
+
+
+def _pixel_axes(camera: Camera, x_anchor: str) -> tuple[dict, dict]:
+    W, H = camera.width, camera.height
+    return (dict(range=[-0.5, W - 0.5], visible=False, constrain="domain"),
+            dict(range=[H - 0.5, -0.5], visible=False, scaleanchor=x_anchor, scaleratio=1, constrain="domain"))
+
+
+def _marker_colors(colorscale, cmin, cmax, color_title: str, showscale: bool) -> dict:
+    return dict(colorscale=resolve_colorscale(colorscale), cmin=cmin, cmax=cmax, showscale=showscale,
+                colorbar=dict(title=dict(text=color_title, side="right"), thickness=8, len=0.95, xpad=4,
+                              tickfont=dict(size=9)))
+
+
 def camera_figure(camera: Camera, image: np.ndarray | str | None, overlay: CameraOverlay | None = None, *,
                   colorscale: str = "Turbo", cmin: float | None = None, cmax: float | None = None,
                   color_title: str = "", showscale: bool = False, max_width: int = 400,
@@ -72,61 +144,76 @@ def camera_figure(camera: Camera, image: np.ndarray | str | None, overlay: Camer
         The figure: traces "ground grid", "horizon", "behind camera", "points" and
         "picked cell" for the overlays given; grid labels are annotations.
     """
-    ov = overlay or CameraOverlay()
-    W, H = camera.width, camera.height
-    data: list[dict] = []
-    images, shapes, notes = [], [], []
-    if image is not None:
-        source = image if isinstance(image, str) else data_uri(downsample(image, max_width)[0], "jpeg")
-        images.append(dict(source=source, xref="x", yref="y", x=-0.5, y=-0.5, sizex=W, sizey=H,
-                           sizing="stretch", layer="below", xanchor="left", yanchor="top"))
-    else:
-        shapes.append(dict(type="rect", x0=-0.5, y0=-0.5, x1=W - 0.5, y1=H - 0.5, fillcolor="#eeeeee",
-                           line=dict(width=0), layer="below"))
-    if ov.grid_uv is not None and ov.grid_uv.size:
-        L = ov.grid_uv.shape[0]
-        lines = np.concatenate([ov.grid_uv, np.full((L, 1, 2), np.nan)], axis=1).reshape(-1, 2)
-        data.append(dict(type="scattergl", x=lines[:, 0], y=lines[:, 1], mode="lines", name="ground grid",
-                         line=dict(color="rgba(255,255,255,0.85)", width=1.2), connectgaps=False, hoverinfo="skip"))
-        if ov.grid_label_uv is not None:
-            notes = _grid_labels(ov.grid_labels, ov.grid_label_uv, label_spacing * W)
-    if ov.horizon is not None:
-        data.append(dict(type="scatter", x=ov.horizon[:, 0], y=ov.horizon[:, 1], mode="lines", name="horizon",
-                         line=dict(color="#00e5ff", width=2, dash="dash"), hoverinfo="skip"))
-    if ov.ghost_uv is not None and len(ov.ghost_uv):
-        data.append(dict(type="scattergl", x=ov.ghost_uv[:, 0], y=ov.ghost_uv[:, 1], mode="markers",
-                         name="behind camera", marker=dict(color=STATUS_COLORS[1], size=marker_size + 1, symbol="x"),
-                         hovertemplate="behind the camera: (%{x:.0f}, %{y:.0f}) if the depth test were "
-                                       "skipped<extra></extra>"))
-    if ov.points_uv is not None and len(ov.points_uv):
-        data.append(dict(
-            type="scattergl", x=ov.points_uv[:, 0], y=ov.points_uv[:, 1], mode="markers", name="points",
-            customdata=ov.customdata,
-            marker=dict(size=marker_size, color=ov.color, colorscale=resolve_colorscale(colorscale),
-                        cmin=cmin, cmax=cmax,
-                        showscale=showscale, opacity=0.85,
-                        colorbar=dict(title=dict(text=color_title, side="right"), thickness=8, len=0.95,
-                                      xpad=4, tickfont=dict(size=9))),
-            hovertemplate=(f"<b>{camera.name}</b><br>BEV x %{{customdata[0]:.2f}}, y %{{customdata[1]:.2f}},"
-                           " z %{customdata[2]:.2f} m<br>(u, v) = (%{customdata[3]:.1f}, %{customdata[4]:.1f})"
-                           "<br>depth %{customdata[5]:.2f} m<extra></extra>")))
-    shown = [p for p in ov.picks if p["status"] == "valid"]
-    if shown:
-        data.append(dict(
-            type="scatter", x=[p["u"] for p in shown], y=[p["v"] for p in shown], mode="markers+text",
-            name="picked cell", text=[f"z={p['z']:g}" for p in shown], textposition="middle right",
-            textfont=dict(color="white", size=11),
-            marker=dict(size=13, color="rgba(0,0,0,0)", line=dict(color="#ff00ff", width=2.5), symbol="circle"),
-            hovertemplate="picked cell, %{text}<br>(u, v) = (%{x:.1f}, %{y:.1f})<extra></extra>"))
-    layout = base_layout(height, title=camera.name, images=images, shapes=shapes, annotations=notes,
-                         xaxis=dict(range=[-0.5, W - 0.5], visible=False, constrain="domain"),
-                         yaxis=dict(range=[H - 0.5, -0.5], visible=False, scaleanchor="x", scaleratio=1,
-                                    constrain="domain"),
-                         plot_bgcolor="rgba(0,0,0,0)", dragmode="zoom", uirevision=camera.name)
+    marker = _marker_colors(colorscale, cmin, cmax, color_title, showscale)
+    panel = _camera_panel(camera, image, overlay or CameraOverlay(), "x", "y", marker, max_width, marker_size,
+                          label_spacing)
+    xaxis, yaxis = _pixel_axes(camera, "x")
+    layout = base_layout(height, title=camera.name, images=panel.images, shapes=panel.shapes, annotations=panel.notes,
+                         xaxis=xaxis, yaxis=yaxis, plot_bgcolor="rgba(0,0,0,0)", dragmode="zoom",
+                         uirevision=camera.name)
+    return figure(panel.data, layout)
+
+
+def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.ndarray | str | None],
+                       overlays: dict[str, CameraOverlay], *, colorscale: str = "Turbo",
+                       cmin: float | None = None, cmax: float | None = None, color_title: str = "",
+                       max_width: int = 400, row_height: int = 250, marker_size: float = 3.0,
+                       label_spacing: float = 0.06) -> go.Figure:
+    """Every camera of a rig in ONE figure, laid out in rows (e.g. :meth:`Rig.display_grid`).
+
+    One figure keeps all WebGL point traces in one WebGL context: browsers allow about 16
+    per page, and six separate camera figures re-created on every rerun run out of them
+    (the oldest figure then silently loses its points).
+
+    Args:
+        cameras: Rows of cameras (None for an empty slot), e.g. 2 rows of 3.
+        images: Camera name -> image (array, data URI or None); see :func:`camera_figure`.
+        overlays: Camera name -> what to draw on it.
+        colorscale, cmin, cmax, color_title: One colour scale shared by every camera, with
+            one colour bar.
+        max_width: Width images given as arrays are downsampled to.
+        row_height: Height of each row in pixels.
+        marker_size, label_spacing: As in :func:`camera_figure`.
+
+    Returns:
+        The figure: per camera the traces of :func:`camera_figure` on their own axes (trace
+        ``meta`` holds the camera name) and a title annotation per camera.
+    """
+    cols = max((len(r) for r in cameras), default=1)
+    flat = [cam for row in cameras for cam in (list(row) + [None] * (cols - len(row)))]
+    axes, refs, titles = subplot_grid(len(flat), cols, titles=[c.name if c else "" for c in flat],
+                                      hspace=0.015, vspace=0.1 if len(cameras) > 1 else 0.0)
+    data, imgs, shapes, notes = [], [], [], [n for n in titles if n["text"]]
+    first_points = True
+    for cam, (xr, yr) in zip(flat, refs):
+        xa, ya = axes["xaxis" + xr[1:]], axes["yaxis" + yr[1:]]
+        if cam is None:
+            xa.update(visible=False)
+            ya.update(visible=False)
+            continue
+        px, py = _pixel_axes(cam, xr)
+        xa.update(px)
+        ya.update(py)
+        ov = overlays.get(cam.name) or CameraOverlay()
+        showscale = first_points and ov.points_uv is not None and len(ov.points_uv) > 0
+        marker = _marker_colors(colorscale, cmin, cmax, color_title, showscale)
+        panel = _camera_panel(cam, images.get(cam.name), ov, xr, yr, marker, max_width, marker_size, label_spacing)
+        first_points = first_points and not showscale
+        for tr in panel.data:
+            tr["meta"] = cam.name
+            tr["legendgroup"] = tr["name"]
+        data += panel.data
+        imgs += panel.images
+        shapes += panel.shapes
+        notes += panel.notes
+    layout = base_layout(row_height * len(cameras), images=imgs, shapes=shapes, annotations=notes,
+                         plot_bgcolor="rgba(0,0,0,0)", dragmode="zoom", uirevision="cameras", **axes)
+    layout["margin"].update(t=24, r=60)
     return figure(data, layout)
 
 
-def _grid_labels(labels: list[str], label_uv: np.ndarray, spacing: float) -> list[dict]:
+def _grid_labels(labels: list[str], label_uv: np.ndarray, spacing: float, xref: str = "x",
+                 yref: str = "y") -> list[dict]:
     """Label annotations, nearest the bottom of the image (closest to the camera) first,
     skipping any closer than ``spacing`` pixels to one already placed."""
     ok = np.isfinite(label_uv).all(axis=1)
@@ -138,13 +225,7 @@ def _grid_labels(labels: list[str], label_uv: np.ndarray, spacing: float) -> lis
         if any(np.hypot(*(p - q)) < spacing for q in placed):
             continue
         placed.append(p)
-        notes.append(dict(x=float(p[0]), y=float(p[1]), text=labels[k].replace(" ", ""), showarrow=False,
+        notes.append(dict(x=float(p[0]), y=float(p[1]), xref=xref, yref=yref, text=labels[k].replace(" ", ""),
+                          showarrow=False,
                           font=dict(color="white", size=9), bgcolor="rgba(0,0,0,0.45)", borderpad=1))
     return notes
-
-
-def missing_camera_figure(name: str, height: int = 260) -> go.Figure:
-    """A placeholder for an empty slot of the display grid."""
-    return figure([], base_layout(height, annotations=[dict(text=f"{name}: no camera", showarrow=False, x=0.5,
-                                                                 y=0.5, xref="paper", yref="paper")],
-                                  xaxis=dict(visible=False), yaxis=dict(visible=False)))

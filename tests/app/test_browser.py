@@ -25,7 +25,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 #: url path -> (file stem, least number of plotly charts expected)
 PAGES = {
-    "": ("rig", 8),
+    "": ("rig", 3),
     "coverage": ("coverage", 5),
     "padding": ("padding", 8),
     "bev_features": ("bev_features", 3),

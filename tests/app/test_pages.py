@@ -28,8 +28,11 @@ def test_rig_page_shows_six_cameras_picker_and_3d(app):
     no_exception(at)
     assert at.title[0].value == "Rig & Projection"
     assert "sample" in at.sidebar.caption[0].value.lower() or "Loaded" in at.sidebar.caption[0].value
-    # 6 cameras + the BEV cell picker + the 3D rig.
-    assert charts(at) == 8
+    # The six cameras (one figure, so they share one WebGL context), the cell picker, the 3D rig.
+    assert charts(at) == 3
+    cams = at.get("plotly_chart")[0].proto.spec
+    for name in ("CAM_FRONT_LEFT", "CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK_LEFT", "CAM_BACK", "CAM_BACK_RIGHT"):
+        assert f'"meta":"{name}"' in cams.replace(" ", "")
     assert len(at.dataframe) == 1  # where the picked cell lands, per camera and height
     assert len(at.get("download_button")) == 3
     md = " ".join(m.value for m in at.markdown)
@@ -44,7 +47,7 @@ def test_rig_page_display_controls_rerun_cleanly(app):
     at.toggle(key="rig_show_extent").set_value(True)
     at.run()
     no_exception(at)
-    assert charts(at) == 8
+    assert charts(at) == 3
     # Pick a cell behind the car: the back camera sees it, the front camera has it behind.
     at.number_input(key="pick_x").set_value(-15.0)
     at.number_input(key="pick_y").set_value(0.0)
@@ -117,4 +120,4 @@ def test_grid_settings_reach_every_page_and_bad_grid_keeps_previous(app):
     at.run()
     assert not at.exception
     assert any("x_range" in e.value and "keeping the previous grid" in e.value for e in at.error)
-    assert charts(at) == 8  # the page still draws, on the previous grid
+    assert charts(at) == 3  # the page still draws, on the previous grid

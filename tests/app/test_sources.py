@@ -34,7 +34,7 @@ def test_json_upload_end_to_end(app):
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "Uploaded rig my_rig.json" in loaded_label(at)
-    assert len(at.get("plotly_chart")) == 8
+    assert len(at.get("plotly_chart")) == 3
     at.switch_page("pages/bev_features.py")
     at.run()
     assert not at.exception and not at.error
@@ -58,7 +58,7 @@ def test_broken_upload_shows_error_and_keeps_previous_rig(app):
     assert errors and f"camera {name}" in errors[0] and "'K'" in errors[0] and "-5" in errors[0], errors
     assert "Keeping the previous rig" in errors[0]
     assert loaded_label(at) == before
-    assert len(at.get("plotly_chart")) == 8  # the page still works on the previous rig
+    assert len(at.get("plotly_chart")) == 3  # the page still works on the previous rig
     # The error stays while the same upload is there; other pages keep working.
     at.switch_page("pages/coverage.py")
     at.run()
@@ -122,7 +122,7 @@ def test_embedded_nuscenes_scenes_and_miscalibration_note(app):
     assert not at.exception and not at.error
     assert "nuScenes scene-" in loaded_label(at)
     assert any("miscalibration" in i.value.lower() for i in at.info)
-    assert len(at.get("plotly_chart")) == 8
+    assert len(at.get("plotly_chart")) == 3
 
 
 @needs_sample
@@ -139,4 +139,4 @@ def test_nuscenes_dataroot_then_a_bad_one_keeps_the_rig(app, tmp_path):
     assert not at.exception
     assert any("dataroot" in e.value for e in at.error), [e.value for e in at.error]
     assert loaded_label(at) == before
-    assert len(at.get("plotly_chart")) == 8
+    assert len(at.get("plotly_chart")) == 3

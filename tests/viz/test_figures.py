@@ -57,7 +57,25 @@ def test_camera_figure_has_image_and_all_overlays():
 def test_camera_figure_without_image_or_overlays():
     fig = cameras.camera_figure(RIG["CAM_BACK"], None)
     assert isinstance(fig, go.Figure) and len(fig.data) == 0 and len(fig.layout.shapes) == 1
-    assert isinstance(cameras.missing_camera_figure("x"), go.Figure)
+
+
+def test_camera_grid_figure_puts_every_camera_on_its_own_axes():
+    layout = [[RIG["CAM_FRONT_LEFT"], RIG["CAM_FRONT"], None], [RIG["CAM_BACK"]]]
+    ovs = {n: cameras.CameraOverlay(points_uv=np.array([[1.0, 2.0]]), color=np.array([0.5]),
+                                    customdata=np.zeros((1, 6)), horizon=np.array([[0.0, 1.0], [5.0, 1.0]]))
+           for n in ("CAM_FRONT_LEFT", "CAM_FRONT", "CAM_BACK")}
+    img = np.zeros((36, 64, 3), np.uint8)
+    fig = cameras.camera_grid_figure(layout, {"CAM_FRONT": img, "CAM_BACK": None}, ovs, cmin=0, cmax=1)
+    assert [(t.meta, t.name, t.xaxis) for t in fig.data] == [
+        ("CAM_FRONT_LEFT", "horizon", "x"), ("CAM_FRONT_LEFT", "points", "x"),
+        ("CAM_FRONT", "horizon", "x2"), ("CAM_FRONT", "points", "x2"),
+        ("CAM_BACK", "horizon", "x4"), ("CAM_BACK", "points", "x4")]
+    assert [t.marker.showscale for t in fig.data if t.name == "points"] == [True, False, False]  # one colour bar
+    assert len(fig.layout.images) == 1 and fig.layout.images[0].xref == "x2"
+    assert len(fig.layout.shapes) == 2  # blank frames where no image was given
+    assert fig.layout.xaxis3.visible is False  # the empty slot
+    assert {a.text for a in fig.layout.annotations} == {"CAM_FRONT_LEFT", "CAM_FRONT", "CAM_BACK"}
+    assert fig.layout.yaxis4.scaleanchor == "x4"
 
 
 def test_rig_figure_traces():
