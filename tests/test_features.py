@@ -66,10 +66,10 @@ def test_conv_features_shape_scale_determinism(small_rig):
 
 
 def test_conv_features_full_size_shape():
-    rig = nuscenes_like_rig()
-    imgs = {n: np.full((900, 1600, 3), 128, np.uint8) for n in rig.names}
+    rig = nuscenes_like_rig().subset(["CAM_FRONT"])  # one camera keeps it cheap
+    imgs = {"CAM_FRONT": np.full((900, 1600, 3), 128, np.uint8)}
     f = conv_features(imgs, rig)
-    assert f.shape == (6, 64, 56, 100)
+    assert f.shape == (1, 64, 56, 100)
 
 
 def test_conv_stack_is_centred_flip_equivariant():
