@@ -372,3 +372,162 @@ def _add_seam_evidence(results: list[ConventionScore], images: dict) -> None:
         res.checks["seams"] = s
         res.evidence.append(text)
         res.score = float(np.mean(list(res.checks.values())))
+
+
+# --------------------------------------------------------------------------------------
+# Image-operation checks: what an unscaled K or a half-pixel mismatch does to a projection
+# --------------------------------------------------------------------------------------
+
+@dataclass
+class ImageOpCheck:
+    """The effect of one image-operation bug on the projection of ground points.
+
+    Attributes:
+        name: Short name, e.g. ``"resize x0.5, K not rescaled"``.
+        description: What the bug is and what the correct rule is.
+        rows: Per camera: ``camera``, ``mean shift (px)``, ``max shift (px)``,
+            ``validity flips`` (points valid under one rule and not the other), ``points``.
+        uv_correct: Camera name -> projected points under the correct rule, (P, 2), pixels
+            of the image the check is about (resized / cropped / feature map scaled back to
+            image pixels).
+        uv_wrong: Camera name -> the same points under the bug, (P, 2).
+        size: Camera name -> (W, H) of that image.
+    """
+
+    name: str
+    description: str
+    rows: list[dict]
+    uv_correct: dict[str, np.ndarray]
+    uv_wrong: dict[str, np.ndarray]
+    size: dict[str, tuple[int, int]]
+
+    @property
+    def max_shift_px(self) -> float:
+        """Largest shift over all cameras (pixels)."""
+        return max((r["max shift (px)"] for r in self.rows), default=0.0)
+
+
+def _op_rows(names, uv_a, uv_b, valid_a, valid_b) -> list[dict]:
+    rows = []
+    for i, name in enumerate(names):
+        both = valid_a[i] | valid_b[i]
+        d = np.linalg.norm(uv_a[i] - uv_b[i], axis=-1)[both] if both.any() else np.zeros(0)
+        rows.append({"camera": name, "mean shift (px)": float(d.mean()) if d.size else 0.0,
+                     "max shift (px)": float(d.max()) if d.size else 0.0,
+                     "validity flips": int((valid_a[i] != valid_b[i]).sum()), "points": int(both.sum())})
+    return rows
+
+
+def _check_from_rigs(name: str, description: str, good: Rig, bad: Rig, points: np.ndarray,
+                     max_points: int) -> ImageOpCheck:
+    from bevviz.projection import project_points
+
+    pa, pb = project_points(points, good), project_points(points, bad)
+    uv_a, uv_b = pa.uv.numpy(), pb.uv.numpy()
+    va, vb = pa.valid.numpy(), pb.valid.numpy()
+    rows = _op_rows(good.names, uv_a, uv_b, va, vb)
+    keep = {}
+    for i, n in enumerate(good.names):
+        idx = np.nonzero(va[i] | vb[i])[0]
+        keep[n] = idx[:: max(1, len(idx) // max_points)][:max_points]
+    return ImageOpCheck(name, description, rows, {n: uv_a[i][keep[n]] for i, n in enumerate(good.names)},
+                        {n: uv_b[i][keep[n]] for i, n in enumerate(good.names)},
+                        {c.name: c.size for c in good})
+
+
+def image_operation_checks(rig: Rig, points: np.ndarray, resize: float = 0.5,
+                           crop: tuple[int, int, int, int] | None = None, stride: int = 16,
+                           max_points: int = 400) -> list[ImageOpCheck]:
+    """What common image-operation bugs do to the projection of ``points`` on this rig.
+
+    Checks, each against the correct pixel-centre rule of :mod:`bevviz.camera`:
+
+    1. resize by ``resize`` with K left unscaled;
+    2. resize with K scaled as ``fx s, cx s`` (forgetting the half-pixel term of
+       ``cx' = s (cx + 0.5) - 0.5``);
+    3. crop ``(x0, y0, w, h)`` without moving the principal point;
+    4. a feature map at ``stride`` addressed as ``u / s`` instead of ``(u + 0.5) / s - 0.5``;
+    5. a grid normalised with the ``align_corners=True`` formula ``2u / (W - 1) - 1`` but
+       sampled with ``align_corners=False`` (on the feature map at ``stride``).
+
+    Args:
+        rig: The rig.
+        points: Ego points to project, shape (P, 3) (e.g. the BEV grid's ground cells).
+        resize: Resize factor for checks 1-2.
+        crop: (x0, y0, width, height) for check 3; default the middle half of the image.
+        stride: Feature stride for checks 4-5.
+        max_points: Points kept per camera for display.
+
+    Returns:
+        One :class:`ImageOpCheck` per bug. Shifts are in pixels of the image the bug is
+        about (the resized or cropped image; image pixels for the feature-map checks).
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    checks = []
+    good = rig.resized(resize)
+    bad = Rig(c.replace(width=g.width, height=g.height) for c, g in zip(rig, good))
+    checks.append(_check_from_rigs(
+        f"resize x{resize:g}, K not rescaled",
+        f"The images were resized by {resize:g} but K was kept: fx, fy, cx, cy must all scale "
+        f"(cx' = s (cx + 0.5) - 0.5).", good, bad, pts, max_points))
+
+    def naive_scale(c):
+        K = c.K.copy()
+        K[:2] *= resize
+        return c.replace(K=K, width=max(1, round(c.width * resize)), height=max(1, round(c.height * resize)))
+
+    checks.append(_check_from_rigs(
+        f"resize x{resize:g}, K scaled without the half-pixel term",
+        "K scaled as fx s, cx s: with pixel centres at integers the principal point must move by "
+        "s (cx + 0.5) - 0.5, a constant (s - 1) / 2 px difference.", good, rig.map(naive_scale), pts, max_points))
+
+    crops = {}
+    for c in rig:
+        x0, y0, w, h = crop if crop is not None else (c.width // 4, c.height // 4, c.width // 2, c.height // 2)
+        crops[c.name] = (x0, y0, w, h)
+    good_c = rig.map(lambda c: c.cropped(*crops[c.name]))
+    bad_c = Rig(c.replace(width=g.width, height=g.height) for c, g in zip(rig, good_c))
+    x0, y0, w, h = next(iter(crops.values()))
+    checks.append(_check_from_rigs(
+        f"crop at ({x0}, {y0}) size {w} x {h}, principal point not moved",
+        "After a crop at (x0, y0) the principal point must become (cx - x0, cy - y0); kept as is, "
+        "every point shifts by exactly (x0, y0).", good_c, bad_c, pts, max_points))
+
+    from bevviz.projection import project_points
+
+    proj = project_points(pts, rig)
+    uv, valid = proj.uv.numpy(), proj.valid.numpy()
+    s = float(stride)
+    # 4: u_feat = u / s instead of (u + 0.5) / s - 0.5 -> in image pixels the sample lands at
+    # s * (u / s + 0.5) - 0.5 = u + (s - 1) / 2.
+    uv_naive = uv + (s - 1.0) / 2.0
+    rows = _op_rows(rig.names, uv, uv_naive, valid, valid)
+    checks.append(_feature_check(
+        f"feature stride {stride}: u / s instead of (u + 0.5) / s - 0.5",
+        f"Feature pixel centres sit at image pixel s u_f + (s - 1) / 2; dropping the half-pixel terms "
+        f"samples {(s - 1) / 2:g} image px off in u and v.", rig, uv, uv_naive, valid, rows, max_points))
+    # 5: g computed with align_corners=True over the feature width, read with False.
+    uv_ac = np.empty_like(uv)
+    for i, c in enumerate(rig):
+        for k, full in ((0, c.width), (1, c.height)):
+            n_f = max(1, full // stride)
+            u_f = (uv[i, ..., k] + 0.5) * n_f / full - 0.5
+            g = 2.0 * u_f / max(n_f - 1, 1) - 1.0
+            u_read = ((g + 1.0) * n_f - 1.0) / 2.0
+            uv_ac[i, ..., k] = (u_read + 0.5) * full / n_f - 0.5
+    rows = _op_rows(rig.names, uv, uv_ac, valid, valid)
+    checks.append(_feature_check(
+        f"align_corners mismatch on the stride-{stride} feature map",
+        "Grid normalised with the align_corners=True formula 2u / (W - 1) - 1 but sampled with "
+        "align_corners=False: the error grows from -0.5 to +0.5 feature px across the map "
+        f"(x{stride} in image px), zero in the middle.", rig, uv, uv_ac, valid, rows, max_points))
+    return checks
+
+
+def _feature_check(name, description, rig, uv, uv_bad, valid, rows, max_points) -> ImageOpCheck:
+    keep = {}
+    for i, n in enumerate(rig.names):
+        idx = np.nonzero(valid[i])[0]
+        keep[n] = idx[:: max(1, len(idx) // max_points)][:max_points]
+    return ImageOpCheck(name, description, rows, {n: uv[i][keep[n]] for i, n in enumerate(rig.names)},
+                        {n: uv_bad[i][keep[n]] for i, n in enumerate(rig.names)}, {c.name: c.size for c in rig})

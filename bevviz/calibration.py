@@ -1,0 +1,1351 @@
+"""Seam consistency: find the miscalibrated camera of a rig and refine its extrinsics.
+
+Where the ground footprints of two cameras overlap, both cameras see the same ground. Each
+camera's image is projected onto the ground plane z = 0 of a BEV grid (the inverse
+perspective map, sampled with the differentiable gather-scatter sampler); in the shared
+cells the two projections must agree. A camera whose extrinsics are off paints the ground in
+the wrong place and disagrees with *both* of its neighbours.
+
+Seam cost:
+    For a pair (a, b) and the cells both see, each camera's colours are normalised per
+    channel to zero mean and unit variance over those cells (this removes exposure, gain and
+    white-balance differences between cameras); the cost is half the mean squared difference
+    of the normalised values, ``1 - NCC`` (normalised cross-correlation), in [0, 2]:
+    0 = identical up to exposure, 1 = unrelated.
+
+Modes:
+    *self-consistency* (real data): seams only. *ground truth* (a BEV texture is known, as
+    for the synthetic sample): each camera's projection is also compared with the texture,
+    which names the faulty camera even without neighbours.
+
+Refinement:
+    :func:`refine_extrinsics` runs Adam on a small rotation (axis-angle, Rodrigues via
+    :func:`bevviz.rotations.axis_angle_to_matrix`) and optionally a translation of one
+    camera, through :func:`bevviz.samplers.gather_scatter.grid_sample` (gradient with
+    respect to the sampling grid), minimising the seam cost with its neighbours. A
+    coarse-to-fine schedule (downsampled, blurred images first) widens the basin so that
+    errors of a few degrees are recovered.
+
+Convention:
+    Ego frame x forward, y left, z up; ground plane z = 0; camera RDF; pixels at centres;
+    grids normalised with ``align_corners=False``: ``g = (2u + 1) / W - 1`` with the
+    calibrated image width W (the same for every pyramid level, see :mod:`bevviz.features`).
+    Small rotations of a camera are given in its *body* frame (FLU: roll about the optical
+    axis, pitch about the camera's left axis, positive looking down, yaw about its up axis,
+    positive to the left), composed ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bevviz.bev_grid import BEVGrid
+from bevviz.camera import Camera, Rig, invert_transform, make_transform
+from bevviz.conventions import STORED_FROM_RDF
+from bevviz.features import resize_area
+from bevviz.projection import project_with
+from bevviz.rotations import axis_angle_to_matrix, matrix_to_rpy, rpy_to_matrix
+from bevviz.shapes import check_shape, field_error
+
+#: Ground ring (metres from the rig centre) whose cells are compared: nearer, the ground is
+#: under the car or outside every image; farther, the texture is too foreshortened to help.
+SEAM_RING = (3.0, 30.0)
+#: Fewest shared cells for a pair to count as a seam.
+MIN_SEAM_CELLS = 60
+#: Smallest shared ground area (m^2) for two cameras to count as neighbours when refining.
+MIN_SEAM_AREA_M2 = 2.0
+#: Seam costs: colours (normalised cross-correlation) or normalised gradient fields.
+COSTS = ("ncc", "ngf")
+#: Gradient magnitude (per metre of BEV, images in [0, 1]) below which a cell counts as flat.
+NGF_EPS = 0.1
+#: Scale k of the robust combination of seams, ``k log(1 + cost / k)``.
+ROBUST_K = 0.2
+#: Cameras' body axes (FLU) from RDF: ``flu = FLU_FROM_RDF @ rdf``.
+FLU_FROM_RDF = STORED_FROM_RDF["FLU"]
+
+#: A ``grid_sample``-compatible function ``(input, grid, mode, padding_mode, align_corners)``.
+Sampler = Callable[..., torch.Tensor]
+
+
+# --------------------------------------------------------------------------------------
+# Perturbations and deltas (body-frame roll / pitch / yaw)
+# --------------------------------------------------------------------------------------
+
+def perturb_camera(camera: Camera, roll_deg: float = 0.0, pitch_deg: float = 0.0, yaw_deg: float = 0.0,
+                   translation: Sequence[float] = (0.0, 0.0, 0.0), fx_scale: float = 1.0,
+                   fy_scale: float = 1.0) -> Camera:
+    """The camera with its mounting rotated and moved, and its focal lengths scaled.
+
+    Args:
+        camera: The camera.
+        roll_deg: Rotation about the optical axis (degrees, body x).
+        pitch_deg: Rotation about the camera's left axis (degrees; positive looks down).
+        yaw_deg: Rotation about the camera's up axis (degrees; positive turns left).
+        translation: Shift of the optical centre in the ego frame, shape (3,), metres.
+        fx_scale: Factor on fx (the principal point stays).
+        fy_scale: Factor on fy.
+
+    Returns:
+        The perturbed camera (same name and image size).
+
+    Convention:
+        ``ego_from_body' = ego_from_body @ Rz(yaw) Ry(pitch) Rx(roll)`` with the body frame
+        FLU (x = optical axis, y = left, z = up in the image), so the angles mean the same
+        for every camera whatever its heading.
+    """
+    for name, val in (("fx_scale", fx_scale), ("fy_scale", fy_scale)):
+        if not (np.isfinite(val) and val > 0):
+            raise field_error(name, val, "must be finite and > 0", camera.name)
+    t = np.asarray(translation, dtype=np.float64)
+    check_shape(t, (3,), "translation", camera.name)
+    rb = rpy_to_matrix(*np.radians([roll_deg, pitch_deg, yaw_deg]))
+    ego_from_cam = camera.ego_from_cam
+    # ego_from_cam' = ego_from_body Rb body_from_cam = ego_from_cam (rdf_from_flu Rb flu_from_rdf)
+    R = ego_from_cam[:3, :3] @ FLU_FROM_RDF.T @ rb @ FLU_FROM_RDF
+    new_ego_from_cam = make_transform(R, ego_from_cam[:3, 3] + t)
+    K = camera.K.copy()
+    K[0, 0] *= fx_scale
+    K[1, 1] *= fy_scale
+    return camera.replace(K=K, cam_from_ego=invert_transform(new_ego_from_cam))
+
+
+def perturb_rig(rig: Rig, camera: str, **kwargs) -> Rig:
+    """The rig with one camera perturbed; keyword arguments as :func:`perturb_camera`."""
+    return rig.replace(perturb_camera(rig[camera], **kwargs))
+
+
+@dataclass(frozen=True)
+class CameraDelta:
+    """How a camera changed between two calibrations.
+
+    Attributes:
+        camera: Camera name.
+        roll_deg, pitch_deg, yaw_deg: Body-frame rotation from *before* to *after*.
+        translation_m: Shift of the optical centre in the ego frame, shape (3,), metres.
+        fx_scale, fy_scale: after / before focal lengths.
+        angle_deg: Total rotation angle between the two orientations.
+    """
+
+    camera: str
+    roll_deg: float
+    pitch_deg: float
+    yaw_deg: float
+    translation_m: tuple[float, float, float]
+    fx_scale: float
+    fy_scale: float
+    angle_deg: float
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (translation in cm as well, as the sliders show it)."""
+        return {
+            "camera": self.camera, "roll_deg": self.roll_deg, "pitch_deg": self.pitch_deg,
+            "yaw_deg": self.yaw_deg, "translation_m": list(self.translation_m),
+            "translation_cm": [100.0 * v for v in self.translation_m],
+            "fx_scale": self.fx_scale, "fy_scale": self.fy_scale, "angle_deg": self.angle_deg,
+        }
+
+
+def camera_delta(before: Camera, after: Camera) -> CameraDelta:
+    """The body-frame correction taking ``before`` to ``after`` (inverse of :func:`perturb_camera`).
+
+    Args:
+        before: The camera as it was.
+        after: The camera as it is now (same name).
+
+    Returns:
+        :class:`CameraDelta` such that ``perturb_camera(before, **delta)`` gives ``after``.
+    """
+    Ra = before.ego_from_cam[:3, :3] @ FLU_FROM_RDF.T  # ego_from_body
+    Rb = after.ego_from_cam[:3, :3] @ FLU_FROM_RDF.T
+    rel = Ra.T @ Rb
+    roll, pitch, yaw = np.degrees(matrix_to_rpy(rel))
+    cos = np.clip((np.trace(rel) - 1.0) / 2.0, -1.0, 1.0)
+    dt = after.position - before.position
+    return CameraDelta(before.name, float(roll), float(pitch), float(yaw),
+                       tuple(float(v) for v in dt), float(after.K[0, 0] / before.K[0, 0]),
+                       float(after.K[1, 1] / before.K[1, 1]), float(np.degrees(np.arccos(cos))))
+
+
+def rig_deltas(before: Rig, after: Rig) -> list[CameraDelta]:
+    """Per-camera :class:`CameraDelta` between two rigs with the same camera names."""
+    return [camera_delta(before[n], after[n]) for n in before.names]
+
+
+def deltas_json(before: Rig, after: Rig) -> str:
+    """The per-camera correction ``before -> after`` as a JSON document (for download)."""
+    return json.dumps({"convention": "body-frame FLU roll/pitch/yaw (deg), R = Rz Ry Rx; "
+                                     "translation in the ego frame",
+                       "cameras": [d.to_dict() for d in rig_deltas(before, after)]}, indent=2)
+
+
+# --------------------------------------------------------------------------------------
+# Images, grids and per-camera ground projections
+# --------------------------------------------------------------------------------------
+
+def seam_grid(radius: float = 30.0, resolution: float = 0.2, centre_x: float = 1.0) -> BEVGrid:
+    """A ground-plane BEV grid suited to seams: fine cells out to ``radius`` metres.
+
+    The nuScenes-like rig's side overlaps are narrow wedges (about 10 degrees), so cells
+    must be small for a seam to hold enough of them; the default is 0.2 m over a square of
+    side ``2 * radius`` around ``x = centre_x`` (the middle of a car whose ego origin is the
+    rear axle).
+
+    Args:
+        radius: Half side of the square (metres).
+        resolution: Cell size (metres); ``radius`` is rounded to whole cells.
+        centre_x: Ego x of the square's centre (metres).
+
+    Returns:
+        A :class:`BEVGrid` with the single height z = 0.
+    """
+    n = int(round(radius / resolution))
+    half = n * resolution
+    cx = round(centre_x / resolution) * resolution
+    return BEVGrid((cx - half, cx + half), (-half, half), (0.0,), resolution)
+
+
+def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Separable Gaussian blur with reflect padding.
+
+    Args:
+        x: Images, shape (N, C, H, W).
+        sigma: Standard deviation in pixels; <= 0.3 returns ``x`` unchanged.
+
+    Returns:
+        Blurred images, shape (N, C, H, W).
+    """
+    if sigma <= 0.3:
+        return x
+    r = max(1, int(math.ceil(3 * sigma)))
+    r = min(r, (min(x.shape[-2:]) - 1))
+    k = torch.exp(-0.5 * (torch.arange(-r, r + 1, dtype=x.dtype) / sigma) ** 2)
+    k = k / k.sum()
+    # Shifted weighted sums: much faster on CPU than a 1-channel conv2d.
+    y = F.pad(x, (r, r, 0, 0), mode="reflect")
+    w = x.shape[-1]
+    acc = k[0] * y[..., 0:w]
+    for i in range(1, 2 * r + 1):
+        acc = acc + k[i] * y[..., i:i + w]
+    y = F.pad(acc, (0, 0, r, r), mode="reflect")
+    h = x.shape[-2]
+    acc = k[0] * y[..., 0:h, :]
+    for i in range(1, 2 * r + 1):
+        acc = acc + k[i] * y[..., i:i + h, :]
+    return acc
+
+
+def _normalise_uv(uv: torch.Tensor, width: float, height: float) -> torch.Tensor:
+    """Pixel (u, v) (..., 2) -> grid (x, y) (..., 2), ``align_corners=False``: g = (2u + 1) / W - 1."""
+    return torch.stack([(2.0 * uv[..., 0] + 1.0) / width - 1.0, (2.0 * uv[..., 1] + 1.0) / height - 1.0], -1)
+
+
+def pixel_table(image: torch.Tensor) -> torch.Tensor:
+    """The gather-scatter feature table of one image: (h * w + 1, C), see
+    :func:`bevviz.samplers.gather_scatter.feature_table` (build once, sample many times).
+
+    Args:
+        image: Image or feature map, shape (C, h, w).
+    """
+    from bevviz.samplers.gather_scatter import feature_table
+
+    return feature_table(image.unsqueeze(0))
+
+
+def sample_at_pixels(image: torch.Tensor, uv: torch.Tensor, width: int, height: int,
+                     sampler: Sampler | None = None, table: torch.Tensor | None = None) -> torch.Tensor:
+    """Bilinear samples of one image at pixel positions of the calibrated image.
+
+    By default this is the two-stage gather-scatter sampler of
+    :mod:`bevviz.samplers.gather_scatter` (bilinear taps, then a weighted gather from the
+    channels-last table), differentiable with respect to ``uv`` through the tap weights.
+
+    Args:
+        image: One image or feature map at any stride, shape (C, h, w).
+        uv: Pixel coordinates of the calibrated (full-size) image, shape (P, 2).
+        width: Calibrated image width W.
+        height: Calibrated image height H.
+        sampler: Optional ``grid_sample``-compatible function used instead (e.g. the
+            ``F.grid_sample`` reference, for comparisons).
+        table: :func:`pixel_table` of ``image``, to skip rebuilding it.
+
+    Returns:
+        Samples, shape (C, P); border padding.
+
+    Convention:
+        The image at stride covers the calibrated image's extent, so
+        ``u_level = (u + 0.5) w / W - 0.5`` (equivalently the normalised ``(2u + 1) / W - 1``,
+        ``align_corners=False``).
+    """
+    if sampler is not None:
+        g = _normalise_uv(uv, float(width), float(height)).to(image.dtype).view(1, 1, -1, 2)
+        out = sampler(image.unsqueeze(0), g, mode="bilinear", padding_mode="border", align_corners=False)
+        return out[0, :, 0, :]
+    from bevviz.samplers.gather_scatter import GatherResult, bilinear_taps
+
+    c, h, w = image.shape
+    uvl = torch.stack([(uv[:, 0] + 0.5) * (w / width) - 0.5, (uv[:, 1] + 0.5) * (h / height) - 0.5], -1)
+    taps = bilinear_taps(uvl.to(image.dtype).unsqueeze(0), h, w, "border", False, "pixel")
+    table = pixel_table(image) if table is None else table
+    return GatherResult(taps.indices, taps.weights, taps.valid, table).values()[0].T
+
+
+def rig_centre(rig: Rig) -> np.ndarray:
+    """Mean optical-centre position of the rig in the ego frame, shape (3,)."""
+    return np.stack([c.position for c in rig]).mean(axis=0)
+
+
+def ring_mask(grid: BEVGrid, rig: Rig, ring: tuple[float, float] = SEAM_RING) -> np.ndarray:
+    """Cells whose centre lies ``ring[0]..ring[1]`` metres from the rig centre, shape (H_bev, W_bev)."""
+    xs, ys = grid.cell_centers(torch.float64)
+    c = rig_centre(rig)
+    r = np.hypot(xs.numpy()[:, None] - c[0], ys.numpy()[None, :] - c[1])
+    return (r >= ring[0]) & (r <= ring[1])
+
+
+def _ground_points(grid: BEVGrid) -> torch.Tensor:
+    """Cell centres on z = 0, shape (H_bev, W_bev, 3), float64."""
+    return grid.with_z((0.0,)).points(torch.float64)[0]
+
+
+def _pair_cost_t(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor | None = None,
+                 eps: float = 1e-3) -> torch.Tensor:
+    """1 - NCC of two sets of samples (per channel, weighted, averaged over channels).
+
+    Args:
+        a: Samples, shape (C, M).
+        b: Samples, shape (C, M).
+        w: Optional cell weights >= 0, shape (M,).
+
+    Returns:
+        Scalar cost in [0, 2].
+    """
+    if w is None:
+        w = torch.ones(a.shape[1], dtype=a.dtype)
+    w = w / (w.sum() + 1e-12)
+    za = a - (a * w).sum(dim=1, keepdim=True)
+    zb = b - (b * w).sum(dim=1, keepdim=True)
+    za = za / ((za.pow(2) * w).sum(dim=1, keepdim=True).sqrt() + eps)
+    zb = zb / ((zb.pow(2) * w).sum(dim=1, keepdim=True).sqrt() + eps)
+    return 0.5 * ((za - zb).pow(2) * w).sum(dim=1).mean()
+
+
+def _ngf_cost_t(ga: torch.Tensor, gb: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """1 - correlation of normalised gradient fields: every cell's edge counts at most once.
+
+    Each cell's gradient (d/dx and d/dy of every channel, a 2C-vector) is normalised to
+    ``g / sqrt(|g|^2 + eps^2)``, so strong edges (an occluding box's silhouette) weigh no
+    more than a lane marking's, and flat cells (asphalt, box faces) weigh nothing.
+
+    Args:
+        ga: Gradients, shape (C, M, 2).
+        gb: Gradients, shape (C, M, 2).
+        w: Cell weights >= 0, shape (M,).
+        eps: Gradient magnitude below which a cell counts as flat.
+
+    Returns:
+        Scalar cost in [0, 2]: 0 = same edges, 1 = unrelated.
+    """
+    va = ga.permute(1, 0, 2).reshape(ga.shape[1], -1)  # (M, 2 C)
+    vb = gb.permute(1, 0, 2).reshape(gb.shape[1], -1)
+    na = va / (va.pow(2).sum(1, keepdim=True) + eps * eps).sqrt()
+    nb = vb / (vb.pow(2).sum(1, keepdim=True) + eps * eps).sqrt()
+    num = ((na * nb).sum(1) * w).sum()
+    den = ((na.pow(2).sum(1) * w).sum() * (nb.pow(2).sum(1) * w).sum()).sqrt() + 1e-9
+    return 1.0 - num / den
+
+
+def _border_weight(uv: torch.Tensor, width: int, height: int, ramp: float) -> torch.Tensor:
+    """Soft validity: 0 outside the image, rising linearly to 1 at ``ramp`` pixels inside.
+
+    Args:
+        uv: Pixel coordinates, shape (..., 2).
+        width: Image width W.
+        height: Image height H.
+        ramp: Ramp length in pixels.
+
+    Returns:
+        Weights in [0, 1], shape (...). Differentiable in ``uv``, so cells entering or
+        leaving the image change the seam cost smoothly rather than in jumps.
+
+    Convention:
+        The image spans [-0.5, W - 0.5] x [-0.5, H - 0.5] (pixel centres at integers).
+    """
+    u, v = uv[..., 0], uv[..., 1]
+    d = torch.minimum(torch.minimum(u + 0.5, width - 0.5 - u), torch.minimum(v + 0.5, height - 0.5 - v))
+    return torch.clamp(d / ramp, 0.0, 1.0)
+
+
+def seam_cost(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor) -> float:
+    """Exposure-robust disagreement of two cameras' colours on shared cells.
+
+    Args:
+        a: One camera's colours, shape (C, M) (M shared cells).
+        b: The other camera's colours, shape (C, M).
+
+    Returns:
+        ``1 - NCC`` averaged over channels: 0 = identical up to gain and offset, 1 = unrelated.
+    """
+    ta, tb = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    check_shape(ta, ("C", "M"), "a")
+    check_shape(tb, (ta.shape[0], ta.shape[1]), "b")
+    return float(_pair_cost_t(ta, tb))
+
+
+# --------------------------------------------------------------------------------------
+# Ground truth texture
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """A known BEV ground texture.
+
+    Args:
+        texture: Colours, shape (H_t, W_t, 3), uint8 or float in [0, 1]; row 0 is the far
+            front, column 0 the far left (BEV display orientation).
+        x_range: (x_min, x_max) metres covered by the rows.
+        y_range: (y_min, y_max) metres covered by the columns.
+    """
+
+    texture: np.ndarray
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+
+    def sample(self, points_xy: torch.Tensor) -> torch.Tensor:
+        """Texture colours at ego (x, y), shape (P, 2) -> (3, P), float32 in [0, 1]."""
+        tex = np.asarray(self.texture)
+        check_shape(tex, (None, None, 3), "ground_truth texture")
+        t = torch.as_tensor(tex.astype(np.float32) / (255.0 if tex.dtype == np.uint8 else 1.0))
+        t = t.permute(2, 0, 1).unsqueeze(0)
+        x0, x1 = self.x_range
+        y0, y1 = self.y_range
+        gx = (y1 - points_xy[:, 1]) / (y1 - y0) * 2.0 - 1.0  # columns: y decreasing
+        gy = (x1 - points_xy[:, 0]) / (x1 - x0) * 2.0 - 1.0  # rows: x decreasing
+        g = torch.stack([gx, gy], -1).to(torch.float32).view(1, 1, -1, 2)
+        uv = torch.stack([(g[..., 0] + 1.0) * t.shape[-1] / 2.0 - 0.5, (g[..., 1] + 1.0) * t.shape[-2] / 2.0 - 0.5], -1)
+        return sample_at_pixels(t[0], uv.view(-1, 2), t.shape[-1], t.shape[-2])
+
+    @classmethod
+    def on_grid(cls, texture: np.ndarray, grid: BEVGrid) -> "GroundTruth":
+        """A texture given cell by cell on ``grid``, shape (H_bev, W_bev, 3)."""
+        check_shape(np.asarray(texture), (grid.height, grid.width, 3), "ground_truth")
+        return cls(np.asarray(texture), grid.x_range, grid.y_range)
+
+
+# --------------------------------------------------------------------------------------
+# Seam analysis
+# --------------------------------------------------------------------------------------
+
+@dataclass
+class SeamPair:
+    """One seam: two cameras whose ground footprints overlap.
+
+    Attributes:
+        a, b: Camera names (rig order).
+        cells: Number of shared cells.
+        cost: ``1 -`` correlation of the normalised gradient fields over the shared cells
+            (0 = the same edges, 1 = unrelated); robust to exposure and to objects.
+        ratio: cost / median cost of all seams of the rig.
+        ncc: ``1 - NCC`` of the colours over the shared cells (exposure-robust, but objects
+            standing in the seam raise it).
+    """
+
+    a: str
+    b: str
+    cells: int
+    cost: float
+    ratio: float = 1.0
+    ncc: float = float("nan")
+
+
+@dataclass
+class SeamAnalysis:
+    """Per-camera ground projections and the seams between them.
+
+    Attributes:
+        rig: The rig analysed.
+        grid: The ground grid (z = 0).
+        ring: Cells used, shape (H_bev, W_bev), bool.
+        bev: Each camera's projection, shape (N_cam, 3, H_bev, W_bev), float32 in [0, 1]
+            (zeros where the camera does not see the cell).
+        valid: Which cells each camera sees, shape (N_cam, H_bev, W_bev), bool.
+        pairs: The seams, in rig order of (a, b).
+        median_cost: Median seam cost (the rig's baseline).
+        gt_cost: Per camera cost against the ground truth texture (ground-truth mode), or None.
+    """
+
+    rig: Rig
+    grid: BEVGrid
+    ring: np.ndarray
+    bev: np.ndarray
+    valid: np.ndarray
+    pairs: list[SeamPair]
+    median_cost: float
+    gt_cost: dict[str, float] | None = None
+
+    def neighbours(self, camera: str) -> list[SeamPair]:
+        """The seams that involve ``camera``."""
+        return [p for p in self.pairs if camera in (p.a, p.b)]
+
+    def overlap_count(self) -> np.ndarray:
+        """Number of cameras seeing each cell (inside the ring), shape (H_bev, W_bev), int."""
+        return (self.valid & self.ring[None]).sum(axis=0)
+
+    def mosaic(self) -> np.ndarray:
+        """Mean of the cameras' projections per cell, shape (H_bev, W_bev, 3), float32 in [0, 1]."""
+        v = self.valid.astype(np.float32)[:, None]
+        num = (self.bev * v).sum(axis=0)
+        den = np.maximum(v.sum(axis=0), 1.0)
+        return (num / den).transpose(1, 2, 0)
+
+    def seam_error_map(self) -> np.ndarray:
+        """Per-cell disagreement on seams, shape (H_bev, W_bev), float32 (NaN off the seams).
+
+        For each seam the two projections are normalised as in the seam cost and the cell's
+        value is half the squared difference, averaged over channels and seams.
+        """
+        H, W = self.grid.shape
+        acc = np.zeros((H, W), np.float64)
+        cnt = np.zeros((H, W), np.float64)
+        idx = {n: i for i, n in enumerate(self.rig.names)}
+        for p in self.pairs:
+            i, j = idx[p.a], idx[p.b]
+            m = self.valid[i] & self.valid[j] & self.ring
+            a, b = self.bev[i][:, m].astype(np.float64), self.bev[j][:, m].astype(np.float64)
+            za = (a - a.mean(1, keepdims=True)) / (a.std(1, keepdims=True) + 1e-3)
+            zb = (b - b.mean(1, keepdims=True)) / (b.std(1, keepdims=True) + 1e-3)
+            acc[m] += 0.5 * ((za - zb) ** 2).mean(0)
+            cnt[m] += 1
+        out = np.full((H, W), np.nan, np.float32)
+        out[cnt > 0] = (acc[cnt > 0] / cnt[cnt > 0]).astype(np.float32)
+        return out
+
+    def table(self) -> list[dict]:
+        """Rows for a seam table: pair, shared cells, cost, ratio to the median."""
+        return [{"camera A": p.a, "camera B": p.b, "shared cells": p.cells,
+                 "seam cost (1 - NCC)": round(p.cost, 4), "x rig median": round(p.ratio, 2)}
+                for p in self.pairs]
+
+
+def _bev_gradients(bev: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward differences of BEV images along rows and columns.
+
+    Args:
+        bev: BEV images, shape (N, C, H, W).
+        valid: Cells each image covers, shape (N, H, W), bool.
+
+    Returns:
+        (gradients, shape (N, C, H, W, 2): (next row - cell, next column - cell);
+        where the cell and both neighbours are covered, shape (N, H, W), bool).
+    """
+    gx = torch.zeros_like(bev)
+    gy = torch.zeros_like(bev)
+    gx[..., :-1, :] = bev[..., 1:, :] - bev[..., :-1, :]
+    gy[..., :, :-1] = bev[..., :, 1:] - bev[..., :, :-1]
+    ok = valid.clone()
+    ok[:, -1, :] = False
+    ok[:, :, -1] = False
+    ok[:, :-1, :] &= valid[:, 1:, :]
+    ok[:, :, :-1] &= valid[:, :, 1:]
+    return torch.stack([gx, gy], -1), ok
+
+
+def _project_ground(rig: Rig, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """uv (N_cam, P, 2) float64 and valid (N_cam, P) of ground points (P, 3)."""
+    proj = project_with(points, rig.intrinsics(torch.float64), rig.cam_from_ego(torch.float64),
+                        rig.image_sizes())
+    return proj.uv, proj.valid
+
+
+def analyze_seams(rig: Rig, images: Mapping[str, np.ndarray] | torch.Tensor, grid: BEVGrid | None = None,
+                  *, stride: int = 2, blur: float = 1.0, ring: tuple[float, float] = SEAM_RING,
+                  min_cells: int = MIN_SEAM_CELLS, ground_truth: GroundTruth | np.ndarray | None = None,
+                  sampler: Sampler | None = None) -> SeamAnalysis:
+    """Project every camera onto the ground and measure every seam.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        images: Camera name -> uint8 RGB image (H, W, 3), or a stacked float tensor
+            (N_cam, 3, H, W) in [0, 1].
+        grid: BEV grid; only its x/y extent and resolution are used (heights are replaced by
+            the ground z = 0). Default :func:`seam_grid`.
+        stride: Image downsampling before sampling (2 keeps detail and is fast).
+        blur: Gaussian sigma (pixels at ``stride``) against aliasing of far cells.
+        ring: (r_min, r_max) metres from the rig centre; cells outside are ignored.
+        min_cells: Fewest shared cells for a seam.
+        ground_truth: Optional known texture (:class:`GroundTruth`, or an array
+            (H_bev, W_bev, 3) on ``grid``) for ground-truth mode.
+        sampler: ``grid_sample``-compatible sampler; default the two-stage gather-scatter sampler.
+
+    Returns:
+        :class:`SeamAnalysis`.
+    """
+    grid = seam_grid() if grid is None else grid
+    if isinstance(images, torch.Tensor):
+        imgs = gaussian_blur(resize_area(images, images.shape[-2] // stride, images.shape[-1] // stride), blur)
+    else:
+        pyr = images if isinstance(images, ImagePyramid) else ImagePyramid(images)
+        lv = pyr.levels(rig, rig.names, stride, blur)
+        imgs = [lv[n] for n in rig.names]
+    pts = _ground_points(grid)  # (H, W, 3)
+    H, W = grid.shape
+    uv, valid = _project_ground(rig, pts.reshape(-1, 3))
+    ring_m = ring_mask(grid, rig, ring)
+    ring_t = torch.from_numpy(ring_m.reshape(-1))
+    n = len(rig)
+    bev = torch.zeros(n, 3, H * W)
+    vis = valid & ring_t.unsqueeze(0)
+    with torch.no_grad():
+        for i, cam in enumerate(rig):
+            sel = vis[i].nonzero().squeeze(1)
+            if sel.numel():
+                bev[i][:, sel] = sample_at_pixels(imgs[i], uv[i, sel].float(), cam.width, cam.height, sampler)
+    bev_hw = bev.view(n, 3, H, W)
+    grads, gvalid = _bev_gradients(bev_hw, vis.view(n, H, W))
+    eps = NGF_EPS * grid.resolution
+    pairs: list[SeamPair] = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            m = vis[i] & vis[j]
+            cells = int(m.sum())
+            if cells >= min_cells:
+                gm = (gvalid[i] & gvalid[j]).view(-1)
+                ga = grads[i].reshape(3, -1, 2)[:, gm].double()
+                gb = grads[j].reshape(3, -1, 2)[:, gm].double()
+                w = torch.ones(ga.shape[1], dtype=torch.float64)
+                cost = float(_ngf_cost_t(ga, gb, w, eps)) if gm.any() else 1.0
+                ncc = float(_pair_cost_t(bev[i][:, m].double(), bev[j][:, m].double()))
+                pairs.append(SeamPair(rig.names[i], rig.names[j], cells, cost, ncc=ncc))
+    med = float(np.median([p.cost for p in pairs])) if pairs else float("nan")
+    for p in pairs:
+        p.ratio = p.cost / max(med, 1e-3)
+    gt_cost = None
+    if ground_truth is not None:
+        gt = ground_truth if isinstance(ground_truth, GroundTruth) else GroundTruth.on_grid(ground_truth, grid)
+        ref = gt.sample(pts.reshape(-1, 3)[:, :2]).view(1, 3, H, W)
+        ref_g, _ = _bev_gradients(ref, torch.ones(1, H, W, dtype=torch.bool))
+        gt_cost = {}
+        for i, cam in enumerate(rig):
+            gm = gvalid[i].view(-1)
+            if gm.any():
+                ga = grads[i].reshape(3, -1, 2)[:, gm].double()
+                gb = ref_g[0].reshape(3, -1, 2)[:, gm].double()
+                gt_cost[cam.name] = float(_ngf_cost_t(ga, gb, torch.ones(ga.shape[1], dtype=torch.float64), eps))
+            else:
+                gt_cost[cam.name] = float("nan")
+    return SeamAnalysis(rig, grid.with_z((0.0,)), ring_m, bev.view(n, 3, H, W).numpy(),
+                        vis.view(n, H, W).numpy(), pairs, med, gt_cost)
+
+
+def rig_seam_cost(rig: Rig, images: Mapping[str, np.ndarray], grid: BEVGrid | None = None,
+                  **kwargs) -> tuple[float, int]:
+    """Mean seam cost of a rig and the number of seams (0 when no footprints overlap).
+
+    Args:
+        rig: The rig.
+        images: Camera name -> uint8 RGB image (H, W, 3).
+        grid: Ground grid; default a coarse (0.4 m) :func:`seam_grid`.
+        **kwargs: Passed to :func:`analyze_seams`.
+
+    Returns:
+        (mean ``1 - NCC`` over the seams, or NaN without seams; number of seams).
+    """
+    grid = seam_grid(resolution=0.4) if grid is None else grid
+    kwargs.setdefault("stride", 4)
+    a = analyze_seams(rig, images, grid, **kwargs)
+    if not a.pairs:
+        return float("nan"), 0
+    return float(np.mean([p.cost for p in a.pairs])), len(a.pairs)
+
+
+# --------------------------------------------------------------------------------------
+# Refinement
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Level:
+    """One stage of the coarse-to-fine schedule.
+
+    Attributes:
+        stride: Image downsampling factor.
+        blur: Gaussian sigma in pixels at that stride.
+        cell: BEV cell size in metres (seams are narrow: 0.2 - 0.4 m cells keep enough
+            of them; the grid passed in only bounds the ground used).
+        steps: Adam steps.
+        lr_deg: Adam learning rate for the rotation (degrees per step, roughly).
+        lr_cm: Adam learning rate for the translation (cm per step, roughly).
+    """
+
+    stride: int
+    blur: float
+    cell: float
+    steps: int
+    lr_deg: float
+    lr_cm: float = 1.0
+    cost: str = "ncc"
+    ring: tuple[float, float] | None = None
+
+    @property
+    def ramp(self) -> float:
+        """Soft border ramp in full-resolution pixels (wider for blurrier levels)."""
+        return 4.0 * self.stride * self.blur + 16.0
+
+
+#: Default schedule: wide basin first (1/8 images, heavy blur, coarse cells), then sharper.
+DEFAULT_LEVELS = (
+    Level(stride=8, blur=3.0, cell=0.4, steps=40, lr_deg=0.3),
+    Level(stride=4, blur=2.0, cell=0.3, steps=40, lr_deg=0.1),
+    Level(stride=2, blur=1.5, cell=0.2, steps=40, lr_deg=0.03, cost="ngf"),
+)
+
+
+@dataclass(frozen=True)
+class RefineStep:
+    """One optimisation step.
+
+    Attributes:
+        step: Global step index.
+        level: Index of the schedule level.
+        loss: Seam loss (mean ``1 - NCC`` over the camera's seams) before the update.
+        rotation_deg: Current correction as a rotation vector in the camera's body frame
+            (FLU: roll, pitch, yaw axes), degrees, shape (3,).
+        translation_cm: Current translation correction in the ego frame, cm, shape (3,).
+    """
+
+    step: int
+    level: int
+    loss: float
+    rotation_deg: tuple[float, float, float]
+    translation_cm: tuple[float, float, float]
+
+
+@dataclass
+class RefineHistory:
+    """What :func:`refine_extrinsics` did.
+
+    Attributes:
+        camera: The refined camera.
+        steps: Every step, in order.
+        neighbours: Cameras whose seams drove the refinement.
+        initial_loss: Seam loss at the start, on the finest level.
+        final_loss: Seam loss at the end, on the finest level.
+        delta: The correction as a :class:`CameraDelta` (before -> after).
+        seconds: Wall time.
+    """
+
+    camera: str
+    steps: list[RefineStep] = field(default_factory=list)
+    neighbours: list[str] = field(default_factory=list)
+    initial_loss: float = float("nan")
+    final_loss: float = float("nan")
+    delta: CameraDelta | None = None
+    seconds: float = 0.0
+
+    @property
+    def losses(self) -> list[float]:
+        """Loss per step."""
+        return [s.loss for s in self.steps]
+
+    def rows(self) -> list[dict]:
+        """One dict per step (for a table or a chart)."""
+        return [{"step": s.step, "level": s.level, "loss": s.loss,
+                 "roll_deg": s.rotation_deg[0], "pitch_deg": s.rotation_deg[1], "yaw_deg": s.rotation_deg[2],
+                 "dx_cm": s.translation_cm[0], "dy_cm": s.translation_cm[1], "dz_cm": s.translation_cm[2]}
+                for s in self.steps]
+
+
+def seam_neighbours(rig: Rig, camera: str, grid: BEVGrid | None = None, ring: tuple[float, float] = SEAM_RING,
+                    min_area_m2: float = MIN_SEAM_AREA_M2, margin: float = 0.1) -> list[str]:
+    """Cameras whose ground footprint overlaps ``camera``'s (image bounds widened by ``margin``).
+
+    Args:
+        rig: The rig.
+        camera: Camera name.
+        grid: Ground grid; default :func:`seam_grid` at 0.5 m (footprints only, no images).
+        ring: (r_min, r_max) metres from the rig centre.
+        min_area_m2: Smallest shared ground area for a neighbour.
+        margin: Widening of ``camera``'s image bounds, as a fraction of its size (so that
+            a camera whose error shrank its seam still finds its neighbour).
+
+    Returns:
+        Neighbour names in rig order.
+    """
+    grid = seam_grid(resolution=0.5) if grid is None else grid
+    k = rig.index(camera)
+    pts = _ground_points(grid).reshape(-1, 3)
+    uv, valid = _project_ground(rig, pts)
+    valid = valid & torch.from_numpy(ring_mask(grid, rig, ring).reshape(-1)).unsqueeze(0)
+    near = _near_image(rig[camera], pts, uv[k], margin)
+    min_cells = min_area_m2 / grid.resolution ** 2
+    return [rig.names[j] for j in range(len(rig))
+            if j != k and float((near & valid[j]).sum()) >= min_cells]
+
+
+def _near_image(cam: Camera, pts: torch.Tensor, uv: torch.Tensor, margin: float) -> torch.Tensor:
+    """Points (P, 3) in front of ``cam`` whose pixels uv (P, 2) fall inside its widened image, (P,) bool."""
+    u, v = uv[:, 0], uv[:, 1]
+    mw, mh = margin * cam.width, margin * cam.height
+    near = (u > -0.5 - mw) & (u < cam.width - 0.5 + mw) & (v > -0.5 - mh) & (v < cam.height - 0.5 + mh)
+    depth = pts.to(torch.float64) @ torch.tensor(cam.cam_from_ego[2, :3]) + float(cam.cam_from_ego[2, 3])
+    return near & (depth > 0.1)
+
+
+class _SeamObjective:
+    """Seam loss of one camera against fixed neighbours, at one pyramid level.
+
+    The neighbours' ground colours are sampled once (no gradient); the refined camera's are
+    sampled every step through the differentiable sampler. Cells are weighted by a soft
+    border ramp in both images (:func:`_border_weight`), so the loss stays continuous while
+    the seam's cells enter and leave the refined camera's image.
+
+    Args:
+        rig: The rig.
+        imgs: Camera name -> image at this level, shape (3, h, w), for the camera and its
+            neighbours.
+        grid: Ground grid of this level.
+        camera: The refined camera.
+        neighbours: Cameras to compare with.
+        ring: (r_min, r_max) metres.
+        sampler: ``grid_sample``-compatible sampler.
+        kind: ``"ncc"`` (colours, wide basin) or ``"ngf"`` (normalised gradient fields:
+            sharp, and robust to objects standing on the ground).
+        ramp: Border ramp in full-resolution pixels.
+        margin: Widening of the camera's image bounds when choosing candidate cells.
+    """
+
+    def __init__(self, rig: Rig, imgs: Mapping[str, torch.Tensor], grid: BEVGrid, camera: str,
+                 neighbours: Sequence[str], ring: tuple[float, float], sampler: Sampler | None,
+                 kind: str = "ncc", ramp: float = 32.0, margin: float = 0.15) -> None:
+        if kind not in COSTS:
+            raise field_error("cost", kind, f"must be one of {COSTS}")
+        self.camera, self.sampler, self.kind, self.ramp = rig[camera], sampler, kind, float(ramp)
+        self.ngf_eps = NGF_EPS * grid.resolution
+        self.img = imgs[camera]
+        self.table = pixel_table(self.img) if sampler is None else None
+        cam = self.camera
+        pts = _ground_points(grid).reshape(-1, 3)
+        pts = pts[torch.from_numpy(ring_mask(grid, rig, ring).reshape(-1))]
+        uv, valid = _project_ground(rig.subset([camera]), pts)
+        cand = _near_image(cam, pts, uv[0], margin)
+        self.min_weight = max(8.0, 0.5 * MIN_SEAM_AREA_M2 / grid.resolution ** 2)
+        # (name, stencil points (3 M, 3), colours (C, 3, M), neighbour weights (M,))
+        self.terms: list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        step = grid.resolution
+        offs = torch.tensor([[0.0, 0.0, 0.0], [step, 0.0, 0.0], [0.0, step, 0.0]], dtype=torch.float64)
+        for name in neighbours:
+            other = rig[name]
+            pc = pts[cand]
+            uv_o, ok_o = _project_ground(rig.subset([name]), pc)
+            w_o = _border_weight(uv_o[0], other.width, other.height, self.ramp) * ok_o[0]
+            keep = w_o > 0
+            pc, w_o = pc[keep], w_o[keep]
+            if float(w_o.sum()) < self.min_weight:
+                continue
+            p3 = (pc.unsqueeze(0) + offs.unsqueeze(1))  # (3, M, 3)
+            uv3, ok3 = _project_ground(rig.subset([name]), p3.reshape(-1, 3))
+            ok = ok3[0].view(3, -1).all(dim=0)
+            p3, w_o = p3[:, ok], w_o[ok]
+            with torch.no_grad():
+                col = sample_at_pixels(imgs[name], uv3[0].view(3, -1, 2)[:, ok].reshape(-1, 2).float(),
+                                       other.width, other.height, sampler)  # (C, 3 M)
+            self.terms.append((name, p3.reshape(-1, 3).float(), col.view(col.shape[0], 3, -1),
+                               w_o.float()))
+        self.K = torch.tensor(cam.K, dtype=torch.float32).unsqueeze(0)
+        self.R0 = torch.tensor(cam.cam_from_ego[:3, :3], dtype=torch.float32)
+        self.c0 = torch.tensor(cam.position, dtype=torch.float32)
+        self.size = torch.tensor([[cam.width, cam.height]])
+        self.rdf_from_flu = torch.tensor(FLU_FROM_RDF.T, dtype=torch.float32)
+
+    @property
+    def neighbours(self) -> list[str]:
+        return [t[0] for t in self.terms]
+
+    def transform(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> torch.Tensor:
+        """cam_from_ego of the corrected camera, shape (4, 4).
+
+        ``rot_deg`` (3,) is a body-frame (FLU) rotation vector in degrees; the corrected
+        ``ego_from_body = ego_from_body0 @ exp(rot)``; ``trans_cm`` (3,) moves the centre.
+        """
+        omega_rdf = self.rdf_from_flu @ (rot_deg * (math.pi / 180.0))  # rotation vectors rotate like vectors
+        A = axis_angle_to_matrix(omega_rdf)
+        R = A.T @ self.R0  # ego_from_cam' = ego_from_cam0 @ A
+        t = -(R @ (self.c0 + trans_cm / 100.0))
+        top = torch.cat([R, t.unsqueeze(1)], dim=1)
+        return torch.cat([top, torch.tensor([[0.0, 0.0, 0.0, 1.0]])], dim=0)
+
+    def pair_losses(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> list[torch.Tensor]:
+        """Seam cost with each neighbour (scalars, differentiable); 1 for a vanished seam."""
+        T = self.transform(rot_deg, trans_cm).unsqueeze(0)
+        costs = []
+        W, H = self.camera.width, self.camera.height
+        for _, p3, col, w_o in self.terms:
+            proj = project_with(p3, self.K, T, self.size)
+            front = proj.in_front[0].view(3, -1).all(dim=0)  # (M,)
+            uv = proj.uv[0].view(3, -1, 2)
+            w_t = _border_weight(uv[0], W, H, self.ramp) * front
+            m = w_t.detach() > 0
+            w = (w_t * w_o)[m]
+            if float(w.detach().sum()) < self.min_weight:
+                costs.append(1.0 + 0.0 * rot_deg.sum())
+                continue
+            if self.kind == "ncc":  # colours: the cell centre only
+                mine = sample_at_pixels(self.img, uv[0, m], W, H, self.sampler, self.table)
+                costs.append(_pair_cost_t(mine, col[:, 0, m], w))
+                continue
+            mine = sample_at_pixels(self.img, uv[:, m].reshape(-1, 2), W, H, self.sampler, self.table)
+            mine = mine.view(mine.shape[0], 3, -1)
+            theirs = col[:, :, m]
+            ga = torch.stack([mine[:, 1] - mine[:, 0], mine[:, 2] - mine[:, 0]], -1)
+            gb = torch.stack([theirs[:, 1] - theirs[:, 0], theirs[:, 2] - theirs[:, 0]], -1)
+            costs.append(_ngf_cost_t(ga, gb, w, self.ngf_eps))
+        return costs
+
+    def loss(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor, robust: float | None = None) -> torch.Tensor:
+        """Seam loss over the neighbours (scalar, differentiable).
+
+        With ``robust = k`` the seams are combined as ``k * mean(log(1 + cost / k))``: a seam
+        that stays bad whatever the pose (an object standing in it) pulls far less than a
+        seam that is nearly aligned. ``None``: the plain mean cost.
+        """
+        costs = self.pair_losses(rot_deg, trans_cm)
+        if not costs:
+            raise field_error("camera", self.camera.name,
+                              "has no seam with another camera on this grid; nothing to refine against")
+        c = torch.stack(costs)
+        if robust is None:
+            return c.mean()
+        return robust * torch.log1p(c.clamp(min=0.0) / robust).mean()
+
+
+class _FramesObjective:
+    """Seam loss of one camera over several frames (one :class:`_SeamObjective` each).
+
+    Every (frame, neighbour) seam is one term; the robust combination lets a seam that an
+    object hides in one frame count less than the same seam clear in another.
+    """
+
+    def __init__(self, parts: Sequence[_SeamObjective]) -> None:
+        self.parts = [p for p in parts if p.terms]
+        self.camera = parts[0].camera
+
+    @property
+    def terms(self) -> list:
+        return [t for p in self.parts for t in p.terms]
+
+    @property
+    def neighbours(self) -> list[str]:
+        return sorted({n for p in self.parts for n in p.neighbours})
+
+    def transform(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> torch.Tensor:
+        return self.parts[0].transform(rot_deg, trans_cm)
+
+    def pair_losses(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> list[torch.Tensor]:
+        return [c for p in self.parts for c in p.pair_losses(rot_deg, trans_cm)]
+
+    def loss(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor, robust: float | None = None) -> torch.Tensor:
+        costs = self.pair_losses(rot_deg, trans_cm)
+        if not costs:
+            raise field_error("camera", self.camera.name,
+                              "has no seam with another camera on this grid; nothing to refine against")
+        c = torch.stack(costs)
+        if robust is None:
+            return c.mean()
+        return robust * torch.log1p(c.clamp(min=0.0) / robust).mean()
+
+
+def as_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]) -> list[Mapping[str, np.ndarray]]:
+    """One frame (camera name -> image) or several, as a list of frames.
+
+    Several frames of the same rig (e.g. the samples of a nuScenes scene: the extrinsics are
+    fixed to the ego frame, whatever the ego pose) give seams that objects hide in one frame
+    but not in another.
+    """
+    if isinstance(images, Mapping):
+        return [images]
+    frames = list(images)
+    if not frames or not all(isinstance(f, (Mapping, ImagePyramid)) for f in frames):
+        raise field_error("images", type(images).__name__,
+                          "must be a dict camera name -> image, or a non-empty list of such dicts")
+    return frames
+
+
+def _level_grid(grid: BEVGrid, cell: float) -> BEVGrid:
+    """The grid's extent (rounded out to whole cells) at ``cell`` metres per cell, on z = 0."""
+    if abs(cell - grid.resolution) < 1e-9:
+        return grid.with_z((0.0,))
+    cx, cy = (grid.x_range[0] + grid.x_range[1]) / 2, (grid.y_range[0] + grid.y_range[1]) / 2
+    nx = int(math.ceil((grid.x_range[1] - grid.x_range[0]) / cell / 2))
+    ny = int(math.ceil((grid.y_range[1] - grid.y_range[0]) / cell / 2))
+    return BEVGrid((cx - nx * cell, cx + nx * cell), (cy - ny * cell, cy + ny * cell), (0.0,), cell)
+
+
+class _Adam:
+    """Adam with one second moment per parameter *tensor* (not per coordinate).
+
+    Plain Adam normalises every coordinate separately, so its first steps move roll, pitch
+    and yaw by the same amount whatever the gradient says; sharing the second moment over a
+    rotation vector keeps the gradient's direction (weakly observed axes move slowly).
+
+    Args:
+        params: Parameter tensors (each gets its own learning rate).
+        lrs: Learning rate per tensor.
+        betas: Moment decay rates.
+        eps: Denominator guard.
+    """
+
+    def __init__(self, params: Sequence[torch.Tensor], lrs: Sequence[float], betas=(0.9, 0.999), eps=1e-8):
+        self.params, self.lrs, self.betas, self.eps = list(params), list(lrs), betas, eps
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros(()) for _ in self.params]
+        self.t = 0
+
+    def step(self, scale: float = 1.0) -> None:
+        """One update with every learning rate multiplied by ``scale``."""
+        self.t += 1
+        b1, b2 = self.betas
+        with torch.no_grad():
+            for k, (p, lr) in enumerate(zip(self.params, self.lrs)):
+                if p.grad is None:
+                    continue
+                g = p.grad
+                self.m[k].mul_(b1).add_(g, alpha=1 - b1)
+                self.v[k] = self.v[k] * b2 + (1 - b2) * g.pow(2).mean()
+                mhat = self.m[k] / (1 - b1 ** self.t)
+                vhat = self.v[k] / (1 - b2 ** self.t)
+                p.sub_(lr * scale * mhat / (vhat.sqrt() + self.eps))
+                p.grad = None
+
+
+class ImagePyramid:
+    """One frame's images, downsampled and blurred on demand and cached.
+
+    Args:
+        images: Camera name -> uint8 RGB image, shape (H, W, 3).
+
+    Convention:
+        A level at stride s is the whole image area-resized to (W // s, H // s) (pixel
+        centres kept; OpenCV ``INTER_AREA`` on float32), then Gaussian-blurred with sigma in
+        level pixels (reflect border). Sample it with coordinates normalised by the
+        calibrated image size, as :mod:`bevviz.features` does.
+    """
+
+    def __init__(self, images: Mapping[str, np.ndarray]) -> None:
+        if not isinstance(images, Mapping):
+            raise field_error("images", type(images).__name__, "must be a dict camera name -> image")
+        self.images = images
+        self._cache: dict[tuple[str, int, float], torch.Tensor] = {}
+
+    def _image(self, rig: Rig, name: str) -> np.ndarray:
+        cam = rig[name]
+        if name not in self.images:
+            raise field_error("images", sorted(self.images), f"no image for camera {name}")
+        img = np.asarray(self.images[name])
+        check_shape(img, (cam.height, cam.width, 3), "image", name)
+        if img.dtype != np.uint8:
+            raise field_error("image dtype", str(img.dtype), "must be uint8 RGB", name)
+        return img
+
+    def level(self, rig: Rig, name: str, stride: int, blur: float) -> torch.Tensor:
+        """Camera ``name``'s image at ``stride``, blurred by ``blur`` level pixels: (3, H // s, W // s)."""
+        key = (name, int(stride), round(float(blur), 4))
+        if key not in self._cache:
+            import cv2
+
+            img = self._image(rig, name).astype(np.float32) * np.float32(1.0 / 255.0)
+            H, W = img.shape[:2]
+            h, w = max(1, H // stride), max(1, W // stride)
+            if (h, w) != (H, W):
+                img = cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA)
+            if blur > 0.3:
+                img = cv2.GaussianBlur(img, (0, 0), float(blur), borderType=cv2.BORDER_REFLECT)
+            self._cache[key] = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))
+        return self._cache[key]
+
+    def levels(self, rig: Rig, names: Sequence[str], stride: int, blur: float) -> dict[str, torch.Tensor]:
+        """:meth:`level` for several cameras, as a dict."""
+        return {n: self.level(rig, n, stride, blur) for n in names}
+
+
+def as_pyramids(images) -> list[ImagePyramid]:
+    """Frames (see :func:`as_frames`) as :class:`ImagePyramid` objects (kept if they already are)."""
+    if isinstance(images, ImagePyramid):
+        return [images]
+    if isinstance(images, Sequence) and images and all(isinstance(f, ImagePyramid) for f in images):
+        return list(images)
+    return [f if isinstance(f, ImagePyramid) else ImagePyramid(f) for f in as_frames(images)]
+
+
+def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+                      grid: BEVGrid | None = None,
+                      camera: str | None = None, *, translation: bool = False,
+                      levels: Sequence[Level] = DEFAULT_LEVELS, ring: tuple[float, float] = SEAM_RING,
+                      neighbours: Sequence[str] | None = None, robust: float | None = ROBUST_K,
+                      sampler: Sampler | None = None,
+                      progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
+    """Refine one camera's extrinsics by minimising its seam inconsistency (self-consistency).
+
+    Args:
+        rig: The rig; every camera but ``camera`` is held fixed.
+        images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
+            of the same rig (all seams of all frames are combined).
+        grid: Ground grid; only its extent is used (it bounds the ground compared), the
+            cell sizes come from ``levels``. Default :func:`seam_grid` (out to 30 m).
+        camera: Camera to refine; default the first finding of :func:`diagnose`.
+        translation: Also refine the optical centre (weakly constrained by seams: a shift of
+            a few cm changes the ground by the same few cm, a rotation by far more).
+        levels: Coarse-to-fine schedule (:class:`Level`).
+        ring: (r_min, r_max) metres of ground used.
+        neighbours: Cameras to compare with; default :func:`seam_neighbours`.
+        sampler: ``grid_sample``-compatible sampler; default the two-stage gather-scatter sampler (its
+            gradient with respect to the sampling grid drives the update).
+        progress: Optional ``callback(step, total_steps, loss)``.
+
+    Returns:
+        (the rig with the refined camera, :class:`RefineHistory`).
+
+    Raises:
+        ValueError: unknown camera, or a camera with no seam to refine against.
+
+    Convention:
+        The correction is a body-frame (FLU) rotation vector in degrees and an ego-frame
+        translation in cm, applied as ``ego_from_body' = ego_from_body @ exp(rot)``.
+    """
+    t0 = time.perf_counter()
+    grid = seam_grid() if grid is None else grid
+    if camera is None:
+        camera = diagnose(rig, images, grid, sampler=sampler)[0].camera
+    rig[camera]  # named error for an unknown camera
+    nbrs = list(neighbours) if neighbours is not None else seam_neighbours(rig, camera, ring=ring)
+    if not nbrs:
+        raise field_error("camera", camera, "has no seam with another camera; nothing to refine against")
+    pyrs = as_pyramids(images)
+    rot = torch.zeros(3, requires_grad=True)
+    trans = torch.zeros(3, requires_grad=bool(translation))
+    hist = RefineHistory(camera, neighbours=nbrs)
+    total = sum(lv.steps for lv in levels)
+    step = 0
+    obj = None
+    for li, lv in enumerate(levels):
+        lgrid = _level_grid(grid, lv.cell)
+        obj = _FramesObjective([_SeamObjective(rig, pyr.levels(rig, [camera, *nbrs], lv.stride, lv.blur), lgrid,
+                                               camera, nbrs, lv.ring or ring, sampler, kind=lv.cost, ramp=lv.ramp)
+                                for pyr in pyrs])
+        if not obj.terms:
+            raise field_error("camera", camera, "has no seam with another camera on this grid; "
+                              "nothing to refine against")
+        params = [rot, trans] if translation else [rot]
+        opt = _Adam(params, [lv.lr_deg, lv.lr_cm][:len(params)])
+        for i in range(lv.steps):
+            loss = obj.loss(rot, trans, robust)
+            loss.backward()
+            hist.steps.append(RefineStep(step, li, float(loss.detach()), tuple(float(v) for v in rot.detach()),
+                                         tuple(float(v) for v in trans.detach())))
+            # Cosine decay to 5 % of the level's learning rate.
+            opt.step(0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * i / max(lv.steps, 1))))
+            step += 1
+            if progress is not None:
+                progress(step, total, float(loss.detach()))
+    with torch.no_grad():
+        hist.initial_loss = float(obj.loss(torch.zeros(3), torch.zeros(3)))
+        hist.final_loss = float(obj.loss(rot.detach(), trans.detach()))
+    cam0 = rig[camera]
+    new_cam = _apply_correction(cam0, rot.detach().double().numpy(), trans.detach().double().numpy())
+    new_rig = rig.replace(new_cam)
+    hist.delta = camera_delta(cam0, new_cam)
+    hist.seconds = time.perf_counter() - t0
+    return new_rig, hist
+
+
+def _apply_correction(camera: Camera, rot_deg: np.ndarray, trans_cm: np.ndarray) -> Camera:
+    """Camera with a body-frame rotation vector (deg, (3,)) and ego translation (cm, (3,)) applied."""
+    omega_rdf = FLU_FROM_RDF.T @ np.radians(rot_deg)
+    A = axis_angle_to_matrix(torch.as_tensor(omega_rdf, dtype=torch.float64)).numpy()
+    E = camera.ego_from_cam
+    new_E = make_transform(E[:3, :3] @ A, E[:3, 3] + trans_cm / 100.0)
+    return camera.replace(cam_from_ego=invert_transform(new_E))
+
+
+# --------------------------------------------------------------------------------------
+# Diagnosis
+# --------------------------------------------------------------------------------------
+
+@dataclass
+class CameraFinding:
+    """How suspicious one camera's calibration is.
+
+    Attributes:
+        camera: Camera name.
+        score: Higher is worse. Thorough diagnosis (default): by how much the seam loss of
+            the camera's seams drops when the camera alone is allowed to rotate (a quick
+            coarse-to-fine refinement); a misaligned camera fixes *both* of its seams, a good
+            neighbour can only trade one seam against the other. Quick diagnosis: its
+            better seam as a multiple of the rig's median seam cost. Ground-truth mode: its
+            cost against the texture as a multiple of the rig's median, folded in.
+        reason: A readable sentence.
+        seams: The camera's seams (costs averaged over the frames).
+        quick_score: The quick score (second-worst seam / rig median), always filled.
+        correction_deg: Rotation (degrees) the quick refinement applied, or None.
+        gt_cost: Cost against the ground truth (ground-truth mode only).
+    """
+
+    camera: str
+    score: float
+    reason: str
+    seams: list[SeamPair] = field(default_factory=list)
+    quick_score: float = 0.0
+    correction_deg: float | None = None
+    gt_cost: float | None = None
+
+    @property
+    def seam_ratios(self) -> dict[str, float]:
+        """Neighbour name -> that seam's cost as a multiple of the rig median."""
+        return {(p.b if p.a == self.camera else p.a): p.ratio for p in self.seams}
+
+
+#: Quick refinement used by :func:`diagnose` to test each suspect.
+DIAGNOSE_LEVELS = (
+    Level(stride=8, blur=3.0, cell=0.4, steps=25, lr_deg=0.3),
+    Level(stride=4, blur=2.0, cell=0.3, steps=15, lr_deg=0.1, cost="ngf"),
+)
+
+
+def combine_seams(analyses: Sequence[SeamAnalysis]) -> tuple[list[SeamPair], float]:
+    """Seams of several frames averaged pair by pair.
+
+    Args:
+        analyses: One :class:`SeamAnalysis` per frame (same rig).
+
+    Returns:
+        (one :class:`SeamPair` per camera pair seen in any frame, with the mean cost and
+        total cells; the median of those costs).
+    """
+    acc: dict[tuple[str, str], list[SeamPair]] = {}
+    for a in analyses:
+        for p in a.pairs:
+            acc.setdefault((p.a, p.b), []).append(p)
+    pairs = [SeamPair(a, b, sum(p.cells for p in ps), float(np.mean([p.cost for p in ps])),
+                      ncc=float(np.mean([p.ncc for p in ps]))) for (a, b), ps in acc.items()]
+    med = float(np.median([p.cost for p in pairs])) if pairs else float("nan")
+    for p in pairs:
+        p.ratio = p.cost / max(med, 1e-3)
+    return pairs, med
+
+
+def _quick(camera: str, pairs: Sequence[SeamPair], median: float) -> tuple[float, str, list[SeamPair]]:
+    seams = [p for p in pairs if camera in (p.a, p.b)]
+    seams.sort(key=lambda p: -p.ratio)
+    others = [p.b if p.a == camera else p.a for p in seams]
+    ratios = [p.ratio for p in seams]
+    if len(ratios) >= 2:
+        score = ratios[1]
+        reason = (f"seams with {others[0]} and {others[1]} {ratios[0]:.1f}x and {ratios[1]:.1f}x "
+                  f"the rig median seam cost ({median:.3f})")
+    elif len(ratios) == 1:
+        score = 0.5 * ratios[0]
+        reason = f"only one seam (with {others[0]}), {ratios[0]:.1f}x the rig median; one seam cannot tell which side is off"
+    else:
+        score, reason = 0.0, "no seam with any other camera on this grid; cannot be judged from seams"
+    return float(score), reason, seams
+
+
+def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+             grid: BEVGrid | None = None, ground_truth: GroundTruth | np.ndarray | None = None, *,
+             thorough: bool = True, suspects: int | None = 3, levels: Sequence[Level] = DIAGNOSE_LEVELS,
+             analyses: Sequence[SeamAnalysis] | None = None, sampler: Sampler | None = None,
+             progress: Callable[[int, int, str], None] | None = None, **kwargs) -> list[CameraFinding]:
+    """Rank the rig's cameras by how likely their extrinsics are wrong; worst first.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        images: Camera name -> uint8 RGB image (H, W, 3), or a list of such frames of the
+            same rig (seams hidden by objects in one frame may be clear in another).
+        grid: Ground grid (extent and resolution); default :func:`seam_grid`.
+        ground_truth: Optional known BEV texture (:class:`GroundTruth` or an array
+            (H_bev, W_bev, 3) on ``grid``): ground-truth mode, for the first frame (whose ego
+            pose must be the texture's frame). Without it: self-consistency.
+        thorough: Test the suspects by letting each rotate alone (a quick refinement) and
+            rank by how much that repairs their seams. ``False``: rank by the seam costs only
+            (fast, for live views; fooled by seams that objects hide).
+        suspects: How many cameras (highest quick score first) the thorough test tries;
+            ``None`` = all.
+        levels: Schedule of the quick refinement.
+        analyses: Precomputed :func:`analyze_seams` results, one per frame.
+        sampler: ``grid_sample``-compatible sampler; default the two-stage gather-scatter sampler.
+        progress: Optional ``callback(done, total, camera)`` for the thorough test.
+        **kwargs: Passed to :func:`analyze_seams` (``stride``, ``blur``, ``ring``, ...).
+
+    Returns:
+        One :class:`CameraFinding` per camera, worst (highest score) first.
+
+    Convention:
+        Seam costs are ``1 -`` normalised-gradient-field correlation (see
+        :class:`SeamPair`); the thorough score is the drop of the camera's mean seam cost
+        (over its seams in every frame) under the quick refinement, in the same units.
+    """
+    frames = as_pyramids(images)
+    grid = seam_grid() if grid is None else grid
+    if analyses is None:
+        analyses = [analyze_seams(rig, f, grid, ground_truth=ground_truth if k == 0 else None,
+                                  sampler=sampler, **kwargs) for k, f in enumerate(frames)]
+    pairs, med = combine_seams(analyses)
+    gt_cost = analyses[0].gt_cost
+    gt_med = None
+    if gt_cost is not None:
+        vals = [v for v in gt_cost.values() if np.isfinite(v)]
+        gt_med = float(np.median(vals)) if vals else float("nan")
+    findings: dict[str, CameraFinding] = {}
+    for cam in rig.names:
+        q, text, seams = _quick(cam, pairs, med)
+        findings[cam] = CameraFinding(cam, q, f"{cam}: {text}", seams, q)
+    if thorough:
+        order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
+        tested = order if suspects is None else order[:max(1, suspects)]
+        for k, cam in enumerate(tested):
+            f = findings[cam]
+            if progress is not None:
+                progress(k, len(tested), cam)
+            try:
+                _, hist = refine_extrinsics(rig, frames, grid, cam, levels=levels, sampler=sampler,
+                                            ring=kwargs.get("ring", SEAM_RING))
+            except ValueError:
+                f.score = 0.0
+                f.reason += "; it has no seam to test a correction against"
+                continue
+            gain = hist.initial_loss - hist.final_loss
+            f.score = float(max(gain, 0.0))
+            f.correction_deg = hist.delta.angle_deg
+            d = hist.delta
+            f.reason = (f"{cam}: turning it alone by {d.angle_deg:.1f} deg (roll {d.roll_deg:+.1f}, pitch "
+                        f"{d.pitch_deg:+.1f}, yaw {d.yaw_deg:+.1f}) lowers its seam cost from "
+                        f"{hist.initial_loss:.2f} to {hist.final_loss:.2f}; {text}")
+        if progress is not None:
+            progress(len(tested), len(tested), "")
+        for cam in rig.names:
+            if cam not in tested:
+                f = findings[cam]
+                f.score = 0.0
+                f.reason += "; not a suspect (its seams are among the rig's better ones)"
+    for cam, f in findings.items():
+        if gt_cost is not None:
+            g = gt_cost.get(cam, float("nan"))
+            ratio = g / max(gt_med, 1e-3) if np.isfinite(g) else 0.0
+            f.gt_cost = g
+            f.reason += f"; against the ground truth {ratio:.1f}x the rig median ({g:.3f})"
+            f.score = float(f.score * ratio) if thorough else float(np.sqrt(max(f.score, 0.0) * ratio))
+        f.reason += "."
+    return sorted(findings.values(), key=lambda f: -f.score)
+
+
+def seams_cost(seams: Sequence[SeamPair], other: str, camera: str) -> float:
+    """Cost of the seam between ``camera`` and ``other`` among ``seams`` (NaN if absent)."""
+    for p in seams:
+        if {p.a, p.b} == {camera, other}:
+            return p.cost
+    return float("nan")
