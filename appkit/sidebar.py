@@ -172,6 +172,11 @@ def parse_z_values(text: str) -> tuple[float, ...]:
     return vals
 
 
+#: Most reference points (cells x heights) the app accepts: 6 cameras x 1M points already
+#: take ~100 MB per projection; BEVFormer's default grid has 160,000.
+MAX_GRID_POINTS = 1_000_000
+
+
 def grid_from_state() -> BEVGrid:
     """Build the BEVGrid from the grid widgets' values (raises a named ValueError)."""
     ss = st.session_state
@@ -182,7 +187,12 @@ def grid_from_state() -> BEVGrid:
         z = (0.0,)
     else:
         z = parse_z_values(ss.get("grid_z_custom", ""))
-    return BEVGrid((ss["grid_x_min"], ss["grid_x_max"]), (ss["grid_y_min"], ss["grid_y_max"]), z, ss["grid_res"])
+    grid = BEVGrid((ss["grid_x_min"], ss["grid_x_max"]), (ss["grid_y_min"], ss["grid_y_max"]), z, ss["grid_res"])
+    points = grid.height * grid.width * grid.num_z
+    if points > MAX_GRID_POINTS:
+        raise ValueError(f"field 'resolution': {grid.height} x {grid.width} cells x {grid.num_z} heights = "
+                         f"{points:,} points, more than the app's {MAX_GRID_POINTS:,} (got {grid.resolution})")
+    return grid
 
 
 def _grid_controls() -> None:

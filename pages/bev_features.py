@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from appkit import compute, current
+from appkit.guards import require_images, shown_errors
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
 from bevviz.viz.bev import bev_panels
@@ -48,8 +49,11 @@ SAMPLERS = {
     "LUT": dict(sampler="lut"),
 }
 REF = "GridSample (reference)"
+if not require_images(scene, "Sampling BEV features"):
+    st.stop()
 results = {}
-with st.spinner("Sampling BEV features with every sampler (first time for these settings) ..."):
+with shown_errors("Sampling BEV features"), \
+        st.spinner("Sampling BEV features with every sampler (first time for these settings) ..."):
     for label, kw in SAMPLERS.items():
         results[label] = compute.bev(scene, grid, kind, stride, overlap=overlap, eps=eps, bounds=bounds,
                                      kernel_size=kernel, **kw)

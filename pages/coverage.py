@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from appkit import compute, current
+from appkit.guards import require_images, shown_errors
 from appkit.sidebar import BOUNDS_OPTIONS, EPS_OPTIONS, validity
 from bevviz import overlays
 from bevviz.viz.bev import bev_map, bev_panels, difference_map, footprint_composite, overlap_map
@@ -78,7 +79,10 @@ st.markdown("Where two cameras see a cell, BEVFormer averages them (**mean**); N
             "the **first** camera that hits the cell, or let the **last** write win. They agree on "
             "single-camera cells and can only disagree on seams. Features: RGB at stride 8, "
             "`grid_sample` reference sampler.")
-with st.spinner("Sampling BEV features under three overlap policies ..."):
+if not require_images(scene, "Comparing overlap policies"):
+    st.stop()
+with shown_errors("Comparing overlap policies"), \
+        st.spinner("Sampling BEV features under three overlap policies ..."):
     policies = {p: compute.bev(scene, grid, "RGB", 8, "grid_sample", overlap=p, eps=eps, bounds=bounds)
                 for p in ("mean", "first_hit", "last_write")}
 maps = {p: r["features"] for p, r in policies.items()}

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from appkit import compute, current
+from appkit.guards import require_images, shown_errors
 from bevviz import overlays
 from bevviz.viz.panels import image_panels, profile_figure
 
@@ -25,7 +26,9 @@ upsample = c3.select_slider("Output / input size", [1, 2, 3, 4], value=2, key="p
 mode = c4.radio("Mode", ("bilinear", "nearest"), horizontal=True, key="pad_mode")
 align = c4.toggle("align_corners", value=False, key="pad_align")
 
-with st.spinner("Sampling every mode x padding x align_corners ..."):
+if source == "camera features" and not require_images(scene, "Camera features"):
+    st.stop()
+with shown_errors("Padding lab"), st.spinner("Sampling every mode x padding x align_corners ..."):
     feat = compute.padding_input(scene, source, camera, stride)
     cases = compute.padding_cases(feat, margin, upsample)
 H, W = feat.shape[-2:]

@@ -140,3 +140,28 @@ def test_nuscenes_dataroot_then_a_bad_one_keeps_the_rig(app, tmp_path):
     assert any("dataroot" in e.value for e in at.error), [e.value for e in at.error]
     assert loaded_label(at) == before
     assert len(at.get("plotly_chart")) == 3
+
+
+@needs_sample
+def test_upload_without_images_draws_geometry_and_asks_for_images(app):
+    up = sample_upload()
+    up["images"] = {}
+    at = app()
+    at.session_state["upload_bytes"] = up
+    at.radio(key="rig_source").set_value("JSON rig upload")
+    at.run()
+    assert not at.exception and not at.error
+    assert "Uploaded rig my_rig.json" in loaded_label(at)
+    assert len(at.get("plotly_chart")) == 3  # cameras drawn as blank frames with the projected points
+    at.switch_page("pages/bev_features.py")
+    at.run()
+    assert not at.exception and not at.error
+    assert any("needs an image for every camera" in w.value for w in at.warning)
+
+
+def test_too_large_grid_is_refused_and_previous_grid_kept(app):
+    at = app()
+    at.number_input(key="grid_res").set_value(0.05)  # 2048 x 2048 cells x 4 heights
+    at.run()
+    assert not at.exception
+    assert any("more than the app's" in e.value and "keeping the previous grid" in e.value for e in at.error)
