@@ -207,6 +207,16 @@ def _dynamic_fallbacks(requested: dict[str, dict[int, str]]) -> list[dict[str, d
 def _probe_dynamic(spec: ExportSpec, path: str | os.PathLike, report) -> tuple[set[tuple[str, int]], str]:
     """Check every symbolic input axis by running onnxruntime one size smaller.
 
+    The exporter may declare an axis symbolic although the traced code fixed its size (a
+    Python loop over it, a size captured as an int); such a graph loads but fails or gives
+    wrong results at any other size. Each symbol is shrunk by one on every input that
+    carries it and the result compared with the torch module (atol 1e-4).
+
+    Args:
+        spec: The exported module and its example inputs.
+        path: The exported ``.onnx`` file.
+        report: Its :class:`bevviz.export.inspection.OpReport` (for the symbolic axes).
+
     Returns:
         ((input name, axis) pairs that fail, the first failure in words).
     """
