@@ -23,12 +23,12 @@ CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-#: url path -> (file stem, least number of plotly charts expected)
+#: navigation title -> (url path, screenshot name, least number of plotly charts expected)
 PAGES = {
-    "": ("rig", 3),
-    "coverage": ("coverage", 5),
-    "padding": ("padding", 8),
-    "bev_features": ("bev_features", 3),
+    "Rig & Projection": ("", "rig", 3),
+    "Valid masks & coverage": ("coverage", "coverage", 5),
+    "Padding lab": ("padding", "padding", 8),
+    "BEV features": ("bev_features", "bev_features", 3),
 }
 
 
@@ -75,12 +75,16 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def tab(server):
+    """One browser tab for every page: later pages are reached through the sidebar's
+    navigation (client-side, as a user would), so Streamlit's and plotly's scripts load once."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
+        page = b.new_page(viewport={"width": 1600, "height": 1100})
+        page.goto(server, wait_until="domcontentloaded", timeout=60_000)
+        yield page
         b.close()
 
 
@@ -99,27 +103,28 @@ def wait_until_idle(page, timeout_s: float = 120.0) -> None:
     raise AssertionError("the app kept running for more than %.0f s" % timeout_s)
 
 
-@pytest.mark.parametrize("path", list(PAGES))
-def test_page_renders_without_errors(server, browser, path):
-    stem, min_charts = PAGES[path]
-    page = browser.new_page(viewport={"width": 1600, "height": 1100})
-    try:
-        page.goto(f"{server}/{path}", wait_until="domcontentloaded", timeout=60_000)
-        wait_until_idle(page)
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
-        wait_until_idle(page)
-        # Streamlit scrolls inside its main container: grow the viewport to the content so the
-        # screenshot shows the whole page.
-        height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-        page.set_viewport_size({"width": 1600, "height": int(min(max(height, 1100), 7000))})
-        page.wait_for_timeout(2500)  # let plotly relayout and draw WebGL traces
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{stem}.png"))
-        assert page.locator('[data-testid="stException"]').count() == 0, \
-            page.locator('[data-testid="stException"]').first.inner_text()
-        body = page.locator("body").inner_text()
-        assert "Traceback" not in body
-        assert page.locator(".js-plotly-plot").count() >= min_charts
-        assert page.locator(".js-plotly-plot .main-svg").count() >= min_charts
-    finally:
-        page.close()
+@pytest.mark.parametrize("title", list(PAGES))
+def test_page_renders_without_errors(server, tab, title):
+    path, stem, min_charts = PAGES[title]
+    page = tab
+    page.set_viewport_size({"width": 1600, "height": 1100})
+    wait_until_idle(page)
+    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+    page.wait_for_url(f"{server}/{path}", timeout=30_000)
+    page.wait_for_function("t => document.querySelector('h1') && document.querySelector('h1').innerText.includes(t)",
+                           arg=title, timeout=60_000)
+    wait_until_idle(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+    wait_until_idle(page)
+    # Streamlit scrolls inside its main container: grow the viewport to the content so the
+    # screenshot shows the whole page.
+    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": 1600, "height": int(min(max(height, 1100), 7000))})
+    page.wait_for_timeout(2000)  # let plotly relayout and draw WebGL traces
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{stem}.png"))
+    assert page.locator('[data-testid="stException"]').count() == 0, \
+        page.locator('[data-testid="stException"]').first.inner_text()
+    assert "Traceback" not in page.locator("body").inner_text()
+    assert page.locator(".js-plotly-plot").count() >= min_charts
+    assert page.locator(".js-plotly-plot .main-svg").count() >= min_charts
