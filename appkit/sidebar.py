@@ -197,8 +197,12 @@ def grid_from_state() -> BEVGrid:
 
 def _grid_controls() -> None:
     ss = st.session_state
+    # Re-assign every value on every run (not setdefault): a value assigned by the script is
+    # sent with the widget each run, so the browser can never fall back to the widget's
+    # bare default (0) — which it did when a first run was interrupted by a click, and then
+    # sent 0 back on the next interaction.
     for k, v in GRID_DEFAULTS.items():
-        ss.setdefault(k, v)
+        ss[k] = ss.get(k, v)
     c1, c2 = st.columns(2)
     c1.number_input("x min (m)", step=5.0, format="%.3f", key="grid_x_min")
     c2.number_input("x max (m)", step=5.0, format="%.3f", key="grid_x_max")

@@ -126,5 +126,9 @@ def test_page_renders_without_errors(server, tab, title):
     assert page.locator('[data-testid="stException"]').count() == 0, \
         page.locator('[data-testid="stException"]').first.inner_text()
     assert "Traceback" not in page.locator("body").inner_text()
+    # The sidebar keeps its values across navigation, even when the first run was cut short by
+    # a click (the widgets once fell back to 0 there and sent 0 back).
+    assert page.locator('input[aria-label="x max (m)"]').input_value() == "51.200"
+    assert page.locator('[data-testid="stAlert"]').filter(has_text="keeping the previous").count() == 0
     assert page.locator(".js-plotly-plot").count() >= min_charts
     assert page.locator(".js-plotly-plot .main-svg").count() >= min_charts
