@@ -1,0 +1,561 @@
+"""Tests of bevviz.samplers.gather_scatter, with F.grid_sample as the oracle."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bevviz.samplers import gather_scatter as gs
+from bevviz.samplers.reference import MODES, PADDING_MODES
+
+DTYPES = [torch.float32, torch.float64]
+#: (H_in, W_in): single pixels, single rows/columns, non-square.
+SHAPES = [(1, 1), (1, 5), (4, 1), (3, 4), (6, 7)]
+#: Max |diff| against F.grid_sample (the same as conftest's ``tolerance`` fixture; hypothesis
+#: tests cannot take function-scoped fixtures).
+TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
+
+
+def _examples(default: int) -> int:
+    """Hypothesis examples per test; BEVVIZ_HYPOTHESIS_EXAMPLES overrides the default."""
+    return int(os.environ.get("BEVVIZ_HYPOTHESIS_EXAMPLES", default))
+
+
+def _features(n, c, h, w, dtype, seed=0):
+    return torch.randn(n, c, h, w, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+def _oracle(x, g, mode, padding_mode, align_corners):
+    return F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+
+
+def _tol(mode, dtype, tolerance):
+    # nearest is a pure gather: it must be bit-exact, ties at pixel edges included.
+    return 0.0 if mode == "nearest" else tolerance[dtype]
+
+
+# ----------------------------------------------------------------------------- forward
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", PADDING_MODES)
+@pytest.mark.parametrize("mode", MODES)
+def test_matches_grid_sample_on_edge_grids(
+    mode, padding_mode, align_corners, dtype, edge_grid, matches, tolerance
+):
+    for i, (h, w) in enumerate(SHAPES):
+        x = _features(2, 3, h, w, dtype, seed=i)
+        g = edge_grid(2, h, w, align_corners, dtype, seed=i)
+        expected = _oracle(x, g, mode, padding_mode, align_corners)
+        out = gs.grid_sample(x, g, mode, padding_mode, align_corners)
+        assert out.is_contiguous()
+        matches(out, expected, _tol(mode, dtype, tolerance))
+
+
+@pytest.mark.parametrize("channels", [1, 256])
+@pytest.mark.parametrize("padding_mode", PADDING_MODES)
+@pytest.mark.parametrize("mode", MODES)
+def test_matches_grid_sample_for_one_and_many_channels(
+    mode, padding_mode, channels, edge_grid, matches, tolerance
+):
+    for dtype, align_corners in [(torch.float32, False), (torch.float64, True)]:
+        x = _features(1, channels, 5, 6, dtype)
+        g = edge_grid(1, 5, 6, align_corners, dtype)[:, ::3]
+        expected = _oracle(x, g, mode, padding_mode, align_corners)
+        out = gs.grid_sample(x, g, mode, padding_mode, align_corners)
+        matches(out, expected, _tol(mode, dtype, tolerance))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "n,h_out,w_out", [(0, 3, 4), (2, 0, 5), (2, 4, 0), (0, 0, 0)], ids=["N=0", "H=0", "W=0", "all"]
+)
+def test_empty_batches(mode, n, h_out, w_out):
+    x = _features(n, 3, 4, 5, torch.float32)
+    g = torch.zeros(n, h_out, w_out, 2)
+    expected = _oracle(x, g, mode, "zeros", False)
+    out = gs.grid_sample(x, g, mode)
+    assert out.shape == expected.shape == (n, 3, h_out, w_out)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_reflection_of_a_single_pixel(mode, align_corners, matches, tolerance):
+    # The famous edge case: reflecting about an empty span (W=1, align_corners=True) must
+    # map every coordinate, NaN and inf included, to pixel 0, exactly as PyTorch does.
+    x = _features(1, 2, 1, 1, torch.float64)
+    vals = [-5.0, -1.0, -0.3, 0.0, 0.7, 1.0, 2.5, 1e30, float("nan"), float("inf"), float("-inf")]
+    g = torch.tensor([[[[a, b] for a in vals] for b in vals]], dtype=torch.float64)
+    expected = _oracle(x, g, mode, "reflection", align_corners)
+    out = gs.grid_sample(x, g, mode, "reflection", align_corners)
+    matches(out, expected, _tol(mode, torch.float64, tolerance))
+    if mode != "bicubic" and align_corners:
+        assert torch.equal(out, x.expand_as(out))
+
+
+def test_single_row_and_column_reflection_with_align_corners(edge_grid, matches, tolerance):
+    for h, w in [(1, 6), (6, 1)]:
+        x = _features(1, 2, h, w, torch.float32)
+        g = edge_grid(1, h, w, True, torch.float32)
+        for mode in MODES:
+            expected = _oracle(x, g, mode, "reflection", True)
+            out = gs.grid_sample(x, g, mode, "reflection", True)
+            matches(out, expected, _tol(mode, torch.float32, tolerance))
+
+
+def test_non_contiguous_inputs(edge_grid, matches, tolerance):
+    x = _features(2, 4, 5, 7, torch.float32).contiguous(memory_format=torch.channels_last)
+    g = edge_grid(2, 5, 7, False, torch.float32).transpose(1, 2)  # strided view
+    for mode in MODES:
+        expected = _oracle(x, g, mode, "border", False)
+        matches(gs.grid_sample(x, g, mode, "border", False), expected, _tol(mode, torch.float32, tolerance))
+
+
+def test_nan_and_inf_are_exactly_where_pytorch_puts_them():
+    x = _features(1, 1, 3, 4, torch.float32)
+    specials = [float("nan"), float("inf"), float("-inf")]
+    g = torch.tensor([[[[s, 0.0] for s in specials] + [[0.0, s] for s in specials]]])
+    for mode in MODES:
+        for pad in PADDING_MODES:
+            expected = _oracle(x, g, mode, pad, False)
+            out = gs.grid_sample(x, g, mode, pad, False)
+            assert torch.equal(torch.isnan(out), torch.isnan(expected)), (mode, pad)
+            assert torch.equal(out.nan_to_num(7.0), expected.nan_to_num(7.0)), (mode, pad)
+
+
+def test_sampling_is_not_trivially_zero_or_input():
+    # Guard against a vacuous oracle comparison: the test grids do produce varied values.
+    x = _features(1, 1, 4, 5, torch.float64)
+    g = torch.rand(1, 6, 6, 2, dtype=torch.float64) * 2 - 1
+    out = gs.grid_sample(x, g, "bicubic", "zeros", False)
+    assert out.abs().sum() > 0 and out.unique().numel() > 10
+
+
+# ----------------------------------------------------------------------------- no oracle inside
+
+
+def test_module_never_calls_grid_sample_or_interpolate():
+    tree = ast.parse(inspect.getsource(gs))
+    called = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    forbidden = {"grid_sample", "grid_sampler", "grid_sampler_2d", "interpolate", "upsample"}
+    assert not called & forbidden
+
+
+def test_works_with_the_oracle_disabled(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("grid_sample called")
+
+    x = _features(1, 2, 4, 5, torch.float32)
+    g = torch.rand(1, 3, 3, 2) * 2 - 1
+    expected = {m: _oracle(x, g, m, "zeros", False) for m in MODES}
+    monkeypatch.setattr(F, "grid_sample", boom)
+    monkeypatch.setattr(torch, "grid_sampler", boom)
+    monkeypatch.setattr(torch, "grid_sampler_2d", boom)
+    monkeypatch.setattr(F, "interpolate", boom)
+    for mode in MODES:
+        torch.testing.assert_close(gs.grid_sample(x, g, mode), expected[mode], rtol=0, atol=1e-5)
+
+
+def test_default_cpu_kernel_rounding_is_detected():
+    # PyTorch's DEFAULT (non-AVX) kernel does not fuse multiply-adds; nearest ties at
+    # pixel edges then fall differently. A fresh process forced onto that kernel must
+    # detect it and still match the oracle bit for bit.
+    code = textwrap.dedent(
+        """
+        import torch, torch.nn.functional as F
+        from bevviz.samplers import gather_scatter as gs
+        assert not gs.FUSED_MULTIPLY_ADD, torch.backends.cpu.get_cpu_capability()
+        for dtype in (torch.float32, torch.float64):
+            for w in (3, 5, 7, 100):
+                u = torch.arange(-2 * w, 4 * w, dtype=torch.float64) / 2  # centres, edges
+                for ac in (False, True):
+                    gx = (2 * u + 1) / w - 1 if not ac else 2 * u / (w - 1) - 1
+                    gx = torch.cat([gx, gx * 1000.37])
+                    g = torch.stack([gx, torch.zeros_like(gx)], -1).to(dtype).view(1, 1, -1, 2)
+                    x = torch.randn(1, 1, 2, w, dtype=dtype)
+                    for pad in ("zeros", "border", "reflection"):
+                        a = F.grid_sample(x, g, "nearest", pad, ac)
+                        b = gs.grid_sample(x, g, "nearest", pad, ac)
+                        assert torch.equal(a, b), (dtype, w, ac, pad)
+        print("ok")
+        """
+    )
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+# ----------------------------------------------------------------------------- gradients
+
+
+def _smooth_grid(n, h_out, w_out, h, w, align_corners, margin=0.08, seed=0):
+    """Normalised points whose pixel coordinates keep ``margin`` away from integers and
+    half-integers (where bilinear, clipping and reflection are not differentiable)."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def axis(size):
+        base = torch.randint(-size, 2 * size, (n, h_out, w_out), generator=gen).double()
+        frac = torch.rand(n, h_out, w_out, generator=gen, dtype=torch.float64)
+        frac = margin + frac * (0.5 - 2 * margin) + 0.5 * (frac > 0.5).double()
+        u = base + frac
+        if align_corners:
+            return 2 * u / max(size - 1, 1) - 1
+        return (2 * u + 1) / size - 1
+
+    return torch.stack([axis(w), axis(h)], -1)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", PADDING_MODES)
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_gradcheck_input_and_grid(mode, padding_mode, align_corners):
+    x = _features(1, 2, 3, 4, torch.float64).requires_grad_()
+    g = _smooth_grid(1, 2, 3, 3, 4, align_corners).requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda a, b: gs.grid_sample(a, b, mode, padding_mode, align_corners), (x, g)
+    )
+
+
+def test_gradcheck_nearest_input():
+    x = _features(1, 2, 3, 4, torch.float64).requires_grad_()
+    g = _smooth_grid(1, 2, 3, 3, 4, False)
+    assert torch.autograd.gradcheck(lambda a: gs.grid_sample(a, g, "nearest", "zeros"), (x,))
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", PADDING_MODES)
+@pytest.mark.parametrize("mode", MODES)
+def test_gradients_equal_pytorch(mode, padding_mode, align_corners, edge_grid):
+    for i, (h, w) in enumerate([(1, 5), (3, 4), (6, 7)]):
+        x = _features(2, 3, h, w, torch.float64, seed=i)
+        g = edge_grid(2, h, w, align_corners, torch.float64, nonfinite=False, seed=i)
+        g = g.clamp(-50, 50)  # finite and moderate: gradients of huge coordinates are 0 anyway
+        grad_out = torch.randn(2, 3, *g.shape[1:3], dtype=torch.float64)
+        grads = []
+        for fn in (F.grid_sample, gs.grid_sample):
+            xi, gi = x.clone().requires_grad_(), g.clone().requires_grad_()
+            fn(xi, gi, mode, padding_mode, align_corners).backward(grad_out)
+            grads.append((xi.grad, gi.grad))
+        torch.testing.assert_close(grads[1][0], grads[0][0], rtol=0, atol=1e-10)
+        torch.testing.assert_close(grads[1][1], grads[0][1], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_zero_grid_gradient_at_and_beyond_clipped_borders(padding_mode, align_corners):
+    x = _features(1, 2, 4, 5, torch.float64)
+    pts = [[-1.7, 0.1], [1.6, -0.2], [0.1, -1.9], [0.2, 2.4]]
+    if padding_mode == "border":  # exactly on the clip borders (pixel 0 or W - 1 when
+        pts += [[-1.0, 0.3], [1.0, 0.3], [0.3, -1.0], [0.3, 1.0]]  # align_corners=True)
+    g = torch.tensor([[pts]], dtype=torch.float64)
+    grads = []
+    for fn in (F.grid_sample, gs.grid_sample):
+        gi = g.clone().requires_grad_()
+        fn(x, gi, "bilinear", padding_mode, align_corners).sum().backward()
+        grads.append(gi.grad)
+    torch.testing.assert_close(grads[1], grads[0], rtol=0, atol=1e-12)
+    if padding_mode == "border":
+        # x beyond/at the left/right border: d/dx = 0; y beyond/at top/bottom: d/dy = 0
+        assert torch.all(grads[1][0, 0, [0, 1, 4, 5], 0] == 0)
+        assert torch.all(grads[1][0, 0, [2, 3, 6, 7], 1] == 0)
+        assert torch.any(grads[1][0, 0, [0, 1, 4, 5], 1] != 0)  # the other axis still moves
+
+
+def test_nearest_grid_gradient_is_zero_not_missing():
+    x = _features(1, 2, 4, 5, torch.float64, seed=3)
+    g = torch.rand(1, 3, 3, 2, dtype=torch.float64) * 2.4 - 1.2
+    grads = []
+    for fn in (F.grid_sample, gs.grid_sample):
+        xi, gi = x.clone().requires_grad_(), g.clone().requires_grad_()
+        fn(xi, gi, "nearest", "zeros", False).sum().backward()
+        grads.append((xi.grad, gi.grad))
+    assert grads[1][1] is not None and torch.equal(grads[1][1], torch.zeros_like(g))
+    assert torch.equal(grads[1][0], grads[0][0]) and grads[1][0].sum() > 0
+
+
+# ----------------------------------------------------------------------------- hypothesis
+
+_SPECIAL = [float("nan"), float("inf"), float("-inf"), 1.0, -1.0, 0.0, 1e30, -1e30, 2.0, -2.0]
+
+
+@st.composite
+def _sampling_case(draw, max_size=6):
+    n = draw(st.integers(0, 2))
+    c = draw(st.integers(1, 3))
+    h, w = draw(st.integers(1, max_size)), draw(st.integers(1, max_size))
+    h_out, w_out = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+    align_corners = draw(st.booleans())
+    dtype = draw(st.sampled_from(DTYPES))
+    # normalised pixel centres / edges of this size, plus anything in [-3, 3] and specials
+    halves = st.integers(-2 * max(h, w) - 2, 4 * max(h, w) + 2).map(lambda k: k / 2)
+    edge_x = halves.map(lambda u: (2 * u + 1) / w - 1 if not align_corners or w == 1
+                        else 2 * u / (w - 1) - 1)
+    edge_y = halves.map(lambda u: (2 * u + 1) / h - 1 if not align_corners or h == 1
+                        else 2 * u / (h - 1) - 1)
+    anyval = st.floats(-3, 3, allow_nan=False)
+    count = n * h_out * w_out
+    xs = draw(st.lists(st.one_of(edge_x, anyval, st.sampled_from(_SPECIAL)),
+                       min_size=count, max_size=count))
+    ys = draw(st.lists(st.one_of(edge_y, anyval, st.sampled_from(_SPECIAL)),
+                       min_size=count, max_size=count))
+    grid = torch.tensor(list(zip(xs, ys)), dtype=torch.float64).reshape(n, h_out, w_out, 2)
+    seed = draw(st.integers(0, 2**16))
+    x = _features(n, c, h, w, dtype, seed)
+    return x, grid.to(dtype), align_corners
+
+
+@settings(max_examples=_examples(300), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=_sampling_case(), mode=st.sampled_from(MODES),
+       padding_mode=st.sampled_from(PADDING_MODES))
+def test_property_matches_grid_sample(case, mode, padding_mode):
+    x, g, align_corners = case
+    expected = _oracle(x, g, mode, padding_mode, align_corners)
+    out = gs.grid_sample(x, g, mode, padding_mode, align_corners)
+    tol = 0.0 if mode == "nearest" else TOL[x.dtype]
+    assert out.shape == expected.shape
+    assert torch.equal(torch.isnan(out), torch.isnan(expected))
+    if out.numel():
+        assert (out - expected).nan_to_num(0.0).abs().max().item() <= tol
+
+
+@settings(max_examples=_examples(100), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=_sampling_case(max_size=5), mode=st.sampled_from(MODES),
+       padding_mode=st.sampled_from(PADDING_MODES))
+def test_property_gradients_match_grid_sample(case, mode, padding_mode):
+    x, g, align_corners = case
+    x, g = x.double(), g.double().nan_to_num(0.5, 0.25, -0.25).clamp(-50, 50)
+    grads = []
+    for fn in (F.grid_sample, gs.grid_sample):
+        xi, gi = x.clone().requires_grad_(), g.clone().requires_grad_()
+        out = fn(xi, gi, mode, padding_mode, align_corners)
+        out.backward(torch.ones_like(out))
+        grads.append((xi.grad, gi.grad))
+    torch.testing.assert_close(grads[1][0], grads[0][0], rtol=0, atol=1e-10)
+    torch.testing.assert_close(grads[1][1], grads[0][1], rtol=0, atol=1e-9)
+
+
+@settings(max_examples=_examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=_sampling_case(), padding_mode=st.sampled_from(PADDING_MODES))
+def test_property_gather_points_matches_grid_sample(case, padding_mode):
+    x, g, align_corners = case
+    n, h_out, w_out, _ = g.shape
+    pts = g.reshape(n, h_out * w_out, 2)
+    res = gs.gather_points(x, pts, padding_mode, align_corners)
+    expected = _oracle(x, pts[:, :, None], "bilinear", padding_mode, align_corners)[..., 0]
+    values = res.values().transpose(1, 2)
+    assert values.shape == expected.shape
+    assert torch.equal(torch.isnan(values), torch.isnan(expected))
+    tol = TOL[x.dtype]
+    if values.numel():
+        assert (values - expected).nan_to_num(0.0).abs().max().item() <= tol
+
+
+@settings(max_examples=_examples(100), deadline=None)
+@given(
+    m=st.integers(0, 12), c=st.integers(1, 3), cells=st.integers(1, 5),
+    weighted=st.booleans(), int32=st.booleans(), seed=st.integers(0, 2**16),
+)
+def test_property_scatter_add_matches_loop(m, c, cells, weighted, int32, seed):
+    gen = torch.Generator().manual_seed(seed)
+    values = torch.randn(m, c, dtype=torch.float64, generator=gen)
+    index = torch.randint(0, cells, (m,), generator=gen)
+    weights = (torch.randint(0, 3, (m,), generator=gen).double() / 2) if weighted else None
+    sums, hits = gs.scatter_add_points(
+        values, index.to(torch.int32 if int32 else torch.int64), cells, weights
+    )
+    exp_sums = torch.zeros(cells, c, dtype=torch.float64)
+    exp_hits = torch.zeros(cells, dtype=torch.int64)
+    for i in range(m):
+        wi = 1.0 if weights is None else float(weights[i])
+        exp_sums[index[i]] += wi * values[i]
+        exp_hits[index[i]] += int(wi != 0)
+    torch.testing.assert_close(sums, exp_sums, rtol=0, atol=1e-12)
+    assert torch.equal(hits, exp_hits)
+
+
+# ----------------------------------------------------------------------------- two stages
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", PADDING_MODES)
+def test_gather_points_equals_grid_sample(padding_mode, align_corners, dtype, edge_grid, matches,
+                                          tolerance):
+    x = _features(2, 5, 4, 6, dtype)
+    pts = edge_grid(2, 4, 6, align_corners, dtype).reshape(2, -1, 2)
+    res = gs.gather_points(x, pts, padding_mode, align_corners)
+    assert res.indices.shape == res.weights.shape == res.valid.shape == (2, pts.shape[1], 4)
+    assert res.indices.dtype == torch.int32 and res.valid.dtype == torch.bool
+    assert res.table.shape == (2 * 4 * 6 + 1, 5) and torch.all(res.table[-1] == 0)
+    expected = _oracle(x, pts[:, :, None], "bilinear", padding_mode, align_corners)[..., 0]
+    matches(res.values(), expected.transpose(1, 2), tolerance[dtype])
+    # invalid taps point at the sentinel and weigh nothing (NaN only for non-finite points)
+    assert torch.all(res.indices[~res.valid] == 2 * 4 * 6)
+    finite = torch.isfinite(pts).all(-1, keepdim=True).expand_as(res.weights)
+    assert torch.all(res.weights[~res.valid & finite] == 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_compute_taps_then_gather_equals_grid_sample(mode, edge_grid, matches, tolerance):
+    x = _features(3, 4, 5, 3, torch.float64)
+    pts = edge_grid(3, 5, 3, True, torch.float64).reshape(3, -1, 2)
+    taps = gs.compute_taps(pts, 5, 3, mode, "reflection", True)
+    assert taps.num_taps == {"nearest": 1, "bilinear": 4, "bicubic": 16}[mode]
+    assert taps.sentinel == 3 * 5 * 3
+    expected = _oracle(x, pts[:, :, None], mode, "reflection", True)[..., 0].transpose(1, 2)
+    matches(gs.gather(x, taps), expected, _tol(mode, torch.float64, tolerance))
+
+
+def test_bilinear_taps_by_hand():
+    # features 1 x 1 x 2 x 3 with values 0..5; rows y=0: 0 1 2, y=1: 3 4 5
+    x = torch.arange(6.0).view(1, 1, 2, 3)
+    pts = torch.tensor([[[0.25, 0.5], [-0.75, 0.0], [2.0, 1.0]]])  # pixel (u, v)
+    taps = gs.bilinear_taps(pts, 2, 3, coords="pixel")
+    assert taps.indices.tolist() == [[[0, 1, 3, 4], [6, 0, 6, 3], [5, 6, 6, 6]]]
+    assert taps.valid.tolist() == [[[True] * 4, [False, True, False, True],
+                                    [True, False, False, False]]]
+    assert taps.weights.tolist() == [[[0.375, 0.125, 0.375, 0.125], [0.0, 0.25, 0.0, 0.0],
+                                      [1.0, 0.0, 0.0, 0.0]]]
+    assert gs.gather(x, taps).flatten().tolist() == [1.75, 0.0, 5.0]
+
+
+def test_indices_of_second_image_are_offset():
+    pts = torch.tensor([[[1.0, 1.0]], [[1.0, 1.0]]])
+    taps = gs.bilinear_taps(pts, 3, 4, coords="pixel", padding_mode="border")
+    assert taps.indices[:, 0, 0].tolist() == [5, 12 + 5]
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_integer_pixel_coords_sample_pixels_exactly(align_corners):
+    x = _features(2, 3, 5, 7, torch.float32)
+    v, u = torch.meshgrid(torch.arange(5.0), torch.arange(7.0), indexing="ij")
+    pts = torch.stack([u, v], -1).reshape(1, -1, 2).expand(2, -1, -1)
+    res = gs.gather_points(x, pts, "zeros", align_corners, coords="pixel")
+    assert torch.equal(res.values(), x.permute(0, 2, 3, 1).reshape(2, -1, 3))
+
+
+def test_gather_is_differentiable_through_taps():
+    x = _features(1, 2, 3, 4, torch.float64).requires_grad_()
+    pts = (_smooth_grid(1, 1, 5, 3, 4, False).reshape(1, 5, 2)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, p: gs.gather(a, gs.bilinear_taps(p, 3, 4)), (x, pts))
+
+
+# ----------------------------------------------------------------------------- index dtype
+
+
+def test_index_dtype_bound():
+    assert gs.index_dtype(0) == torch.int32
+    assert gs.index_dtype(2**31 - 1) == torch.int32
+    assert gs.index_dtype(2**31) == torch.int64
+
+
+@pytest.mark.parametrize(
+    "n,height,width,dtype",
+    [(2, 693, 1549411, torch.int32), (2, 2**15, 2**15, torch.int64)],
+    ids=["2**31-2", "2**31"],
+)
+def test_indices_at_the_int32_limit(n, height, width, dtype):
+    # Pure geometry, so huge feature maps need no feature memory.
+    num_rows = n * height * width
+    pts = torch.tensor([[0.0, 0.0], [width - 2.0, height - 1.0], [width - 1.5, height - 1.0],
+                        [-3.0, 0.0]], dtype=torch.float64).expand(n, -1, -1)
+    taps = gs.bilinear_taps(pts, height, width, coords="pixel")
+    assert taps.indices.dtype == dtype and taps.sentinel == num_rows
+    last = n - 1
+    base = last * height * width + (height - 1) * width
+    assert taps.indices[last, :, 0].tolist() == [last * height * width, base + width - 2,
+                                                 base + width - 2, num_rows]
+    assert taps.indices[last, 2, 1].item() == base + width - 1
+    assert taps.indices[last, 2, 2:].tolist() == [num_rows, num_rows]  # row y = H is outside
+    assert taps.valid[last, 3].tolist() == [False, False, False, False]
+
+
+def test_int64_fallback_for_many_images():
+    pts = torch.tensor([[[1.0, 1.0]]] * 3, dtype=torch.float64)
+    taps = gs.bilinear_taps(pts, 2**15, 2**15, coords="pixel")  # N*H*W = 3 * 2**30
+    assert taps.indices.dtype == torch.int64
+    assert taps.indices[2, 0, 0].item() == 2 * 2**30 + 2**15 + 1
+
+
+# ----------------------------------------------------------------------------- scatter
+
+
+def test_scatter_add_points_by_hand():
+    values = torch.tensor([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0], [4.0, 40.0], [5.0, 50.0]])
+    cells = torch.tensor([0, 2, 0, 3, 2], dtype=torch.int32)
+    sums, hits = gs.scatter_add_points(values, cells, 4)
+    assert sums.tolist() == [[4.0, 40.0], [0.0, 0.0], [7.0, 70.0], [4.0, 40.0]]
+    assert hits.tolist() == [2, 0, 2, 1] and hits.dtype == torch.int64
+    weights = torch.tensor([1.0, 0.5, 2.0, 0.0, 1.0])
+    sums, hits = gs.scatter_add_points(values, cells, 4, weights)
+    assert sums.tolist() == [[7.0, 70.0], [0.0, 0.0], [6.0, 60.0], [0.0, 0.0]]
+    assert hits.tolist() == [2, 0, 2, 0]
+
+
+def test_scatter_add_points_gradients():
+    values = torch.randn(6, 2, dtype=torch.float64, requires_grad=True)
+    weights = torch.rand(6, dtype=torch.float64, requires_grad=True)
+    cells = torch.tensor([1, 1, 0, 2, 2, 2])
+    assert torch.autograd.gradcheck(
+        lambda v, w: gs.scatter_add_points(v, cells, 3, w)[0], (values, weights)
+    )
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda: gs.grid_sample(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 1, 2), "area"), "mode"),
+        (lambda: gs.grid_sample(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 1, 2), "bilinear",
+                                "circular"), "padding_mode"),
+        (lambda: gs.grid_sample(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 1, 2),
+                                align_corners=None), "align_corners"),
+        (lambda: gs.grid_sample(torch.zeros(1, 2, 2), torch.zeros(1, 1, 1, 2)), "input"),
+        (lambda: gs.grid_sample(torch.zeros(1, 1, 2, 2), torch.zeros(2, 1, 1, 2)), "grid"),
+        (lambda: gs.grid_sample(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 1, 2).double()),
+         "grid"),
+        (lambda: gs.compute_taps(torch.zeros(1, 3, 3), 2, 2), "grid"),
+        (lambda: gs.compute_taps(torch.zeros(1, 3, 2), 0, 2), "height"),
+        (lambda: gs.compute_taps(torch.zeros(1, 3, 2), 2, 2.5), "width"),
+        (lambda: gs.compute_taps(torch.zeros(1, 3, 2), 2, 2, coords="uv"), "coords"),
+        (lambda: gs.compute_taps(torch.zeros(1, 3, 2), 2, 2, mode="cubic"), "mode"),
+        (lambda: gs.gather(torch.zeros(1, 1, 3, 3), gs.bilinear_taps(torch.zeros(1, 2, 2), 2, 2)),
+         "features"),
+        (lambda: gs.gather_points(torch.zeros(2, 1, 3, 3), torch.zeros(1, 2, 2)), "points"),
+        (lambda: gs.scatter_add_points(torch.zeros(3, 2), torch.tensor([0, 1, 5]), 4),
+         "cell_index"),
+        (lambda: gs.scatter_add_points(torch.zeros(3, 2), torch.tensor([0.0, 1, 2]), 4),
+         "cell_index"),
+        (lambda: gs.scatter_add_points(torch.zeros(3, 2), torch.tensor([0, 1, 2]), -1),
+         "num_cells"),
+        (lambda: gs.scatter_add_points(torch.zeros(3, 2), torch.tensor([0, 1, 2]), 4,
+                                       torch.ones(2)), "weights"),
+    ],
+)
+def test_errors_name_the_field(call, field):
+    with pytest.raises(ValueError, match=f"'{field}'"):
+        call()
