@@ -236,7 +236,8 @@ def synthetic_scene() -> Scene:
     rig = nuscenes_like_rig().resized(SYNTHETIC_SCALE)
     images = render(rig, supersample=1)
     w, h = rig[0].size
-    return Scene(key="synthetic", label=f"Synthetic nuScenes-like rig ({w} x {h}, rendered: sample_data is missing)", rig=rig, images=_freeze(images), ground_truth=_ground_truth())
+    return Scene(key="synthetic", label=f"Synthetic nuScenes-like rig ({w} x {h}, rendered: sample_data is missing)",
+                 rig=rig, images=_freeze(images), ground_truth=_ground_truth())
 
 
 def sample_available() -> bool:

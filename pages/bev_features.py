@@ -83,12 +83,14 @@ for row in rows:
     row["table build (ms)"] = f"{1000 * t['build']:.0f}" if "build" in t else "—"
 table = pd.DataFrame(rows).rename(columns={"name": "sampler"})
 t1, t2 = st.columns([1.4, 1])
-t1.dataframe(table.style.format({"max |diff|": "{:.2e}", "mean |diff|": "{:.2e}", "sample (ms)": "{:.1f}",
-                                 "total (ms)": "{:.1f}"}),
-             hide_index=True, key="bev_table")
+t1.dataframe(table, hide_index=True, key="bev_table", column_config={
+    "max |diff|": st.column_config.NumberColumn(format="%.2e"),
+    "mean |diff|": st.column_config.NumberColumn(format="%.2e"),
+    "sample (ms)": st.column_config.NumberColumn(format="%.1f"),
+    "total (ms)": st.column_config.NumberColumn(format="%.1f")})
 t1.caption("Errors over all channels and cells; times measured when the result was computed (cached after). "
-           "LUT total excludes building the table (its own column). deformable (floor) converts with the align_corners=True "
-           "formula and floors: a half-pixel pull towards the top-left.")
+           "LUT total excludes building the table (its own column). deformable (floor) converts with the "
+           "align_corners=True formula and floors: a half-pixel pull towards the top-left.")
 t2.plotly_chart(bar_figure(list(table["sampler"]), list(table["total (ms)"]), title="time per sampler",
                            x_title="ms"), key="bev_times")
 

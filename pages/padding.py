@@ -43,7 +43,8 @@ m3.metric("Output", f"{cases[0].reference.shape[1]} x {cases[0].reference.shape[
 table = pd.DataFrame([{"mode": c.mode, "padding": c.padding, "align_corners": c.align_corners,
                        "max |diff|": c.max_error} for c in cases])
 with st.expander("All 12 settings: max |gather-scatter - reference|", expanded=False):
-    st.dataframe(table.style.format({"max |diff|": "{:.2e}"}), hide_index=True, key="pad_table")
+    st.dataframe(table, hide_index=True, key="pad_table",
+                 column_config={"max |diff|": st.column_config.NumberColumn(format="%.2e")})
 
 shown = [c for c in cases if c.mode == mode and c.align_corners == align]
 out_h, out_w = shown[0].reference.shape[1:]
