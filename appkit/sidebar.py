@@ -145,10 +145,7 @@ def _upload_controls():
 
         return request, load, f"the uploaded rig {js.name}"
     if handed:
-        import hashlib
-
-        digest = hashlib.sha1(handed["json_bytes"] + b"".join(
-            hashlib.sha1(v).digest() for _, v in sorted(handed.get("images", {}).items()))).hexdigest()
+        digest = sources.upload_digest(handed["json_bytes"], handed.get("images", {}))
         return (("upload-bytes", digest),
                 lambda: sources.uploaded_scene(handed["json_name"], handed["json_bytes"], handed.get("images", {})),
                 f"the uploaded rig {handed['json_name']}")

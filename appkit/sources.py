@@ -195,6 +195,14 @@ def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, b
                          f"{_size_text(MAX_TOTAL_BYTES)} limit (got {total} bytes)")
 
 
+def upload_digest(json_bytes: bytes, images: Mapping[str, bytes]) -> str:
+    """Content hash of an upload (the JSON and every image), for request and cache keys."""
+    h = hashlib.sha1(json_bytes)
+    for name in sorted(images):
+        h.update(name.encode() + hashlib.sha1(images[name]).digest())
+    return h.hexdigest()[:16]
+
+
 def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes]) -> Scene:
     """A scene from an uploaded JSON rig and uploaded image files.
 
@@ -216,8 +224,7 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
     check_upload_sizes(json_name, json_bytes, images)
     rig_file = parse_rig(bytes(json_bytes), source=json_name)
     loaded = load_rig_images(rig_file, None, uploaded=dict(images))
-    digest = hashlib.sha1(json_bytes + b"".join(hashlib.sha1(images[k]).digest() for k in sorted(images)))
-    return Scene(key=f"upload:{digest.hexdigest()[:16]}", label=f"Uploaded rig {json_name}", rig=rig_file.rig,
+    return Scene(key=f"upload:{upload_digest(json_bytes, images)}", label=f"Uploaded rig {json_name}", rig=rig_file.rig,
                  images=_freeze(loaded), image_files=dict(rig_file.image_files or {}))
 
 

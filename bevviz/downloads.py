@@ -17,7 +17,7 @@ import numpy as np
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
-from bevviz.overlays import STATUS_NAMES, point_status
+from bevviz.overlays import STATUS_NAMES, point_status, to_numpy
 from bevviz.projection import Projection
 
 CSV_COLUMNS = ("camera", "z_index", "row", "col", "x", "y", "z", "u", "v", "depth", "status")
@@ -34,8 +34,8 @@ def projection_npz(proj: Projection, rig: Rig, grid: BEVGrid) -> bytes:
     buf = io.BytesIO()
     np.savez_compressed(
         buf, cameras=np.array(rig.names), points=grid.points().numpy().astype(np.float32),
-        uv=_np(proj.uv).astype(np.float32), depth=_np(proj.depth).astype(np.float32),
-        valid=_np(proj.valid).astype(bool), status=point_status(proj),
+        uv=to_numpy(proj.uv).astype(np.float32), depth=to_numpy(proj.depth).astype(np.float32),
+        valid=to_numpy(proj.valid).astype(bool), status=point_status(proj),
         z_values=np.array(grid.z_values), x_range=np.array(grid.x_range), y_range=np.array(grid.y_range),
         resolution=np.array(grid.resolution))
     return buf.getvalue()
@@ -56,7 +56,7 @@ def projection_csv(proj: Projection, rig: Rig, grid: BEVGrid, valid_only: bool =
         UTF-8 CSV with the header ``CSV_COLUMNS``.
     """
     pts = grid.points().numpy()  # (Z, H, W, 3)
-    uv, depth, status = _np(proj.uv), _np(proj.depth), point_status(proj)
+    uv, depth, status = to_numpy(proj.uv), to_numpy(proj.depth), point_status(proj)
     N = uv.shape[0]
     idx = np.argwhere(status == 0) if valid_only else np.argwhere(np.ones_like(status, dtype=bool))
     if max_rows is not None and len(idx) > max_rows:
@@ -121,9 +121,3 @@ def rig_json(rig: Rig, image_files: dict[str, str] | None = None) -> bytes:
     from bevviz.io.rig_json import rig_to_dict
 
     return json.dumps(rig_to_dict(rig, image_files=image_files), indent=2).encode("utf-8")
-
-
-def _np(x) -> np.ndarray:
-    if hasattr(x, "detach"):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)

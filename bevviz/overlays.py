@@ -45,8 +45,8 @@ def point_status(proj: Projection) -> np.ndarray:
         image), ``STATUS_BEHIND`` (depth <= eps; wins over outside) or ``STATUS_OUTSIDE``
         (in front but outside the image bounds).
     """
-    in_front = _np(proj.in_front).astype(bool)
-    valid = _np(proj.valid).astype(bool)
+    in_front = to_numpy(proj.in_front).astype(bool)
+    valid = to_numpy(proj.valid).astype(bool)
     status = np.full(in_front.shape, STATUS_OUTSIDE, dtype=np.uint8)
     status[valid] = STATUS_VALID
     status[~in_front] = STATUS_BEHIND
@@ -94,8 +94,8 @@ def behind_camera_uv(proj: Projection, eps: float = 1e-5) -> np.ndarray:
         Naive pixel coordinates ``K p_cam / depth``, shape (N_cam, *P, 2); NaN where the
         depth is zero.
     """
-    uv = _np(proj.uv).astype(np.float64)
-    depth = _np(proj.depth).astype(np.float64)
+    uv = to_numpy(proj.uv).astype(np.float64)
+    depth = to_numpy(proj.depth).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         naive = uv * (np.maximum(depth, eps) / depth)[..., None]
     naive[depth == 0] = np.nan
@@ -270,9 +270,9 @@ def ground_grid_lines(rig: Rig, x_range: tuple[float, float], y_range: tuple[flo
         return GroundGridLines(np.zeros((n, 0, samples, 2)), [], np.zeros((n, 0, 2)), np.zeros(0, bool))
     pts = np.stack(lines)  # (L, S, 3)
     proj = project_points(pts, rig)
-    uv = _np(proj.uv).astype(np.float64)
-    depth = _np(proj.depth)
-    in_image = _np(proj.in_image).astype(bool)
+    uv = to_numpy(proj.uv).astype(np.float64)
+    depth = to_numpy(proj.depth)
+    in_image = to_numpy(proj.in_image).astype(bool)
     uv[depth < min_depth] = np.nan
     visible = in_image & (depth >= min_depth)  # (N, L, S)
     # Label each line at its visible point nearest the camera, kept off the image border.
@@ -321,7 +321,7 @@ def cell_report(rig: Rig, grid: BEVGrid, row: int, col: int, eps: float = 1e-5,
     pts = np.array([[x, y, z] for z in grid.z_values])  # (Z, 3)
     proj = project_points(pts, rig, eps=eps, bounds=bounds)
     status = point_status(proj)
-    uv, depth = _np(proj.uv), _np(proj.depth)
+    uv, depth = to_numpy(proj.uv), to_numpy(proj.depth)
     rows = []
     for c, name in enumerate(rig.names):
         for k, z in enumerate(grid.z_values):
@@ -342,7 +342,7 @@ def footprints(proj: Projection) -> np.ndarray:
     Returns:
         Shape (N_cam, H_bev, W_bev), bool.
     """
-    valid = _np(proj.valid).astype(bool)
+    valid = to_numpy(proj.valid).astype(bool)
     if valid.ndim != 4:
         raise field_error("projection", valid.shape, "expected valid of shape (N_cam, Z, H_bev, W_bev)")
     return valid.any(axis=1)
@@ -402,7 +402,7 @@ def compare_validity(rig: Rig, grid: BEVGrid, setting_a: tuple[float, str],
     """
     pa = grid_projection(rig, grid, eps=setting_a[0], bounds=setting_a[1])
     pb = grid_projection(rig, grid, eps=setting_b[0], bounds=setting_b[1])
-    va, vb = _np(pa.valid).astype(bool), _np(pb.valid).astype(bool)
+    va, vb = to_numpy(pa.valid).astype(bool), to_numpy(pb.valid).astype(bool)
     diff = va != vb  # (N, Z, H, W)
     return ValidityComparison(a=va.any(1), b=vb.any(1), differs=diff.any(axis=(0, 1)),
                               points_differ=diff.reshape(diff.shape[0], -1).sum(1))
@@ -418,7 +418,7 @@ def disagreement(maps: dict[str, np.ndarray], reference: str | None = None) -> n
     Returns:
         Shape (H_bev, W_bev): max over channels and pairs of |m_i - m_j|.
     """
-    arrays = {k: _np(v).astype(np.float64) for k, v in maps.items()}
+    arrays = {k: to_numpy(v).astype(np.float64) for k, v in maps.items()}
     keys = list(arrays)
     if reference is not None:
         pairs = [(reference, k) for k in keys if k != reference]
@@ -441,10 +441,10 @@ def error_table(maps: dict[str, np.ndarray], reference: str) -> list[dict]:
     Returns:
         One dict per map, in ``maps`` order: ``name``, ``max |diff|``, ``mean |diff|``.
     """
-    ref = _np(maps[reference]).astype(np.float64)
+    ref = to_numpy(maps[reference]).astype(np.float64)
     rows = []
     for name, m in maps.items():
-        d = np.abs(_np(m).astype(np.float64) - ref)
+        d = np.abs(to_numpy(m).astype(np.float64) - ref)
         rows.append({"name": name, "max |diff|": float(d.max()) if d.size else 0.0,
                      "mean |diff|": float(d.mean()) if d.size else 0.0})
     return rows
@@ -461,7 +461,7 @@ def channel_view(features: np.ndarray | torch.Tensor, view: str | int) -> np.nda
     Returns:
         Shape (H, W, 3) for ``"rgb"``, else (H, W); float64.
     """
-    f = _np(features).astype(np.float64)
+    f = to_numpy(features).astype(np.float64)
     check_shape(f, (None, None, None), "features")
     if view == "rgb":
         if f.shape[0] < 3:
@@ -575,7 +575,7 @@ def margin_grid_pixels(out_height: int, out_width: int, margin: float, height: i
 
     g = margin_grid(out_height, out_width, margin, dtype=torch.float64)[0]  # (H_out, W_out, 2)
     uv = normalized_to_pixel(g, (width, height), align_corners=align_corners)
-    return _np(uv[0, :, 0]), _np(uv[:, 0, 1])
+    return to_numpy(uv[0, :, 0]), to_numpy(uv[:, 0, 1])
 
 
 def pixel_grid(height: int, width: int, align_corners: bool, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -632,8 +632,8 @@ def padding_cases(feature: torch.Tensor, grid: torch.Tensor, reference_fn, candi
         for padding in paddings:
             for ac in aligns:
                 kw = dict(mode=mode, padding_mode=padding, align_corners=ac)
-                ref = _np(reference_fn(feature, grid, **kw))[0]
-                cand = _np(candidate_fn(feature, grid, **kw))[0]
+                ref = to_numpy(reference_fn(feature, grid, **kw))[0]
+                cand = to_numpy(candidate_fn(feature, grid, **kw))[0]
                 cases.append(PaddingCase(mode, padding, ac, ref, cand,
                                          float(np.abs(cand.astype(np.float64) - ref).max())))
     return cases
@@ -659,13 +659,14 @@ def half_pixel_mismatch(feature: torch.Tensor, sample_fn, normalise_align: bool,
     check_shape(feature, (1, None, None, None), "feature")
     H, W = feature.shape[-2:]
     grid = pixel_grid(H, W, normalise_align, dtype=feature.dtype)
-    return _np(sample_fn(feature, grid, mode="bilinear", padding_mode="zeros", align_corners=sample_align))[0]
+    return to_numpy(sample_fn(feature, grid, mode="bilinear", padding_mode="zeros", align_corners=sample_align))[0]
 
 
 # --------------------------------------------------------------------------------------
 
 
-def _np(x) -> np.ndarray:
+def to_numpy(x) -> np.ndarray:
+    """A tensor (detached, on the CPU) or array-like as a numpy array."""
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()
     return np.asarray(x)
