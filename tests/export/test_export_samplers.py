@@ -104,13 +104,17 @@ def test_deformable_dynamic_axes_hold_at_other_sizes(outcomes):
     assert p.ok and p.output_shape == (1, 4, 5, 6)
 
 
-def test_gather_scatter_dynamic_axes_that_do_not_hold_are_made_static(outcomes):
+def test_gather_scatter_keeps_only_dynamic_axes_that_hold(outcomes):
     res = outcomes["gather_scatter"].result
-    # its loops fix the sizes: whatever the exporter first declared, the graph ends up static
-    assert all(not t.dynamic_axes for t in res.inputs)
-    assert any("static" in n for n in res.notes)
-    with pytest.raises(ValueError, match="field 'inputs'"):
-        check_parity(res, runs=1, inputs={k: v[:1] for k, v in res.example_inputs.items()})
+    one = {k: v[:1].contiguous() for k, v in res.example_inputs.items()}
+    if res.inputs[0].dynamic_axes.get(0):
+        assert check_parity(res, runs=1, inputs=one).ok
+    else:
+        # today its per-camera loops fix N (and compute_taps needs int H, W): the exporter
+        # first declares N symbolic, the onnxruntime probe catches it, the graph ends static
+        assert any("static" in n for n in res.notes), res.notes
+        with pytest.raises(ValueError, match="field 'inputs'"):
+            check_parity(res, runs=1, inputs=one)
 
 
 def test_rules_use_the_exported_facts(outcomes):
