@@ -88,12 +88,14 @@ with shown_errors("Comparing overlap policies"), \
 maps = {p: r["features"] for p, r in policies.items()}
 dis = overlays.disagreement(maps)
 differs = dis > 1e-6
-p1, p2, p3 = st.columns(3)
-p1.metric("Cells where policies disagree", f"{int(differs.sum()):,}")
-p2.metric("... of which are seams", f"{int((differs & (count >= 2)).sum()):,}")
-p3.metric("Largest disagreement", f"{float(dis.max()):.3f}")
 st.plotly_chart(bev_panels({p: overlays.channel_view(m, "rgb") for p, m in maps.items()}, grid, cols=3,
                            zmin=0.0, zmax=1.0, panel_height=340), key="cov_policies")
-st.plotly_chart(bev_map(dis, grid, title="max |difference| between policies (over RGB channels)",
+c1, c2 = st.columns([1.4, 1])
+c1.plotly_chart(bev_map(dis, grid, title="max |difference| between policies (over RGB channels)",
                         colorscale="Inferno", zmin=0.0, colorbar_title="|diff|", hover_label="|diff|",
                         height=460), key="cov_policy_diff")
+c2.metric("Cells where policies disagree", f"{int(differs.sum()):,}")
+c2.metric("... of which are seams", f"{int((differs & (count >= 2)).sum()):,}")
+c2.metric("Largest disagreement", f"{float(dis.max()):.3f}")
+c2.caption("Seams where the cameras disagree most are where calibration or exposure differ; a first-hit or "
+           "last-write port shows them as hard edges that the mean blends away.")
