@@ -48,6 +48,7 @@ DYNAMIC_SHAPE_OPS = DATA_DEPENDENT_SHAPE_OPS + CONTROL_FLOW_OPS
 #: Ops that only move or reshape a tensor: walked through when looking for a Cast that
 #: produced an index.
 _PASS_THROUGH = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Flatten", "Identity", "Transpose"}
+_INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 
 
 def dtype_name(elem_type: int) -> str:
@@ -98,7 +99,8 @@ class IndexUse:
         shape: Static shape of the index when known (symbols as ``str``).
         cast_from: When a Cast (possibly through Reshape/Unsqueeze/Expand...) produced the
             index, the dtype it cast from (e.g. ``"int32"`` for an exporter-inserted
-            int32 -> int64 cast); else ``None``.
+            int32 -> int64 cast, ``"float32"`` for an index computed by flooring a
+            coordinate); else ``None``.
         cast_node: Name of that Cast node, else ``None``.
         reduction: For scatter ops, the ``reduction`` attribute (``"none"`` (overwrite),
             ``"add"``, ...); ``None`` for gathers.
@@ -128,8 +130,10 @@ class OpReport:
         op_counts: Op type -> number of nodes, most frequent first (nested subgraphs and
             local functions included).
         index_uses: Every index input of a gather / scatter op.
-        casts_into_index: Number of Cast nodes whose output (directly or through
-            reshape-like ops) is an index input.
+        casts_into_index: Number of Cast nodes that change an integer index's width (e.g.
+            the exporter's int32 -> int64) whose output, directly or through reshape-like
+            ops, is an index input. A Cast from float (how indices are computed from
+            coordinates) is recorded in :attr:`IndexUse.cast_from` but not counted.
         casts_after_gather: Number of Cast nodes that consume a gather / scatter output.
         dynamic_ops: Data-dependent-shape and control-flow op type -> count.
         inputs: Graph inputs (initializers excluded).
@@ -405,8 +409,9 @@ def inspect_onnx(path: str | os.PathLike) -> OpReport:
             cast = find_cast(idx)
             cast_from = None
             if cast is not None:
-                casts_into.add(cast.name or id(cast))
                 cast_from = dtype_name(types.get(cast.input[0], 0))
+                if cast_from in _INT_DTYPES:  # an int -> int change of width (float -> int is
+                    casts_into.add(cast.name or id(cast))  # how indices are computed, not a cast around one)
             for out in node.output:
                 for consumer in consumers.get(out, []):
                     if consumer.op_type == "Cast":
