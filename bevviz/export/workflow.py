@@ -122,8 +122,10 @@ def run_export(settings: ExportSettings, path: str | os.PathLike, *, rig: Rig | 
         facts = out.result.facts()
         step("inspect", 1)
         out.report = inspect_onnx(out.result.path)
-    except (ValueError, RuntimeError, ImportError) as exc:
+    except ValueError as exc:  # bad settings or a failed export: the message names the field
         out.error = str(exc)
+    except Exception as exc:  # anything else from a sampler's code: a message, never a crash
+        out.error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}"
     step("rules", 2)
     out.rules = evaluate_rules(facts, out.report, rules)
     if out.result is not None:
