@@ -37,9 +37,12 @@ Convention:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -73,6 +76,42 @@ FLU_FROM_RDF = STORED_FROM_RDF["FLU"]
 
 #: A ``grid_sample``-compatible function ``(input, grid, mode, padding_mode, align_corners)``.
 Sampler = Callable[..., torch.Tensor]
+
+
+_THREADS_LOCK = threading.Lock()
+_THREADS_DEPTH = [0, 0]  # (nesting depth, thread count to restore)
+
+
+@contextmanager
+def single_threaded():
+    """Run torch on one intra-op thread inside the block (restored after, nesting-safe).
+
+    Refinement is thousands of small ops on a few thousand points; splitting each over
+    OpenMP threads costs more than it saves (5-10x slower on a busy 2-core machine).
+    """
+    with _THREADS_LOCK:
+        if _THREADS_DEPTH[0] == 0:
+            _THREADS_DEPTH[1] = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _THREADS_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _THREADS_DEPTH[0] -= 1
+            if _THREADS_DEPTH[0] == 0:
+                torch.set_num_threads(_THREADS_DEPTH[1])
+
+
+def _on_one_thread(fn):
+    """Decorator: run ``fn`` inside :func:`single_threaded`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with single_threaded():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 # --------------------------------------------------------------------------------------
@@ -120,6 +159,36 @@ def perturb_camera(camera: Camera, roll_deg: float = 0.0, pitch_deg: float = 0.0
 def perturb_rig(rig: Rig, camera: str, **kwargs) -> Rig:
     """The rig with one camera perturbed; keyword arguments as :func:`perturb_camera`."""
     return rig.replace(perturb_camera(rig[camera], **kwargs))
+
+
+#: Keys of a perturbation dict and their neutral values (translation in cm, as sliders show it).
+PERTURBATION_KEYS = {"roll_deg": 0.0, "pitch_deg": 0.0, "yaw_deg": 0.0, "x_cm": 0.0, "y_cm": 0.0, "z_cm": 0.0,
+                     "fx_scale": 1.0, "fy_scale": 1.0}
+
+
+def apply_perturbations(rig: Rig, perturbations: Mapping[str, Mapping[str, float]]) -> Rig:
+    """The rig with several cameras perturbed.
+
+    Args:
+        rig: The rig.
+        perturbations: Camera name -> dict with any of :data:`PERTURBATION_KEYS`
+            (degrees, cm, scale factors); missing keys are neutral.
+
+    Returns:
+        The perturbed rig (the same object when nothing changes).
+    """
+    out = rig
+    for name, p in perturbations.items():
+        v = {**PERTURBATION_KEYS, **{k: float(x) for k, x in p.items()}}
+        unknown = set(p) - set(PERTURBATION_KEYS)
+        if unknown:
+            raise field_error("perturbation", sorted(unknown), f"unknown keys; allowed: {list(PERTURBATION_KEYS)}", name)
+        if all(v[k] == PERTURBATION_KEYS[k] for k in PERTURBATION_KEYS):
+            continue
+        out = out.replace(perturb_camera(out[name], v["roll_deg"], v["pitch_deg"], v["yaw_deg"],
+                                         (v["x_cm"] / 100.0, v["y_cm"] / 100.0, v["z_cm"] / 100.0),
+                                         v["fx_scale"], v["fy_scale"]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -564,6 +633,7 @@ def _project_ground(rig: Rig, points: torch.Tensor) -> tuple[torch.Tensor, torch
     return proj.uv, proj.valid
 
 
+@_on_one_thread
 def analyze_seams(rig: Rig, images: Mapping[str, np.ndarray] | torch.Tensor, grid: BEVGrid | None = None,
                   *, stride: int = 2, blur: float = 1.0, ring: tuple[float, float] = SEAM_RING,
                   min_cells: int = MIN_SEAM_CELLS, ground_truth: GroundTruth | np.ndarray | None = None,
@@ -698,10 +768,18 @@ class Level:
         return 4.0 * self.stride * self.blur + 16.0
 
 
-#: Default schedule: wide basin first (1/8 images, heavy blur, coarse cells), then sharper.
+#: A quicker schedule (coarser cells, fewer steps) for interactive use and tests; ~0.1 deg.
+FAST_LEVELS = (
+    Level(stride=8, blur=3.0, cell=0.5, steps=25, lr_deg=0.3),
+    Level(stride=4, blur=2.0, cell=0.4, steps=25, lr_deg=0.08, cost="ngf"),
+)
+
+#: Default schedule: a wide basin first (colours of 1/8 images, heavy blur, coarse cells),
+#: then normalised gradient fields (sharp and robust to objects standing in a seam) on
+#: 1/4 and 1/2 images.
 DEFAULT_LEVELS = (
     Level(stride=8, blur=3.0, cell=0.4, steps=40, lr_deg=0.3),
-    Level(stride=4, blur=2.0, cell=0.3, steps=40, lr_deg=0.1),
+    Level(stride=4, blur=2.0, cell=0.3, steps=40, lr_deg=0.1, cost="ngf"),
     Level(stride=2, blur=1.5, cell=0.2, steps=40, lr_deg=0.03, cost="ngf"),
 )
 
@@ -798,65 +876,81 @@ def _near_image(cam: Camera, pts: torch.Tensor, uv: torch.Tensor, margin: float)
 
 
 class _SeamObjective:
-    """Seam loss of one camera against fixed neighbours, at one pyramid level.
+    """Seam loss of one camera against fixed neighbours over one or more frames, at one level.
 
-    The neighbours' ground colours are sampled once (no gradient); the refined camera's are
-    sampled every step through the differentiable sampler. Cells are weighted by a soft
-    border ramp in both images (:func:`_border_weight`), so the loss stays continuous while
-    the seam's cells enter and leave the refined camera's image.
+    The seam geometry (cells, their 3-point stencils, the neighbours' border weights) is the
+    same in every frame of a rig, so it is built once; per step the refined camera's
+    projection is computed once and its images of all frames are sampled in ONE two-stage
+    gather (taps once, frame offsets added to the indices). The neighbours' colours are
+    sampled once (no gradient). Cells are weighted by a soft border ramp in both images
+    (:func:`_border_weight`), so the loss stays continuous while cells enter and leave the
+    refined camera's image. Every (frame, neighbour) seam is one term.
 
     Args:
         rig: The rig.
-        imgs: Camera name -> image at this level, shape (3, h, w), for the camera and its
-            neighbours.
+        frames: Per frame, camera name -> image at this level, shape (3, h, w), for the
+            camera and its neighbours (same level size in every frame).
         grid: Ground grid of this level.
         camera: The refined camera.
         neighbours: Cameras to compare with.
         ring: (r_min, r_max) metres.
-        sampler: ``grid_sample``-compatible sampler.
+        sampler: ``grid_sample``-compatible sampler, or None for the two-stage gather-scatter
+            sampler.
         kind: ``"ncc"`` (colours, wide basin) or ``"ngf"`` (normalised gradient fields:
             sharp, and robust to objects standing on the ground).
         ramp: Border ramp in full-resolution pixels.
         margin: Widening of the camera's image bounds when choosing candidate cells.
     """
 
-    def __init__(self, rig: Rig, imgs: Mapping[str, torch.Tensor], grid: BEVGrid, camera: str,
+    def __init__(self, rig: Rig, frames: Sequence[Mapping[str, torch.Tensor]], grid: BEVGrid, camera: str,
                  neighbours: Sequence[str], ring: tuple[float, float], sampler: Sampler | None,
-                 kind: str = "ncc", ramp: float = 32.0, margin: float = 0.15) -> None:
+                 kind: str = "ncc", ramp: float = 32.0, margin: float = 0.1) -> None:
         if kind not in COSTS:
             raise field_error("cost", kind, f"must be one of {COSTS}")
         self.camera, self.sampler, self.kind, self.ramp = rig[camera], sampler, kind, float(ramp)
         self.ngf_eps = NGF_EPS * grid.resolution
-        self.img = imgs[camera]
-        self.table = pixel_table(self.img) if sampler is None else None
+        self.imgs = [f[camera] for f in frames]  # F x (3, h, w)
+        self.table = None
+        if sampler is None:
+            from bevviz.samplers.gather_scatter import feature_table
+
+            self.table = feature_table(torch.stack(self.imgs))  # (F h w + 1, 3)
         cam = self.camera
         pts = _ground_points(grid).reshape(-1, 3)
         pts = pts[torch.from_numpy(ring_mask(grid, rig, ring).reshape(-1))]
-        uv, valid = _project_ground(rig.subset([camera]), pts)
-        cand = _near_image(cam, pts, uv[0], margin)
+        uv, _ = _project_ground(rig.subset([camera]), pts)
+        pts = pts[_near_image(cam, pts, uv[0], margin)]
         self.min_weight = max(8.0, 0.5 * MIN_SEAM_AREA_M2 / grid.resolution ** 2)
-        # (name, stencil points (3 M, 3), colours (C, 3, M), neighbour weights (M,))
-        self.terms: list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]] = []
         step = grid.resolution
         offs = torch.tensor([[0.0, 0.0, 0.0], [step, 0.0, 0.0], [0.0, step, 0.0]], dtype=torch.float64)
+        self.names: list[str] = []
+        p3s, cols, ws = [], [], []
         for name in neighbours:
             other = rig[name]
-            pc = pts[cand]
-            uv_o, ok_o = _project_ground(rig.subset([name]), pc)
+            uv_o, ok_o = _project_ground(rig.subset([name]), pts)
             w_o = _border_weight(uv_o[0], other.width, other.height, self.ramp) * ok_o[0]
             keep = w_o > 0
-            pc, w_o = pc[keep], w_o[keep]
+            pc, w_o = pts[keep], w_o[keep]
             if float(w_o.sum()) < self.min_weight:
                 continue
-            p3 = (pc.unsqueeze(0) + offs.unsqueeze(1))  # (3, M, 3)
+            p3 = pc.unsqueeze(0) + offs.unsqueeze(1)  # (3, M, 3)
             uv3, ok3 = _project_ground(rig.subset([name]), p3.reshape(-1, 3))
             ok = ok3[0].view(3, -1).all(dim=0)
             p3, w_o = p3[:, ok], w_o[ok]
+            uv_n = uv3[0].view(3, -1, 2)[:, ok].reshape(-1, 2).float()
             with torch.no_grad():
-                col = sample_at_pixels(imgs[name], uv3[0].view(3, -1, 2)[:, ok].reshape(-1, 2).float(),
-                                       other.width, other.height, sampler)  # (C, 3 M)
-            self.terms.append((name, p3.reshape(-1, 3).float(), col.view(col.shape[0], 3, -1),
-                               w_o.float()))
+                col = torch.stack([sample_at_pixels(f[name], uv_n, other.width, other.height, sampler)
+                                   for f in frames])  # (F, C, 3 M)
+            self.names.append(name)
+            p3s.append(p3.float())
+            cols.append(col.view(col.shape[0], col.shape[1], 3, -1))
+            ws.append(w_o.float())
+        if self.names:
+            self.sizes = [w.shape[0] for w in ws]
+            self.p3_all = torch.cat(p3s, dim=1).reshape(-1, 3)  # (3 M_all, 3), stencil-major
+            self.col_all = torch.cat(cols, dim=3)  # (F, C, 3, M_all)
+            self.w_all = torch.cat(ws)  # (M_all,)
+            self.seg = torch.repeat_interleave(torch.arange(len(ws)), torch.tensor(self.sizes))
         self.K = torch.tensor(cam.K, dtype=torch.float32).unsqueeze(0)
         self.R0 = torch.tensor(cam.cam_from_ego[:3, :3], dtype=torch.float32)
         self.c0 = torch.tensor(cam.position, dtype=torch.float32)
@@ -864,8 +958,13 @@ class _SeamObjective:
         self.rdf_from_flu = torch.tensor(FLU_FROM_RDF.T, dtype=torch.float32)
 
     @property
+    def terms(self) -> list[tuple[int, str]]:
+        """(frame index, neighbour name) of every seam term."""
+        return [(f, n) for f in range(len(self.imgs)) for n in self.names]
+
+    @property
     def neighbours(self) -> list[str]:
-        return [t[0] for t in self.terms]
+        return list(self.names)
 
     def transform(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> torch.Tensor:
         """cam_from_ego of the corrected camera, shape (4, 4).
@@ -880,76 +979,64 @@ class _SeamObjective:
         top = torch.cat([R, t.unsqueeze(1)], dim=1)
         return torch.cat([top, torch.tensor([[0.0, 0.0, 0.0, 1.0]])], dim=0)
 
-    def pair_losses(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> list[torch.Tensor]:
-        """Seam cost with each neighbour (scalars, differentiable); 1 for a vanished seam."""
-        T = self.transform(rot_deg, trans_cm).unsqueeze(0)
-        costs = []
+    def _sample(self, uv: torch.Tensor) -> torch.Tensor:
+        """The refined camera's images of every frame at full-resolution pixels uv (S, 2): (F, C, S)."""
         W, H = self.camera.width, self.camera.height
-        for _, p3, col, w_o in self.terms:
-            proj = project_with(p3, self.K, T, self.size)
-            front = proj.in_front[0].view(3, -1).all(dim=0)  # (M,)
-            uv = proj.uv[0].view(3, -1, 2)
-            w_t = _border_weight(uv[0], W, H, self.ramp) * front
-            m = w_t.detach() > 0
-            w = (w_t * w_o)[m]
-            if float(w.detach().sum()) < self.min_weight:
-                costs.append(1.0 + 0.0 * rot_deg.sum())
-                continue
-            if self.kind == "ncc":  # colours: the cell centre only
-                mine = sample_at_pixels(self.img, uv[0, m], W, H, self.sampler, self.table)
-                costs.append(_pair_cost_t(mine, col[:, 0, m], w))
-                continue
-            mine = sample_at_pixels(self.img, uv[:, m].reshape(-1, 2), W, H, self.sampler, self.table)
-            mine = mine.view(mine.shape[0], 3, -1)
-            theirs = col[:, :, m]
-            ga = torch.stack([mine[:, 1] - mine[:, 0], mine[:, 2] - mine[:, 0]], -1)
-            gb = torch.stack([theirs[:, 1] - theirs[:, 0], theirs[:, 2] - theirs[:, 0]], -1)
-            costs.append(_ngf_cost_t(ga, gb, w, self.ngf_eps))
+        if self.table is None:
+            return torch.stack([sample_at_pixels(img, uv, W, H, self.sampler) for img in self.imgs])
+        from bevviz.samplers.gather_scatter import GatherResult, bilinear_taps
+
+        F_, (c, h, w) = len(self.imgs), self.imgs[0].shape
+        uvl = torch.stack([(uv[:, 0] + 0.5) * (w / W) - 0.5, (uv[:, 1] + 0.5) * (h / H) - 0.5], -1)
+        taps = bilinear_taps(uvl.unsqueeze(0), h, w, "border", False, "pixel")  # (1, S, 4)
+        base = taps.indices.to(torch.int64)
+        base = torch.where(base == h * w, torch.full_like(base, F_ * h * w), base)  # sentinel of the stack
+        offs = (torch.arange(F_) * (h * w)).view(F_, 1, 1)
+        idx = torch.where(base == F_ * h * w, base, base + offs)  # (F, S, 4)
+        res = GatherResult(idx, taps.weights.expand(F_, -1, -1), taps.valid.expand(F_, -1, -1), self.table)
+        return res.values().transpose(1, 2)  # (F, C, S)
+
+    def pair_losses(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> list[torch.Tensor]:
+        """Seam cost of every (frame, neighbour) term, frame-major (scalars, differentiable); 1
+        for a seam that has left the image."""
+        if not self.names:
+            return []
+        T = self.transform(rot_deg, trans_cm).unsqueeze(0)
+        W, H = self.camera.width, self.camera.height
+        proj = project_with(self.p3_all, self.K, T, self.size)
+        front = proj.in_front[0].view(3, -1).all(dim=0)  # (M,)
+        uv = proj.uv[0].view(3, -1, 2)
+        w_t = _border_weight(uv[0], W, H, self.ramp) * front
+        m = w_t.detach() > 0
+        w = (w_t * self.w_all)[m]
+        counts = torch.bincount(self.seg[m], minlength=len(self.names)).tolist()
+        if self.kind == "ncc":  # colours: the cell centre only
+            mine = self._sample(uv[0, m])  # (F, C, S)
+            theirs = self.col_all[:, :, 0, m]
+        else:
+            mine = self._sample(uv[:, m].reshape(-1, 2))
+            mine = mine.view(mine.shape[0], mine.shape[1], 3, -1)  # (F, C, 3, S)
+            theirs = self.col_all[:, :, :, m]
+        costs = []
+        for f in range(mine.shape[0]):
+            for a, b, wk in zip(mine[f].split(counts, dim=-1), theirs[f].split(counts, dim=-1), w.split(counts)):
+                if float(wk.detach().sum()) < self.min_weight:
+                    costs.append(1.0 + 0.0 * rot_deg.sum())
+                elif self.kind == "ncc":
+                    costs.append(_pair_cost_t(a, b, wk))
+                else:
+                    ga = torch.stack([a[:, 1] - a[:, 0], a[:, 2] - a[:, 0]], -1)
+                    gb = torch.stack([b[:, 1] - b[:, 0], b[:, 2] - b[:, 0]], -1)
+                    costs.append(_ngf_cost_t(ga, gb, wk, self.ngf_eps))
         return costs
 
     def loss(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor, robust: float | None = None) -> torch.Tensor:
-        """Seam loss over the neighbours (scalar, differentiable).
+        """Seam loss over every (frame, neighbour) term (scalar, differentiable).
 
-        With ``robust = k`` the seams are combined as ``k * mean(log(1 + cost / k))``: a seam
+        With ``robust = k`` the terms are combined as ``k * mean(log(1 + cost / k))``: a seam
         that stays bad whatever the pose (an object standing in it) pulls far less than a
         seam that is nearly aligned. ``None``: the plain mean cost.
         """
-        costs = self.pair_losses(rot_deg, trans_cm)
-        if not costs:
-            raise field_error("camera", self.camera.name,
-                              "has no seam with another camera on this grid; nothing to refine against")
-        c = torch.stack(costs)
-        if robust is None:
-            return c.mean()
-        return robust * torch.log1p(c.clamp(min=0.0) / robust).mean()
-
-
-class _FramesObjective:
-    """Seam loss of one camera over several frames (one :class:`_SeamObjective` each).
-
-    Every (frame, neighbour) seam is one term; the robust combination lets a seam that an
-    object hides in one frame count less than the same seam clear in another.
-    """
-
-    def __init__(self, parts: Sequence[_SeamObjective]) -> None:
-        self.parts = [p for p in parts if p.terms]
-        self.camera = parts[0].camera
-
-    @property
-    def terms(self) -> list:
-        return [t for p in self.parts for t in p.terms]
-
-    @property
-    def neighbours(self) -> list[str]:
-        return sorted({n for p in self.parts for n in p.neighbours})
-
-    def transform(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> torch.Tensor:
-        return self.parts[0].transform(rot_deg, trans_cm)
-
-    def pair_losses(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor) -> list[torch.Tensor]:
-        return [c for p in self.parts for c in p.pair_losses(rot_deg, trans_cm)]
-
-    def loss(self, rot_deg: torch.Tensor, trans_cm: torch.Tensor, robust: float | None = None) -> torch.Tensor:
         costs = self.pair_losses(rot_deg, trans_cm)
         if not costs:
             raise field_error("camera", self.camera.name,
@@ -1082,6 +1169,7 @@ def as_pyramids(images) -> list[ImagePyramid]:
     return [f if isinstance(f, ImagePyramid) else ImagePyramid(f) for f in as_frames(images)]
 
 
+@_on_one_thread
 def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
                       grid: BEVGrid | None = None,
                       camera: str | None = None, *, translation: bool = False,
@@ -1134,9 +1222,8 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     obj = None
     for li, lv in enumerate(levels):
         lgrid = _level_grid(grid, lv.cell)
-        obj = _FramesObjective([_SeamObjective(rig, pyr.levels(rig, [camera, *nbrs], lv.stride, lv.blur), lgrid,
-                                               camera, nbrs, lv.ring or ring, sampler, kind=lv.cost, ramp=lv.ramp)
-                                for pyr in pyrs])
+        obj = _SeamObjective(rig, [pyr.levels(rig, [camera, *nbrs], lv.stride, lv.blur) for pyr in pyrs], lgrid,
+                             camera, nbrs, lv.ring or ring, sampler, kind=lv.cost, ramp=lv.ramp)
         if not obj.terms:
             raise field_error("camera", camera, "has no seam with another camera on this grid; "
                               "nothing to refine against")
@@ -1187,7 +1274,8 @@ class CameraFinding:
             coarse-to-fine refinement); a misaligned camera fixes *both* of its seams, a good
             neighbour can only trade one seam against the other. Quick diagnosis: its
             better seam as a multiple of the rig's median seam cost. Ground-truth mode: its
-            cost against the texture as a multiple of the rig's median, folded in.
+            cost against the known texture (whole footprint) as a multiple of the rig's
+            median.
         reason: A readable sentence.
         seams: The camera's seams (costs averaged over the frames).
         quick_score: The quick score (second-worst seam / rig median), always filled.
@@ -1255,6 +1343,7 @@ def _quick(camera: str, pairs: Sequence[SeamPair], median: float) -> tuple[float
     return float(score), reason, seams
 
 
+@_on_one_thread
 def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
              grid: BEVGrid | None = None, ground_truth: GroundTruth | np.ndarray | None = None, *,
              thorough: bool = True, suspects: int | None = 3, levels: Sequence[Level] = DIAGNOSE_LEVELS,
@@ -1268,11 +1357,12 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
             same rig (seams hidden by objects in one frame may be clear in another).
         grid: Ground grid (extent and resolution); default :func:`seam_grid`.
         ground_truth: Optional known BEV texture (:class:`GroundTruth` or an array
-            (H_bev, W_bev, 3) on ``grid``): ground-truth mode, for the first frame (whose ego
-            pose must be the texture's frame). Without it: self-consistency.
-        thorough: Test the suspects by letting each rotate alone (a quick refinement) and
-            rank by how much that repairs their seams. ``False``: rank by the seam costs only
-            (fast, for live views; fooled by seams that objects hide).
+            (H_bev, W_bev, 3) on ``grid``) in the first frame's ego frame: ground-truth mode
+            (each camera's projection against the texture; ``thorough`` is not needed).
+            Without it: self-consistency (seams only).
+        thorough: Self-consistency mode: test the suspects by letting each rotate alone (a
+            quick refinement) and rank by how much that repairs their seams. ``False``: rank
+            by the seam costs only (fast, for live views; fooled by seams that objects hide).
         suspects: How many cameras (highest quick score first) the thorough test tries;
             ``None`` = all.
         levels: Schedule of the quick refinement.
@@ -1301,9 +1391,20 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
         vals = [v for v in gt_cost.values() if np.isfinite(v)]
         gt_med = float(np.median(vals)) if vals else float("nan")
     findings: dict[str, CameraFinding] = {}
+    quick_text: dict[str, str] = {}
     for cam in rig.names:
-        q, text, seams = _quick(cam, pairs, med)
-        findings[cam] = CameraFinding(cam, q, f"{cam}: {text}", seams, q)
+        q, quick_text[cam], seams = _quick(cam, pairs, med)
+        findings[cam] = CameraFinding(cam, q, f"{cam}: {quick_text[cam]}", seams, q)
+    if gt_cost is not None:
+        # Ground-truth mode: each camera against the known texture over its whole footprint.
+        for cam, f in findings.items():
+            g = gt_cost.get(cam, float("nan"))
+            ratio = g / max(gt_med, 1e-3) if np.isfinite(g) else 0.0
+            f.gt_cost = g
+            f.score = float(ratio)
+            f.reason = (f"{cam}: against the ground-truth texture {ratio:.1f}x the rig median "
+                        f"(cost {g:.3f} vs {gt_med:.3f}); {quick_text[cam]}.")
+        return sorted(findings.values(), key=lambda f: -f.score)
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
         tested = order if suspects is None else order[:max(1, suspects)]
@@ -1324,21 +1425,14 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
             d = hist.delta
             f.reason = (f"{cam}: turning it alone by {d.angle_deg:.1f} deg (roll {d.roll_deg:+.1f}, pitch "
                         f"{d.pitch_deg:+.1f}, yaw {d.yaw_deg:+.1f}) lowers its seam cost from "
-                        f"{hist.initial_loss:.2f} to {hist.final_loss:.2f}; {text}")
+                        f"{hist.initial_loss:.2f} to {hist.final_loss:.2f}; {quick_text[cam]}")
         if progress is not None:
             progress(len(tested), len(tested), "")
         for cam in rig.names:
             if cam not in tested:
-                f = findings[cam]
-                f.score = 0.0
-                f.reason += "; not a suspect (its seams are among the rig's better ones)"
-    for cam, f in findings.items():
-        if gt_cost is not None:
-            g = gt_cost.get(cam, float("nan"))
-            ratio = g / max(gt_med, 1e-3) if np.isfinite(g) else 0.0
-            f.gt_cost = g
-            f.reason += f"; against the ground truth {ratio:.1f}x the rig median ({g:.3f})"
-            f.score = float(f.score * ratio) if thorough else float(np.sqrt(max(f.score, 0.0) * ratio))
+                findings[cam].score = 0.0
+                findings[cam].reason += "; not a suspect (its seams are among the rig's better ones)"
+    for f in findings.values():
         f.reason += "."
     return sorted(findings.values(), key=lambda f: -f.score)
 

@@ -48,6 +48,8 @@ GROUND_AHEAD_M = 10.0
 OVERLAP_RING = (3.0, 30.0)
 
 CHECKS = ("height", "level axis", "outward", "ground below horizon", "overlap")
+#: With images, seams are compared only for readings within this score of the best geometry.
+SEAM_MARGIN = 0.3
 
 
 @dataclass
@@ -351,11 +353,20 @@ def rank_conventions(raw_cameras: Sequence[RawCamera], images: dict | None = Non
 
 
 def _add_seam_evidence(results: list[ConventionScore], images: dict) -> None:
-    """Fold seam consistency into each plausible candidate's score (weight of one check)."""
+    """Fold seam consistency into the plausible candidates' scores (weight of one check).
+
+    Candidates whose geometry scores more than :data:`SEAM_MARGIN` below the best are not
+    compared (they are out of the running, and projecting images costs seconds).
+    """
     from bevviz.calibration import rig_seam_cost
 
+    finite = [r.score for r in results if r.rig is not None and np.isfinite(r.score)]
+    best = max(finite) if finite else float("-inf")
     for res in results:
         if res.rig is None:
+            continue
+        if res.score < best - SEAM_MARGIN:
+            res.evidence.append("Seams not compared: the geometry alone already rules this reading out.")
             continue
         try:
             cost, n_pairs = rig_seam_cost(res.rig, images)
@@ -392,6 +403,7 @@ class ImageOpCheck:
             image pixels).
         uv_wrong: Camera name -> the same points under the bug, (P, 2).
         size: Camera name -> (W, H) of that image.
+        crop: Camera name -> (x0, y0, w, h) for the crop check (to cut the picture), else None.
     """
 
     name: str
@@ -400,6 +412,7 @@ class ImageOpCheck:
     uv_correct: dict[str, np.ndarray]
     uv_wrong: dict[str, np.ndarray]
     size: dict[str, tuple[int, int]]
+    crop: dict[str, tuple[int, int, int, int]] | None = None
 
     @property
     def max_shift_px(self) -> float:
@@ -488,10 +501,12 @@ def image_operation_checks(rig: Rig, points: np.ndarray, resize: float = 0.5,
     good_c = rig.map(lambda c: c.cropped(*crops[c.name]))
     bad_c = Rig(c.replace(width=g.width, height=g.height) for c, g in zip(rig, good_c))
     x0, y0, w, h = next(iter(crops.values()))
-    checks.append(_check_from_rigs(
+    crop_check = _check_from_rigs(
         f"crop at ({x0}, {y0}) size {w} x {h}, principal point not moved",
         "After a crop at (x0, y0) the principal point must become (cx - x0, cy - y0); kept as is, "
-        "every point shifts by exactly (x0, y0).", good_c, bad_c, pts, max_points))
+        "every point shifts by exactly (x0, y0).", good_c, bad_c, pts, max_points)
+    crop_check.crop = crops
+    checks.append(crop_check)
 
     from bevviz.projection import project_points
 
@@ -531,3 +546,25 @@ def _feature_check(name, description, rig, uv, uv_bad, valid, rows, max_points) 
         keep[n] = idx[:: max(1, len(idx) // max_points)][:max_points]
     return ImageOpCheck(name, description, rows, {n: uv[i][keep[n]] for i, n in enumerate(rig.names)},
                         {n: uv_bad[i][keep[n]] for i, n in enumerate(rig.names)}, {c.name: c.size for c in rig})
+
+
+def raw_rows(raw_cameras: Sequence[RawCamera]) -> list[dict]:
+    """The stored numbers, one row per camera, for a table (rotation as stored).
+
+    Args:
+        raw_cameras: Stored calibration.
+
+    Returns:
+        Rows with camera, rotation (4 or 9 numbers as stored), translation, fx, fy, cx, cy, size.
+    """
+    rows = []
+    for r in raw_cameras:
+        rot = np.asarray(r.rotation, dtype=float)
+        K = np.asarray(r.K, dtype=float)
+        rows.append({"camera": r.name,
+                     "rotation (as stored)": "[" + ", ".join(f"{v:+.4f}" for v in rot.reshape(-1)) + "]",
+                     "translation (m)": "[" + ", ".join(f"{v:+.3f}" for v in np.asarray(r.translation, float)) + "]",
+                     "fx": round(float(K[0, 0]), 2), "fy": round(float(K[1, 1]), 2),
+                     "cx": round(float(K[0, 2]), 2), "cy": round(float(K[1, 2]), 2),
+                     "size": f"{r.width} x {r.height}"})
+    return rows

@@ -1,0 +1,79 @@
+"""AppTest of the Calibration Doctor on the embedded sample rig: live seams, perturbation,
+quick and full diagnosis, an auto-refine run on a small seam grid, downloads, reset, adopt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+pytestmark = pytest.mark.slow
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "calibration_doctor.py")
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.fixture(scope="module")
+def doctor():
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["cd_cell"] = 0.5  # a small seam grid: 0.5 m cells out to 20 m
+    at.session_state["cd_radius"] = 20.0
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_live_seams_on_the_sample(doctor):
+    at = doctor
+    assert not at.error, [e.value for e in at.error]
+    m = _metrics(at)
+    assert m["Seams"] == "6"
+    assert float(m["Median seam cost"]) < 1.0
+    assert len(at.get("plotly_chart")) == 3  # mosaic, seam matrix, quick ranking
+    (table,) = [d.value for d in at.dataframe if "camera A" in d.value.columns]
+    assert len(table) == 6 and (table["seam cost (1 - NCC)"] >= 0).all()
+
+
+def test_perturb_refine_diagnose_download_adopt(doctor):
+    at = doctor
+    at.selectbox(key="cd_pert_cam").set_value("CAM_FRONT").run()
+    at.slider(key="cd_p_CAM_FRONT_yaw_deg").set_value(2.0).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "CAM_FRONT: yaw_deg +2" in " ".join(c.value for c in at.caption)
+
+    at.selectbox(key="cd_refine_cam").set_value("CAM_FRONT")
+    at.radio(key="cd_quality").set_value("fast")
+    at.button(key="cd_refine").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    m = _metrics(at)
+    assert float(m["Correction"].split()[0]) == pytest.approx(2.0, abs=0.5)
+    assert float(m["Left vs the loaded calibration"].split()[0]) < 0.5
+    assert len(at.get("download_button")) == 2
+    assert len(at.get("plotly_chart")) == 5  # + loss curve, before/after
+
+    at.button(key="cd_diagnose").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    reasons = [md.value for md in at.markdown if "turning it alone" in md.value]
+    assert reasons and reasons[0].startswith("CAM_FRONT:"), reasons
+    assert len(at.get("plotly_chart")) == 6  # + the full diagnosis ranking
+
+    at.button(key="cd_adopt").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "refined CAM_FRONT" in at.session_state["scene"].label
+    assert at.slider(key="cd_p_CAM_FRONT_yaw_deg").value == 0.0  # perturbations cleared
+
+
+def test_reset_clears_every_slider():
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["cd_cell"] = 0.5
+    at.session_state["cd_radius"] = 20.0
+    at.run()
+    at.slider(key="cd_p_CAM_FRONT_pitch_deg").set_value(-1.5).run()
+    at.button(key="cd_reset").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.slider(key="cd_p_CAM_FRONT_pitch_deg").value == 0.0
+    assert not [c.value for c in at.caption if c.value.startswith("Active perturbations")]

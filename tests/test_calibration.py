@@ -1,0 +1,280 @@
+"""bevviz.calibration: perturbations, seam costs, diagnosis and refinement on the embedded sample.
+
+The embedded sample (``sample_data/nuscenes``) holds four frames of ONE physical rig (two
+scenes x two samples; every image rendered with the true calibration). Boxes standing at the
+road side hide some seams in each frame, so the injected-fault tests use all four frames.
+
+Default run: diagnosis on every camera x every rotation axis (seeded magnitude in [1, 3] deg
+and sign), refinement on a representative subset, and the miscalibrated scene B. Set
+``BEVVIZ_FULL=1`` for the refinement sweep over every camera x axis x both signs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bevviz import calibration as cal
+from bevviz.calibration import (CameraFinding, GroundTruth, ImagePyramid, analyze_seams, camera_delta, diagnose,
+                                perturb_camera, perturb_rig, refine_extrinsics, seam_cost, seam_grid)
+from bevviz.camera import NUSCENES_CAMERAS, Rig
+from bevviz.rotations import quaternion_to_matrix, rotation_angle_deg
+from bevviz.synthetic import nuscenes_like_rig
+
+ROOT = Path(__file__).resolve().parents[1]
+NUSCENES_ROOT = ROOT / "sample_data" / "nuscenes"
+FULL = os.environ.get("BEVVIZ_FULL") == "1"
+AXES = ("roll_deg", "pitch_deg", "yaw_deg")
+#: Residual target (degrees) after refinement, from the issue.
+TARGET_DEG = 0.2
+
+needs_sample = pytest.mark.skipif(not (NUSCENES_ROOT / "v1.0-mini").is_dir(),
+                                  reason="sample_data/nuscenes is missing")
+
+
+def injected(camera: str, axis: str, salt: int = 0) -> float:
+    """Seeded fault for (camera, axis): magnitude uniform in [1, 3] deg, random sign."""
+    seed = 1000 * NUSCENES_CAMERAS.index(camera) + 10 * AXES.index(axis) + salt
+    rng = np.random.default_rng(seed)
+    return float(rng.uniform(1.0, 3.0) * rng.choice([-1.0, 1.0]))
+
+
+@pytest.fixture(scope="module")
+def truth() -> Rig:
+    return nuscenes_like_rig()
+
+
+@pytest.fixture(scope="module")
+def samples():
+    """[(scene name, rig as stored, images)] for the four samples, and the dataset handle."""
+    from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
+
+    nusc = open_dataset(NUSCENES_ROOT)
+    out = []
+    for sc in list_scenes(nusc):
+        for s in list_samples(nusc, sc.token):
+            rig, images = load_sample_from(nusc, s.token)
+            out.append((sc.name, rig, images))
+    return out
+
+
+@pytest.fixture(scope="module")
+def frames(samples):
+    """All four frames as image pyramids (shared caches across tests)."""
+    return [ImagePyramid(images) for _, _, images in samples]
+
+
+# --------------------------------------------------------------------------------------
+# Perturbations
+# --------------------------------------------------------------------------------------
+
+def test_perturbation_axes_mean_what_they_say(truth):
+    cam = truth["CAM_FRONT"]
+    axis0 = cam.ego_from_cam[:3, 2]
+    down = perturb_camera(cam, pitch_deg=2.0).ego_from_cam[:3, 2]
+    assert down[2] < axis0[2] - np.sin(np.radians(1.9))  # pitch > 0 looks down
+    left = perturb_camera(cam, yaw_deg=2.0).ego_from_cam[:3, 2]
+    assert left[1] > axis0[1] + np.sin(np.radians(1.9))  # yaw > 0 turns left
+    rolled = perturb_camera(cam, roll_deg=2.0).ego_from_cam
+    np.testing.assert_allclose(rolled[:3, 2], axis0, atol=1e-12)  # roll keeps the optical axis
+    assert rotation_angle_deg(rolled[:3, :3], cam.ego_from_cam[:3, :3]) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("name", NUSCENES_CAMERAS)
+def test_camera_delta_inverts_perturb_camera(truth, name):
+    cam = truth[name]
+    moved = perturb_camera(cam, 0.7, -1.3, 2.1, (0.05, -0.02, 0.01), 1.02, 0.99)
+    d = camera_delta(cam, moved)
+    assert (d.roll_deg, d.pitch_deg, d.yaw_deg) == pytest.approx((0.7, -1.3, 2.1), abs=1e-9)
+    assert d.translation_m == pytest.approx((0.05, -0.02, 0.01), abs=1e-12)
+    assert (d.fx_scale, d.fy_scale) == pytest.approx((1.02, 0.99))
+    assert d.to_dict()["translation_cm"] == pytest.approx([5.0, -2.0, 1.0])
+
+
+def test_apply_perturbations_and_named_errors(truth):
+    rig = cal.apply_perturbations(truth, {"CAM_BACK": {"yaw_deg": 1.5, "z_cm": 10.0}, "CAM_FRONT": {}})
+    assert rig["CAM_FRONT"] == truth["CAM_FRONT"]
+    d = camera_delta(truth["CAM_BACK"], rig["CAM_BACK"])
+    assert d.yaw_deg == pytest.approx(1.5) and d.translation_m[2] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="perturbation.*twist"):
+        cal.apply_perturbations(truth, {"CAM_BACK": {"twist": 1.0}})
+    with pytest.raises(ValueError, match="fx_scale"):
+        perturb_camera(truth["CAM_BACK"], fx_scale=0.0)
+    doc = json.loads(cal.deltas_json(truth, rig))
+    assert [c["camera"] for c in doc["cameras"]] == truth.names
+
+
+# --------------------------------------------------------------------------------------
+# Seam costs
+# --------------------------------------------------------------------------------------
+
+def test_seam_cost_ignores_exposure_and_sees_misalignment():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0, 1, size=(3, 500))
+    assert seam_cost(a, 1.3 * a + 0.1) == pytest.approx(0.0, abs=1e-6)  # gain and offset
+    assert seam_cost(a, rng.uniform(0, 1, size=(3, 500))) == pytest.approx(1.0, abs=0.15)
+    with pytest.raises(ValueError, match="'b'"):
+        seam_cost(a, a[:, :10])
+
+
+def test_border_weight_is_continuous():
+    uv = torch.tensor([[-1.0, 50.0], [-0.5, 50.0], [15.5, 50.0], [31.5, 50.0], [100.0, 50.0]])
+    w = cal._border_weight(uv, 200, 100, 32.0)
+    assert w.tolist() == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])
+
+
+@needs_sample
+def test_true_rig_has_the_six_ring_seams(truth, frames):
+    a = analyze_seams(truth, frames[0], seam_grid(resolution=0.4))
+    pairs = {frozenset((p.a, p.b)) for p in a.pairs}
+    ring = {frozenset((NUSCENES_CAMERAS[i], NUSCENES_CAMERAS[(i + 1) % 6])) for i in range(6)}
+    assert pairs == ring
+    H, W = a.grid.shape
+    assert a.mosaic().shape == (H, W, 3) and a.bev.shape == (6, 3, H, W)
+    err = a.seam_error_map()
+    assert np.isfinite(err[a.overlap_count() >= 2]).all() and np.isnan(err[a.overlap_count() < 2]).all()
+    # Seams the boxes leave clear agree well; the median is far from "unrelated" (1).
+    assert min(p.cost for p in a.pairs) < 0.15
+    assert a.median_cost < 0.8
+    assert len(a.table()) == 6
+
+
+@needs_sample
+def test_refinement_gradient_matches_finite_differences(truth, frames):
+    """The seam loss is differentiable in the rotation through the gather-scatter sampler."""
+    from bevviz.samplers import gather_scatter
+
+    bad = perturb_rig(truth, "CAM_FRONT_RIGHT", yaw_deg=1.0, pitch_deg=0.5)
+    lv = cal.Level(stride=4, blur=2.0, cell=0.5, steps=0, lr_deg=0.1)
+    nbrs = cal.seam_neighbours(bad, "CAM_FRONT_RIGHT")
+    obj = cal._SeamObjective(bad, [frames[1].levels(bad, ["CAM_FRONT_RIGHT", *nbrs], lv.stride, lv.blur)],
+                             cal._level_grid(seam_grid(), lv.cell), "CAM_FRONT_RIGHT", nbrs, cal.SEAM_RING, None,
+                             kind="ncc", ramp=lv.ramp)
+    calls = []
+    original = gather_scatter.compute_taps
+    gather_scatter.compute_taps = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        rot = torch.zeros(3, requires_grad=True)
+        obj.loss(rot, torch.zeros(3)).backward()
+    finally:
+        gather_scatter.compute_taps = original
+    assert calls, "the refined camera must be sampled through the gather-scatter taps"
+    h = 0.05
+    for k in range(3):
+        e = torch.zeros(3)
+        e[k] = h
+        fd = (float(obj.loss(e, torch.zeros(3))) - float(obj.loss(-e, torch.zeros(3)))) / (2 * h)
+        assert float(rot.grad[k]) == pytest.approx(fd, rel=0.15, abs=2e-3)
+
+
+# --------------------------------------------------------------------------------------
+# Diagnosis: every camera x every axis
+# --------------------------------------------------------------------------------------
+
+DIAG_GRID = seam_grid(radius=30.0, resolution=0.5)
+
+
+@needs_sample
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("camera", NUSCENES_CAMERAS)
+def test_diagnose_names_the_faulty_camera_first(truth, frames, camera, axis):
+    deg = injected(camera, axis)
+    bad = perturb_rig(truth, camera, **{axis: deg})
+    found = diagnose(bad, frames, DIAG_GRID, suspects=2)
+    assert all(isinstance(f, CameraFinding) for f in found)
+    assert [f.camera for f in found][0] == camera, [(f.camera, round(f.score, 3)) for f in found]
+    assert found[0].score > found[1].score
+    assert found[0].reason.startswith(camera) and "deg" in found[0].reason
+
+
+@needs_sample
+def test_diagnose_ground_truth_mode(truth, samples):
+    meta = json.loads((ROOT / "sample_data" / "ground_texture.json").read_text())
+    from bevviz.io.images import read_image
+
+    gt = GroundTruth(read_image(ROOT / "sample_data" / meta["image"]), tuple(meta["x_range"]),
+                     tuple(meta["y_range"]))
+    images = samples[0][2]  # scene A, first sample: ego pose = identity = the texture's frame
+    bad = perturb_rig(truth, "CAM_BACK_LEFT", pitch_deg=1.0)
+    found = diagnose(bad, images, DIAG_GRID, ground_truth=gt)
+    assert found[0].camera == "CAM_BACK_LEFT"
+    assert found[0].gt_cost is not None and "ground-truth" in found[0].reason
+    assert found[0].score > 1.3 * found[1].score
+
+
+# --------------------------------------------------------------------------------------
+# Refinement
+# --------------------------------------------------------------------------------------
+
+SUBSET = [("CAM_FRONT", "yaw_deg"), ("CAM_FRONT_RIGHT", "pitch_deg"), ("CAM_BACK", "roll_deg"),
+          ("CAM_BACK_LEFT", "yaw_deg")]
+SWEEP = [(c, a, s) for c in NUSCENES_CAMERAS for a in AXES for s in (0, 1)] if FULL else [(c, a, 0) for c, a in SUBSET]
+
+
+@needs_sample
+@pytest.mark.parametrize("camera,axis,salt", SWEEP)
+def test_refine_recovers_injected_rotation(truth, frames, camera, axis, salt):
+    deg = injected(camera, axis, salt)
+    bad = perturb_rig(truth, camera, **{axis: deg})
+    steps = []
+    new, hist = refine_extrinsics(bad, frames, None, camera, progress=lambda k, n, loss: steps.append(k))
+    residual = rotation_angle_deg(new[camera].cam_from_ego[:3, :3], truth[camera].cam_from_ego[:3, :3])
+    print(f"{camera} {axis} {deg:+.2f} deg -> residual {residual:.3f} deg ({hist.seconds:.1f} s)")
+    assert residual < TARGET_DEG
+    # Only the refined camera moved; the history is complete.
+    assert all(new[n] == bad[n] for n in bad.names if n != camera)
+    total = sum(lv.steps for lv in cal.DEFAULT_LEVELS)
+    assert len(hist.steps) == total and steps == list(range(1, total + 1))
+    assert hist.final_loss < hist.initial_loss
+    assert set(hist.neighbours) == set(cal.seam_neighbours(truth, camera))
+    assert hist.delta.angle_deg == pytest.approx(abs(deg), abs=TARGET_DEG)
+    assert hist.rows()[0]["loss"] == hist.losses[0]
+
+
+@pytest.fixture(scope="module")
+def scene_b(samples):
+    """(record, rig as stored in scene B, scene B's frames, true ego_from_cam rotation)."""
+    record = json.loads((NUSCENES_ROOT / "miscalibration.json").read_text())
+    frames_b = [(rig, images) for name, rig, images in samples if name == record["scene"]]
+    assert len(frames_b) == 2
+    true_R = quaternion_to_matrix(record["true_rotation_wxyz"])  # calibrated_sensor: ego_from_cam
+    return record, frames_b[0][0], [ImagePyramid(images) for _, images in frames_b], true_R
+
+
+@needs_sample
+def test_scene_b_miscalibration_is_diagnosed(scene_b):
+    """Scene B stores CAM_FRONT_RIGHT with a known rotation error (its images use the truth)."""
+    record, rig_b, frames_b, true_R = scene_b
+    camera = record["camera"]
+    before = rotation_angle_deg(rig_b[camera].ego_from_cam[:3, :3], true_R)
+    assert before == pytest.approx(record["rotation_error"]["degrees"], abs=1e-6)
+    for frames in (frames_b, frames_b[:1], frames_b[1:]):  # both samples, and each alone
+        found = diagnose(rig_b, frames, DIAG_GRID)
+        assert found[0].camera == camera, [(f.camera, round(f.score, 3)) for f in found]
+
+
+@needs_sample
+def test_scene_b_miscalibration_is_corrected(scene_b, frames):
+    """Refined from scene B's own two samples, and from all four samples of the same rig."""
+    record, rig_b, frames_b, true_R = scene_b
+    camera = record["camera"]
+    for name, use in (("scene B", frames_b), ("all samples", frames)):
+        new, hist = refine_extrinsics(rig_b, use, None, camera)
+        after = rotation_angle_deg(new[camera].ego_from_cam[:3, :3], true_R)
+        print(f"scene B {camera}: 2.000 deg -> {after:.3f} deg ({name}, {hist.seconds:.1f} s)")
+        assert after < TARGET_DEG
+
+
+def test_refine_errors_are_named(truth):
+    with pytest.raises(ValueError, match="camera.*CAM_NOPE"):
+        refine_extrinsics(truth, {}, None, "CAM_NOPE")
+    lonely = truth.subset(["CAM_FRONT", "CAM_BACK"])
+    with pytest.raises(ValueError, match="no seam"):
+        refine_extrinsics(lonely, {}, None, "CAM_FRONT")
+    with pytest.raises(ValueError, match="images"):
+        cal.as_frames([1, 2])
