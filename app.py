@@ -17,6 +17,8 @@ PAGES = [
     st.Page("pages/padding.py", title="Padding lab", icon=":material/border_outer:"),
     st.Page("pages/bev_features.py", title="BEV features", icon=":material/layers:"),
     st.Page("pages/npu_export.py", title="NPU export", icon=":material/memory:"),
+    st.Page("pages/calibration_doctor.py", title="Calibration Doctor", icon=":material/healing:"),
+    st.Page("pages/conventions.py", title="Conventions", icon=":material/explore:"),
 ]
 
 page = st.navigation(PAGES)
