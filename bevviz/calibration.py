@@ -2,29 +2,36 @@
 
 Where the ground footprints of two cameras overlap, both cameras see the same ground. Each
 camera's image is projected onto the ground plane z = 0 of a BEV grid (the inverse
-perspective map, sampled with the differentiable gather-scatter sampler); in the shared
-cells the two projections must agree. A camera whose extrinsics are off paints the ground in
-the wrong place and disagrees with *both* of its neighbours.
+perspective map, sampled with the two-stage gather-scatter sampler of
+:mod:`bevviz.samplers.gather_scatter`); in the shared cells the two projections must agree.
+A camera whose extrinsics are off paints the ground in the wrong place and disagrees with
+*both* of its neighbours.
 
-Seam cost:
-    For a pair (a, b) and the cells both see, each camera's colours are normalised per
-    channel to zero mean and unit variance over those cells (this removes exposure, gain and
-    white-balance differences between cameras); the cost is half the mean squared difference
-    of the normalised values, ``1 - NCC`` (normalised cross-correlation), in [0, 2]:
-    0 = identical up to exposure, 1 = unrelated.
+Seam costs (both robust to exposure, gain and white balance):
+    *NCC*: each camera's colours are normalised per channel to zero mean and unit variance
+    over the shared cells; the cost is half the mean squared difference, ``1 - NCC``, in
+    [0, 2] (0 = identical up to exposure, 1 = unrelated). Smooth, wide basin; but an object
+    standing in a seam (seen from two sides, smeared differently by the ground-plane
+    projection) raises it and pulls on it.
+    *NGF* (normalised gradient fields): each cell's BEV gradient (all channels) is scaled to
+    ``g / sqrt(|g|^2 + eps^2)``; the cost is ``1 -`` their correlation. Every edge counts at
+    most once and flat areas (asphalt, an object's faces) not at all, so objects pull far
+    less, and the minimum is sharp. The seam tables report NGF.
 
 Modes:
     *self-consistency* (real data): seams only. *ground truth* (a BEV texture is known, as
-    for the synthetic sample): each camera's projection is also compared with the texture,
-    which names the faulty camera even without neighbours.
+    for the synthetic sample): each camera's projection is compared with the texture over
+    its whole footprint.
 
 Refinement:
     :func:`refine_extrinsics` runs Adam on a small rotation (axis-angle, Rodrigues via
     :func:`bevviz.rotations.axis_angle_to_matrix`) and optionally a translation of one
-    camera, through :func:`bevviz.samplers.gather_scatter.grid_sample` (gradient with
-    respect to the sampling grid), minimising the seam cost with its neighbours. A
-    coarse-to-fine schedule (downsampled, blurred images first) widens the basin so that
-    errors of a few degrees are recovered.
+    camera, minimising the seam cost with its neighbours; the gradient reaches the rotation
+    through the gather-scatter sampler's bilinear tap weights (gradient with respect to the
+    sampling positions). A coarse-to-fine schedule (NCC on 1/8 blurred images, then NGF on
+    1/4 and 1/2 images) gives a basin of several degrees and a sharp end. Several frames of
+    the same rig can be combined: an object hiding a seam in one frame rarely hides it in
+    all.
 
 Convention:
     Ego frame x forward, y left, z up; ground plane z = 0; camera RDF; pixels at centres;
@@ -37,6 +44,7 @@ Convention:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -182,7 +190,8 @@ def apply_perturbations(rig: Rig, perturbations: Mapping[str, Mapping[str, float
         v = {**PERTURBATION_KEYS, **{k: float(x) for k, x in p.items()}}
         unknown = set(p) - set(PERTURBATION_KEYS)
         if unknown:
-            raise field_error("perturbation", sorted(unknown), f"unknown keys; allowed: {list(PERTURBATION_KEYS)}", name)
+            raise field_error("perturbation", sorted(unknown), f"unknown keys; allowed: {list(PERTURBATION_KEYS)}",
+                              name)
         if all(v[k] == PERTURBATION_KEYS[k] for k in PERTURBATION_KEYS):
             continue
         out = out.replace(perturb_camera(out[name], v["roll_deg"], v["pitch_deg"], v["yaw_deg"],
@@ -479,27 +488,37 @@ class GroundTruth:
     Args:
         texture: Colours, shape (H_t, W_t, 3), uint8 or float in [0, 1]; row 0 is the far
             front, column 0 the far left (BEV display orientation).
-        x_range: (x_min, x_max) metres covered by the rows.
-        y_range: (y_min, y_max) metres covered by the columns.
+        x_range: (x_min, x_max) metres covered by the rows (texture frame).
+        y_range: (y_min, y_max) metres covered by the columns (texture frame).
+        world_from_ego: Pose of the ego frame in the texture's frame, shape (4, 4) (a
+            nuScenes ``ego_pose``); None = identity.
+
+    Convention:
+        Texel (i, j) has its centre at ``x = x_max - (i + 0.5) dx``, ``y = y_max - (j + 0.5)
+        dy`` (as :class:`~bevviz.bev_grid.BEVGrid`).
     """
 
     texture: np.ndarray
     x_range: tuple[float, float]
     y_range: tuple[float, float]
+    world_from_ego: np.ndarray | None = None
 
     def sample(self, points_xy: torch.Tensor) -> torch.Tensor:
-        """Texture colours at ego (x, y), shape (P, 2) -> (3, P), float32 in [0, 1]."""
+        """Texture colours at ego (x, y) on the ground, shape (P, 2) -> (3, P), float32 in [0, 1]."""
         tex = np.asarray(self.texture)
         check_shape(tex, (None, None, 3), "ground_truth texture")
-        t = torch.as_tensor(tex.astype(np.float32) / (255.0 if tex.dtype == np.uint8 else 1.0))
-        t = t.permute(2, 0, 1).unsqueeze(0)
-        x0, x1 = self.x_range
-        y0, y1 = self.y_range
-        gx = (y1 - points_xy[:, 1]) / (y1 - y0) * 2.0 - 1.0  # columns: y decreasing
-        gy = (x1 - points_xy[:, 0]) / (x1 - x0) * 2.0 - 1.0  # rows: x decreasing
-        g = torch.stack([gx, gy], -1).to(torch.float32).view(1, 1, -1, 2)
-        uv = torch.stack([(g[..., 0] + 1.0) * t.shape[-1] / 2.0 - 0.5, (g[..., 1] + 1.0) * t.shape[-2] / 2.0 - 0.5], -1)
-        return sample_at_pixels(t[0], uv.view(-1, 2), t.shape[-1], t.shape[-2])
+        t = torch.from_numpy(np.ascontiguousarray(tex, dtype=np.float32) / (255.0 if tex.dtype == np.uint8 else 1.0))
+        t = t.permute(2, 0, 1).contiguous()
+        pts = torch.as_tensor(points_xy, dtype=torch.float64)[:, :2]
+        if self.world_from_ego is not None:
+            T = torch.as_tensor(np.asarray(self.world_from_ego, dtype=np.float64))
+            check_shape(T, (4, 4), "world_from_ego")
+            pts = pts @ T[:2, :2].T + T[:2, 3]  # ground points: z = 0
+        H_t, W_t = tex.shape[:2]
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        u = (y1 - pts[:, 1]) / ((y1 - y0) / W_t) - 0.5  # columns: y decreasing
+        v = (x1 - pts[:, 0]) / ((x1 - x0) / H_t) - 0.5  # rows: x decreasing
+        return sample_at_pixels(t, torch.stack([u, v], -1).float(), W_t, H_t)
 
     @classmethod
     def on_grid(cls, texture: np.ndarray, grid: BEVGrid) -> "GroundTruth":
@@ -559,6 +578,10 @@ class SeamAnalysis:
     median_cost: float
     gt_cost: dict[str, float] | None = None
 
+    def without_ground_truth(self) -> "SeamAnalysis":
+        """The same analysis with the ground-truth costs dropped (self-consistency only)."""
+        return dataclasses.replace(self, gt_cost=None)
+
     def neighbours(self, camera: str) -> list[SeamPair]:
         """The seams that involve ``camera``."""
         return [p for p in self.pairs if camera in (p.a, p.b)]
@@ -597,9 +620,10 @@ class SeamAnalysis:
         return out
 
     def table(self) -> list[dict]:
-        """Rows for a seam table: pair, shared cells, cost, ratio to the median."""
+        """Rows for a seam table: pair, shared cells, NGF cost, ratio to the median, NCC cost."""
         return [{"camera A": p.a, "camera B": p.b, "shared cells": p.cells,
-                 "seam cost (1 - NCC)": round(p.cost, 4), "x rig median": round(p.ratio, 2)}
+                 "seam cost (NGF)": round(p.cost, 4), "x rig median": round(p.ratio, 2),
+                 "NCC cost": round(p.ncc, 4)}
                 for p in self.pairs]
 
 
@@ -725,7 +749,7 @@ def rig_seam_cost(rig: Rig, images: Mapping[str, np.ndarray], grid: BEVGrid | No
         **kwargs: Passed to :func:`analyze_seams`.
 
     Returns:
-        (mean ``1 - NCC`` over the seams, or NaN without seams; number of seams).
+        (mean NGF seam cost over the seams, or NaN without seams; number of seams).
     """
     grid = seam_grid(resolution=0.4) if grid is None else grid
     kwargs.setdefault("stride", 4)
@@ -751,6 +775,8 @@ class Level:
         steps: Adam steps.
         lr_deg: Adam learning rate for the rotation (degrees per step, roughly).
         lr_cm: Adam learning rate for the translation (cm per step, roughly).
+        cost: ``"ncc"`` (colours) or ``"ngf"`` (normalised gradient fields).
+        ring: (r_min, r_max) metres for this level, or None for the refinement's ring.
     """
 
     stride: int
@@ -768,7 +794,8 @@ class Level:
         return 4.0 * self.stride * self.blur + 16.0
 
 
-#: A quicker schedule (coarser cells, fewer steps) for interactive use and tests; ~0.1 deg.
+#: A quicker schedule (coarser cells, fewer steps, 1/4 images at most) for interactive use:
+#: about 4x cheaper than :data:`DEFAULT_LEVELS`, ends within a few tenths of a degree.
 FAST_LEVELS = (
     Level(stride=8, blur=3.0, cell=0.5, steps=25, lr_deg=0.3),
     Level(stride=4, blur=2.0, cell=0.4, steps=25, lr_deg=0.08, cost="ngf"),
@@ -791,7 +818,8 @@ class RefineStep:
     Attributes:
         step: Global step index.
         level: Index of the schedule level.
-        loss: Seam loss (mean ``1 - NCC`` over the camera's seams) before the update.
+        loss: Seam loss of the level's cost over the camera's seams (robustly combined,
+            see :meth:`_SeamObjective.loss`) before the update.
         rotation_deg: Current correction as a rotation vector in the camera's body frame
             (FLU: roll, pitch, yaw axes), degrees, shape (3,).
         translation_cm: Current translation correction in the ego frame, cm, shape (3,).
@@ -1171,8 +1199,7 @@ def as_pyramids(images) -> list[ImagePyramid]:
 
 @_on_one_thread
 def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                      grid: BEVGrid | None = None,
-                      camera: str | None = None, *, translation: bool = False,
+                      grid: BEVGrid | None = None, camera: str | None = None, *, translation: bool = False,
                       levels: Sequence[Level] = DEFAULT_LEVELS, ring: tuple[float, float] = SEAM_RING,
                       neighbours: Sequence[str] | None = None, robust: float | None = ROBUST_K,
                       sampler: Sampler | None = None,
@@ -1182,7 +1209,8 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     Args:
         rig: The rig; every camera but ``camera`` is held fixed.
         images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
-            of the same rig (all seams of all frames are combined).
+            of the same rig (all seams of all frames are combined); or
+            :class:`ImagePyramid` objects (their downsampled levels are cached).
         grid: Ground grid; only its extent is used (it bounds the ground compared), the
             cell sizes come from ``levels``. Default :func:`seam_grid` (out to 30 m).
         camera: Camera to refine; default the first finding of :func:`diagnose`.
@@ -1191,8 +1219,12 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         levels: Coarse-to-fine schedule (:class:`Level`).
         ring: (r_min, r_max) metres of ground used.
         neighbours: Cameras to compare with; default :func:`seam_neighbours`.
-        sampler: ``grid_sample``-compatible sampler; default the two-stage gather-scatter sampler (its
-            gradient with respect to the sampling grid drives the update).
+        robust: Scale k of the robust combination of seam terms ``k log(1 + cost / k)``
+            (a seam an object hides stays bad whatever the pose and should pull less);
+            ``None`` for the plain mean.
+        sampler: Optional ``grid_sample``-compatible sampler instead of the default
+            two-stage gather-scatter sampler (whose tap weights carry the gradient with
+            respect to the sampling positions).
         progress: Optional ``callback(step, total_steps, loss)``.
 
     Returns:
@@ -1337,7 +1369,8 @@ def _quick(camera: str, pairs: Sequence[SeamPair], median: float) -> tuple[float
                   f"the rig median seam cost ({median:.3f})")
     elif len(ratios) == 1:
         score = 0.5 * ratios[0]
-        reason = f"only one seam (with {others[0]}), {ratios[0]:.1f}x the rig median; one seam cannot tell which side is off"
+        reason = (f"only one seam (with {others[0]}), {ratios[0]:.1f}x the rig median; one seam cannot tell "
+                  "which side is off")
     else:
         score, reason = 0.0, "no seam with any other camera on this grid; cannot be judged from seams"
     return float(score), reason, seams

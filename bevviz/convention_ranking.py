@@ -34,6 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
+from bevviz.calibration import single_threaded
 from bevviz.camera import Rig
 from bevviz.conventions import Convention, RawCamera, camera_from_raw
 from bevviz.shapes import field_error
@@ -314,6 +315,11 @@ def rank_conventions(raw_cameras: Sequence[RawCamera], images: dict | None = Non
     raws = list(raw_cameras)
     if not raws:
         raise field_error("raw_cameras", raws, "need at least one camera")
+    with single_threaded():  # many small projections: threads only add overhead
+        return _rank(raws, images, candidates)
+
+
+def _rank(raws: list[RawCamera], images: dict | None, candidates) -> list[ConventionScore]:
     cands = list(candidates) if candidates is not None else Convention.all()
     results: list[ConventionScore] = []
     for conv in cands:
@@ -475,7 +481,13 @@ def image_operation_checks(rig: Rig, points: np.ndarray, resize: float = 0.5,
         One :class:`ImageOpCheck` per bug. Shifts are in pixels of the image the bug is
         about (the resized or cropped image; image pixels for the feature-map checks).
     """
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    with single_threaded():
+        return _image_operation_checks(rig, np.asarray(points, dtype=np.float64).reshape(-1, 3), resize, crop,
+                                       stride, max_points)
+
+
+def _image_operation_checks(rig: Rig, pts: np.ndarray, resize: float, crop, stride: int,
+                            max_points: int) -> list[ImageOpCheck]:
     checks = []
     good = rig.resized(resize)
     bad = Rig(c.replace(width=g.width, height=g.height) for c, g in zip(rig, good))

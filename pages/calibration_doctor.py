@@ -60,10 +60,10 @@ def embedded_frames() -> list:
 
 
 def frames() -> list:
+    """The frames to refine and diagnose with: this sample, or every embedded sample (this one included)."""
     if embedded and frames_choice == "all embedded samples":
         with st.spinner("Loading the embedded samples ..."):
-            extra = embedded_frames()
-        return [scene.images] + [f for f in extra if f is not scene.images]
+            return embedded_frames()
     return [scene.images]
 
 
@@ -120,16 +120,23 @@ if active:
 # ---------------------------------------------------------------------------------------
 
 
+truth_texture = None
+if scene.ground_truth is not None:
+    g = scene.ground_truth
+    truth_texture = cal.GroundTruth(g.texture, tuple(g.x_range), tuple(g.y_range), g.world_from_ego)
+
+
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
-def seams(scene_key: str, rig: Rig, grid: BEVGrid, _images) -> dict:
-    a = cal.analyze_seams(rig, _images, grid)
+def seams(scene_key: str, rig: Rig, grid: BEVGrid, _images, _truth) -> dict:
+    a = cal.analyze_seams(rig, _images, grid, ground_truth=_truth)
     return {"analysis": a, "mosaic": a.mosaic(), "error": a.seam_error_map(), "table": a.table()}
 
 
 with st.spinner("Projecting every camera onto the ground ..."), shown_errors("Seam analysis"):
-    live = seams(scene.cache_key, rig, grid, scene.images)
+    live = seams(scene.cache_key, rig, grid, scene.images, truth_texture)
 analysis = live["analysis"]
-quick = cal.diagnose(rig, scene.images, grid, thorough=False, analyses=[analysis])
+quick = cal.diagnose(rig, scene.images, grid, thorough=False, analyses=[analysis.without_ground_truth()])
+versus_truth = cal.diagnose(rig, scene.images, grid, analyses=[analysis]) if analysis.gt_cost else None
 
 st.subheader("Seams")
 m1, m2, m3 = st.columns(3)
@@ -155,6 +162,10 @@ with d1:
     st.plotly_chart(ranking_figure([f.camera for f in quick], [f.score for f in quick], rig.names,
                                    title="Quick ranking: better seam / rig median", x_title="x median"),
                     key="cd_quick_rank")
+    if versus_truth is not None:
+        st.plotly_chart(ranking_figure([f.camera for f in versus_truth], [f.score for f in versus_truth], rig.names,
+                                       title="Against the known ground texture (sample only)",
+                                       x_title="x median"), key="cd_truth_rank")
 with d2:
     if st.button("Run the full diagnosis", key="cd_diagnose",
                  help="Lets each suspect rotate alone for a moment and measures how much that repairs "

@@ -9,7 +9,6 @@ import streamlit as st
 from appkit import compute, current
 from appkit.guards import shown_errors
 from appkit.state import HASH_FUNCS, SCENE
-from bevviz import overlays
 from bevviz.convention_ranking import image_operation_checks, raw_rows
 from bevviz.conventions import NUSCENES, Convention, rank_conventions
 from bevviz.viz.cameras import CameraOverlay, camera_grid_figure

@@ -3,6 +3,8 @@ the 12 ways; evidence is readable; identical candidates are reported as ties."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,23 @@ def test_unreadable_candidate_scores_minus_inf():
 def test_empty_input_is_named_error():
     with pytest.raises(ValueError, match="raw_cameras"):
         rank_conventions([])
+
+
+SAMPLE_RIG = Path(__file__).resolve().parents[1] / "sample_data" / "rig.json"
+
+
+@pytest.mark.skipif(not SAMPLE_RIG.exists(), reason="sample_data/rig.json is missing")
+@pytest.mark.parametrize("true", [Convention("sensor_to_ego", "wxyz", "RDF"),
+                                  Convention("ego_to_sensor", "xyzw", "RUB")], ids=lambda c: c.label)
+def test_seam_evidence_with_images(true):
+    from bevviz.io.rig_json import load_rig_file, load_rig_images
+
+    rig_file = load_rig_file(SAMPLE_RIG)
+    images = load_rig_images(rig_file, SAMPLE_RIG.parent)
+    ranked = rank_conventions(rig_file.rig.to_raw(true), images=images)
+    best = ranked[0]
+    assert best.convention == true
+    assert "seams" in best.checks and best.checks["seams"] > 0.3
+    assert any(s.startswith("Seams: the 6 overlapping camera pairs") for s in best.evidence)
+    assert best.score - ranked[1].score > 0.1
+    assert any("Seams not compared" in s for r in ranked[1:] for s in r.evidence)
