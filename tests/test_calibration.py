@@ -195,19 +195,38 @@ def test_diagnose_names_the_faulty_camera_first(truth, frames, camera, axis):
     assert found[0].reason.startswith(camera) and "deg" in found[0].reason
 
 
-@needs_sample
-def test_diagnose_ground_truth_mode(truth, samples):
-    meta = json.loads((ROOT / "sample_data" / "ground_texture.json").read_text())
+def _ground_truth(world_from_ego=None) -> GroundTruth:
     from bevviz.io.images import read_image
 
-    gt = GroundTruth(read_image(ROOT / "sample_data" / meta["image"]), tuple(meta["x_range"]),
-                     tuple(meta["y_range"]))
+    meta = json.loads((ROOT / "sample_data" / "ground_texture.json").read_text())
+    return GroundTruth(read_image(ROOT / "sample_data" / meta["image"]), tuple(meta["x_range"]),
+                       tuple(meta["y_range"]), world_from_ego)
+
+
+@needs_sample
+def test_diagnose_ground_truth_mode(truth, samples):
     images = samples[0][2]  # scene A, first sample: ego pose = identity = the texture's frame
     bad = perturb_rig(truth, "CAM_BACK_LEFT", pitch_deg=1.0)
-    found = diagnose(bad, images, DIAG_GRID, ground_truth=gt)
+    found = diagnose(bad, images, DIAG_GRID, ground_truth=_ground_truth())
     assert found[0].camera == "CAM_BACK_LEFT"
     assert found[0].gt_cost is not None and "ground-truth" in found[0].reason
     assert found[0].score > 1.3 * found[1].score
+
+
+@needs_sample
+def test_diagnose_ground_truth_mode_scene_b_with_ego_pose(samples):
+    """Scene B's samples sit at other ego poses: the texture is looked up through them."""
+    from bevviz.io.nuscenes import ego_pose, list_samples, list_scenes, open_dataset
+
+    nusc = open_dataset(NUSCENES_ROOT)
+    record = json.loads((NUSCENES_ROOT / "miscalibration.json").read_text())
+    scene = [sc for sc in list_scenes(nusc) if sc.name == record["scene"]][0]
+    token = list_samples(nusc, scene.token)[1].token
+    pose = ego_pose(nusc, token)
+    assert abs(pose[0, 3]) > 1.0  # not the identity
+    rig_b, images = [(r, i) for name, r, i in samples if name == record["scene"]][1]
+    found = diagnose(rig_b, images, DIAG_GRID, ground_truth=_ground_truth(pose))
+    assert found[0].camera == record["camera"], [(f.camera, round(f.score, 2)) for f in found]
 
 
 # --------------------------------------------------------------------------------------
