@@ -666,8 +666,8 @@ def analyze_seams(rig: Rig, images: Mapping[str, np.ndarray] | torch.Tensor, gri
 
     Args:
         rig: The rig (N_cam cameras).
-        images: Camera name -> uint8 RGB image (H, W, 3), or a stacked float tensor
-            (N_cam, 3, H, W) in [0, 1].
+        images: Camera name -> uint8 RGB image (H, W, 3), an :class:`ImagePyramid` of them,
+            or a stacked float tensor (N_cam, 3, H, W) in [0, 1].
         grid: BEV grid; only its x/y extent and resolution are used (heights are replaced by
             the ground z = 0). Default :func:`seam_grid`.
         stride: Image downsampling before sampling (2 keeps detail and is fast).
@@ -1468,11 +1468,3 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
     for f in findings.values():
         f.reason += "."
     return sorted(findings.values(), key=lambda f: -f.score)
-
-
-def seams_cost(seams: Sequence[SeamPair], other: str, camera: str) -> float:
-    """Cost of the seam between ``camera`` and ``other`` among ``seams`` (NaN if absent)."""
-    for p in seams:
-        if {p.a, p.b} == {camera, other}:
-            return p.cost
-    return float("nan")
