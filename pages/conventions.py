@@ -19,7 +19,7 @@ scene, grid = current()
 rig = scene.rig
 ss = st.session_state
 
-st.title("Coordinate conventions")
+st.title("Conventions")
 st.caption(f"{scene.label} · a calibration file stores a rotation and a translation per camera; what they "
            "mean depends on the extrinsic direction (sensor->ego or ego->sensor), the quaternion order "
            "(wxyz or xyzw) and the camera axes (RDF / RUB / FLU). Every reading is scored on physical evidence.")
