@@ -39,6 +39,20 @@ def _oracle(x, g, mode, padding_mode, align_corners):
     return F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
 
 
+class _no_warning_check:
+    """Context manager that ignores warnings (the tracer warns about Python ints)."""
+
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore")
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+
 def _tol(mode, dtype, tolerance):
     # nearest is a pure gather: it must be bit-exact, ties at pixel edges included.
     return 0.0 if mode == "nearest" else tolerance[dtype]
@@ -140,6 +154,34 @@ def test_sampling_is_not_trivially_zero_or_input():
     g = torch.rand(1, 6, 6, 2, dtype=torch.float64) * 2 - 1
     out = gs.grid_sample(x, g, "bicubic", "zeros", False)
     assert out.abs().sum() > 0 and out.unique().numel() > 10
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blocked_gather_with_partial_last_block(mode, monkeypatch, edge_grid, matches, tolerance):
+    # Tiny blocks: several per image and a partial last one, in both output layouts.
+    monkeypatch.setattr(gs, "_CHUNK_ELEMENTS", 1)  # -> the minimum block of 64 points
+    x = _features(2, 3, 4, 6, torch.float32)
+    g = edge_grid(2, 4, 6, False, torch.float32)[:, :, :-1]  # > 64 points per image,
+    assert (g.shape[1] * g.shape[2]) % 64 != 0  # not a multiple of 64
+    expected = _oracle(x, g, mode, "zeros", False)
+    matches(gs.grid_sample(x, g, mode), expected, _tol(mode, torch.float32, tolerance))
+    taps = gs.compute_taps(g.reshape(2, -1, 2), 4, 6, mode)
+    matches(gs.gather(x, taps), expected.flatten(2).transpose(1, 2),
+            _tol(mode, torch.float32, tolerance))
+
+
+def test_traced_graph_is_out_of_place_and_matches(edge_grid):
+    # While tracing (ONNX export), one out-of-place block: no slice writes that an exporter
+    # would turn into ScatterND, and the same values.
+    x = _features(2, 3, 4, 6, torch.float32)
+    g = edge_grid(2, 4, 6, False, torch.float32, nonfinite=False)
+    with _no_warning_check():
+        traced = torch.jit.trace(lambda a, b: gs.grid_sample(a, b), (x, g), check_trace=False)
+    kinds = {node.kind() for node in traced.graph.nodes()}
+    assert "aten::index_select" in kinds
+    assert not kinds & {"aten::copy_", "aten::index_put_", "aten::slice_scatter"}
+    torch.testing.assert_close(traced(x, g), _oracle(x, g, "bilinear", "zeros", False),
+                               rtol=0, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- no oracle inside
