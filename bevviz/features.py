@@ -56,7 +56,9 @@ def stack_images(images: Mapping[str, np.ndarray], rig: Rig) -> torch.Tensor:
         check_shape(img, (cam.height, cam.width, 3), "image", cam.name)
         if img.dtype != np.uint8:
             raise field_error("image dtype", str(img.dtype), "must be uint8 RGB", cam.name)
-        out.append(torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1))
+        # torch.as_tensor copies read-only arrays (the app's cached images are read-only)
+        # instead of aliasing them with a warning.
+        out.append(torch.as_tensor(img if img.flags.writeable else img.copy()).permute(2, 0, 1))
     sizes = {tuple(t.shape) for t in out}
     if len(sizes) != 1:
         raise field_error("images", sorted(sizes), "all cameras must share one image size to stack")
