@@ -48,9 +48,6 @@ MODES = ("bilinear", "nearest", "bicubic")
 #: Padding modes every sampler in :mod:`bevviz.samplers` accepts.
 PADDING_MODES = ("zeros", "border", "reflection")
 
-ArrayOrTensor = "torch.Tensor | np.ndarray"
-
-
 def check_grid_sample_args(
     input: torch.Tensor,
     grid: torch.Tensor,
@@ -175,7 +172,7 @@ def _stride_pair(stride: "float | Sequence[float]") -> tuple[float, float]:
         items = [stride, stride]
     else:
         try:
-            items = [v.item() if hasattr(v, "item") else v for v in stride]  # type: ignore[union-attr]
+            items = [v.item() if hasattr(v, "item") else v for v in stride]  # type: ignore
         except TypeError:
             raise field_error("stride", stride, "must be a number or a (s_u, s_v) pair") from None
     if len(items) != 2 or any(

@@ -133,7 +133,8 @@ def test_non_contiguous_inputs(edge_grid, matches, tolerance):
     g = edge_grid(2, 5, 7, False, torch.float32).transpose(1, 2)  # strided view
     for mode in MODES:
         expected = _oracle(x, g, mode, "border", False)
-        matches(gs.grid_sample(x, g, mode, "border", False), expected, _tol(mode, torch.float32, tolerance))
+        out = gs.grid_sample(x, g, mode, "border", False)
+        matches(out, expected, _tol(mode, torch.float32, tolerance))
 
 
 def test_nan_and_inf_are_exactly_where_pytorch_puts_them():
@@ -168,6 +169,36 @@ def test_blocked_gather_with_partial_last_block(mode, monkeypatch, edge_grid, ma
     taps = gs.compute_taps(g.reshape(2, -1, 2), 4, 6, mode)
     matches(gs.gather(x, taps), expected.flatten(2).transpose(1, 2),
             _tol(mode, torch.float32, tolerance))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_worker_threads_match_and_leave_thread_count_alone(mode, monkeypatch, edge_grid, matches,
+                                                           tolerance):
+    # Force the threaded path (two workers, small blocks and segments) on tiny inputs.
+    monkeypatch.setattr(gs, "_PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(gs, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(gs, "_BLOCKS_PER_SEGMENT", 1)
+    monkeypatch.setattr(gs, "_workers", lambda: 2)
+    before = torch.get_num_threads()
+    x = _features(3, 5, 4, 6, torch.float64)
+    g = edge_grid(3, 4, 6, True, torch.float64)
+    expected = _oracle(x, g, mode, "reflection", True)
+    matches(gs.grid_sample(x, g, mode, "reflection", True), expected,
+            _tol(mode, torch.float64, tolerance))
+    taps = gs.compute_taps(g.reshape(3, -1, 2), 4, 6, mode, "reflection", True)
+    matches(gs.gather(x, taps), expected.flatten(2).transpose(1, 2),
+            _tol(mode, torch.float64, tolerance))
+    assert torch.get_num_threads() == before
+
+
+def test_two_step_transposition_of_whole_tiles(monkeypatch, matches, tolerance):
+    # Blocks of exactly 64 points take the tiled transposing copy; a partial last block
+    # takes the direct one.
+    monkeypatch.setattr(gs, "_CHUNK_ELEMENTS", 4 * 64 * 7)  # 7 channels -> 64-point blocks
+    x = _features(2, 7, 5, 9, torch.float32)
+    g = torch.rand(2, 13, 11, 2, generator=torch.Generator().manual_seed(1)) * 2.4 - 1.2
+    expected = _oracle(x, g, "bilinear", "zeros", False)
+    matches(gs.grid_sample(x, g), expected, tolerance[torch.float32])
 
 
 def test_traced_graph_is_out_of_place_and_matches(edge_grid):
