@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 import torch
@@ -179,6 +180,7 @@ def test_worker_threads_match_and_leave_thread_count_alone(mode, monkeypatch, ed
     monkeypatch.setattr(gs, "_CHUNK_ELEMENTS", 1)
     monkeypatch.setattr(gs, "_BLOCKS_PER_SEGMENT", 1)
     monkeypatch.setattr(gs, "_workers", lambda: 2)
+    monkeypatch.setattr(gs, "_POOL", None)  # a fresh pool starts inside this test
     before = torch.get_num_threads()
     x = _features(3, 5, 4, 6, torch.float64)
     g = edge_grid(3, 4, 6, True, torch.float64)
@@ -189,6 +191,13 @@ def test_worker_threads_match_and_leave_thread_count_alone(mode, monkeypatch, ed
     matches(gs.gather(x, taps), expected.flatten(2).transpose(1, 2),
             _tol(mode, torch.float64, tolerance))
     assert torch.get_num_threads() == before
+    # The workers run single-threaded; a thread created afterwards does not inherit that.
+    assert gs._POOL.submit(torch.get_num_threads).result() == 1
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    assert seen == [before]
 
 
 def test_two_step_transposition_of_whole_tiles(monkeypatch, matches, tolerance):
@@ -199,6 +208,78 @@ def test_two_step_transposition_of_whole_tiles(monkeypatch, matches, tolerance):
     g = torch.rand(2, 13, 11, 2, generator=torch.Generator().manual_seed(1)) * 2.4 - 1.2
     expected = _oracle(x, g, "bilinear", "zeros", False)
     matches(gs.grid_sample(x, g), expected, tolerance[torch.float32])
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", [(1, 1), (1, 5), (4, 7), (56, 100)], ids=str)
+def test_points_judged_far_read_no_pixel_in_any_mode(size, align_corners):
+    # Soundness of the sparse path's pre-check: on an all-inf image any tap that reads a
+    # pixel turns the output into inf or NaN, so a point judged far must give exactly 0 in
+    # every mode; everything within the image must be judged near.
+    h, w = size
+    axis = torch.cat([torch.linspace(-4, 4, 161, dtype=torch.float64),
+                      torch.linspace(-40, 40, 41, dtype=torch.float64),
+                      torch.tensor([1e30, -1e30, 7.25, float("nan"), float("inf")],
+                                   dtype=torch.float64)])
+    gy, gx = torch.meshgrid(axis, axis, indexing="ij")
+    g = torch.stack([gx, gy], -1).unsqueeze(0)
+    reach = gs._reaches_image(g.reshape(1, -1, 2), h, w, align_corners).view(g.shape[1:3])
+    far = ~reach
+    if align_corners and h == 1 and w == 1:
+        assert not far.any()  # every finite point reads the single pixel
+    else:
+        assert far.sum() > 0.2 * far.numel()
+    assert reach[(gx.abs() <= 1) & (gy.abs() <= 1)].all()
+    assert reach[torch.isnan(gx) | torch.isinf(gy)].all()  # non-finite points stay exact
+    x = torch.full((1, 1, h, w), float("inf"), dtype=torch.float64)
+    for mode in MODES:
+        out = F.grid_sample(x, g, mode, "zeros", align_corners)[0, 0]
+        assert torch.equal(out[far], torch.zeros_like(out[far])), mode
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+def test_sparse_and_dense_zeros_paths_match_grid_sample(path, mode, align_corners, dtype,
+                                                        monkeypatch, edge_grid, matches,
+                                                        tolerance):
+    # Tiles of 4 points so small grids have many; force one path and check it was taken.
+    monkeypatch.setattr(gs, "_TILE", 4)
+    monkeypatch.setattr(gs, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
+    calls = []
+    sparse = gs._sparse_gather_blocks
+    monkeypatch.setattr(gs, "_sparse_gather_blocks",
+                        lambda *a, **k: calls.append(1) or sparse(*a, **k))
+    x = _features(3, 5, 4, 7, dtype)
+    g = edge_grid(3, 4, 7, align_corners, dtype)[:, :-1, :-1]  # P not a multiple of 4
+    assert (g.shape[1] * g.shape[2]) % 4 != 0
+    # A BEV-like image: the first half of the rows far outside (whole tiles skipped).
+    g[2, : g.shape[1] // 2] = g[2, : g.shape[1] // 2] * 0 + 5.0
+    expected = _oracle(x, g, mode, "zeros", align_corners)
+    matches(gs.grid_sample(x, g, mode, "zeros", align_corners), expected,
+            _tol(mode, dtype, tolerance))
+    assert len(calls) == (path == "sparse")
+
+
+def test_mostly_outside_grid_takes_the_sparse_path(monkeypatch, matches, tolerance):
+    # The default threshold: a grid 80 % outside the image (as a BEV grid seen by one
+    # camera) is gathered sparsely; one mostly inside is not.
+    calls = []
+    sparse = gs._sparse_gather_blocks
+    monkeypatch.setattr(gs, "_sparse_gather_blocks",
+                        lambda *a, **k: calls.append(1) or sparse(*a, **k))
+    x = _features(2, 8, 10, 12, torch.float32)
+    gen = torch.Generator().manual_seed(3)
+    g = torch.rand(2, 50, 64, 2, generator=gen) * 2.2 - 1.1
+    g[:, 10:] += 4.0
+    matches(gs.grid_sample(x, g), _oracle(x, g, "bilinear", "zeros", False),
+            tolerance[torch.float32])
+    assert calls == [1]
+    g[:, 10:] -= 4.0
+    matches(gs.grid_sample(x, g), _oracle(x, g, "bilinear", "zeros", False),
+            tolerance[torch.float32])
+    assert calls == [1]
 
 
 def test_traced_graph_is_out_of_place_and_matches(edge_grid):
@@ -406,6 +487,23 @@ def test_property_matches_grid_sample(case, mode, padding_mode):
     out = gs.grid_sample(x, g, mode, padding_mode, align_corners)
     tol = 0.0 if mode == "nearest" else TOL[x.dtype]
     assert out.shape == expected.shape
+    assert torch.equal(torch.isnan(out), torch.isnan(expected))
+    if out.numel():
+        assert (out - expected).nan_to_num(0.0).abs().max().item() <= tol
+
+
+@settings(max_examples=_examples(200), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=_sampling_case(), mode=st.sampled_from(MODES), tile=st.integers(1, 3))
+def test_property_sparse_zeros_path_matches_grid_sample(case, mode, tile):
+    # Tiles of 1-3 points, sparse path forced: tile skipping and partial last tiles.
+    x, g, align_corners = case
+    expected = _oracle(x, g, mode, "zeros", align_corners)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gs, "_TILE", tile)
+        mp.setattr(gs, "_SPARSE_MAX_FRACTION", 1.0)
+        out = gs.grid_sample(x, g, mode, "zeros", align_corners)
+    tol = 0.0 if mode == "nearest" else TOL[x.dtype]
     assert torch.equal(torch.isnan(out), torch.isnan(expected))
     if out.numel():
         assert (out - expected).nan_to_num(0.0).abs().max().item() <= tol
