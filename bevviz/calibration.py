@@ -48,9 +48,7 @@ import dataclasses
 import functools
 import json
 import math
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -65,6 +63,7 @@ from bevviz.features import resize_area
 from bevviz.projection import project_with
 from bevviz.rotations import axis_angle_to_matrix, matrix_to_rpy, rpy_to_matrix
 from bevviz.shapes import check_shape, field_error
+from bevviz.threads import single_threaded
 
 #: Ground ring (metres from the rig centre) whose cells are compared: nearer, the ground is
 #: under the car or outside every image; farther, the texture is too foreshortened to help.
@@ -84,31 +83,6 @@ FLU_FROM_RDF = STORED_FROM_RDF["FLU"]
 
 #: A ``grid_sample``-compatible function ``(input, grid, mode, padding_mode, align_corners)``.
 Sampler = Callable[..., torch.Tensor]
-
-
-_THREADS_LOCK = threading.Lock()
-_THREADS_DEPTH = [0, 0]  # (nesting depth, thread count to restore)
-
-
-@contextmanager
-def single_threaded():
-    """Run torch on one intra-op thread inside the block (restored after, nesting-safe).
-
-    Refinement is thousands of small ops on a few thousand points; splitting each over
-    OpenMP threads costs more than it saves (5-10x slower on a busy 2-core machine).
-    """
-    with _THREADS_LOCK:
-        if _THREADS_DEPTH[0] == 0:
-            _THREADS_DEPTH[1] = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _THREADS_DEPTH[0] += 1
-    try:
-        yield
-    finally:
-        with _THREADS_LOCK:
-            _THREADS_DEPTH[0] -= 1
-            if _THREADS_DEPTH[0] == 0:
-                torch.set_num_threads(_THREADS_DEPTH[1])
 
 
 def _on_one_thread(fn):

@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bevviz.calibration import single_threaded
+from bevviz.threads import single_threaded
 from bevviz.camera import Rig
 from bevviz.conventions import Convention, RawCamera, camera_from_raw
 from bevviz.shapes import field_error

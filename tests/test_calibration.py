@@ -300,3 +300,4 @@ def test_refine_errors_are_named(truth):
         refine_extrinsics(lonely, {}, None, "CAM_FRONT")
     with pytest.raises(ValueError, match="images"):
         cal.as_frames([1, 2])
+
