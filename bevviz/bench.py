@@ -286,7 +286,8 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
 def format_report(report: dict) -> str:
     """Human-readable table of a :func:`run_bench` report."""
     lines = []
-    hdr = (f"{'entry':28s} {'fwd ms':>9s} {'min ms':>9s} {'ratio':>7s} {'speedup':>8s} {'bwd ms':>9s} "
+    width = max(28, *(len(name) for name in report["results"]))
+    hdr = (f"{'entry':{width}s} {'fwd ms':>9s} {'min ms':>9s} {'ratio':>7s} {'speedup':>8s} {'bwd ms':>9s} "
            f"{'bwd ratio':>9s} {'peak MB':>8s} {'bwd MB':>8s}")
     lines += [hdr, "-" * len(hdr)]
 
@@ -295,7 +296,7 @@ def format_report(report: dict) -> str:
 
     for name, r in report["results"].items():
         lines.append(
-            f"{name:28s} {fmt(r['forward_s'] * 1e3, '9.2f')} {fmt(r['forward_min_s'] * 1e3, '9.2f')} "
+            f"{name:{width}s} {fmt(r['forward_s'] * 1e3, '9.2f')} {fmt(r['forward_min_s'] * 1e3, '9.2f')} "
             f"{fmt(r.get('ratio'), '7.3f')} "
             f"{fmt(r.get('speedup'), '8.2f')} {fmt(r['backward_s'] * 1e3 if 'backward_s' in r else None, '9.2f')} "
             f"{fmt(r.get('backward_ratio'), '9.3f')} {fmt(r.get('peak_rss_mb'), '8.1f')} "
@@ -311,7 +312,7 @@ def format_report(report: dict) -> str:
                  f"ELL slots {report['results']['lut_build'].get('ell_slots')}")
     lines.append("max |output - reference|:")
     for k, v in report["max_abs_diff"].items():
-        lines.append(f"  {k:32s} {v:.3e}")
+        lines.append(f"  {k:{width + 4}s} {v:.3e}")
     t = report["targets"]
     lines.append("targets:")
     lines.append(f"  gather-scatter pipeline {t['gather_scatter_ratio']:.3f}x reference (<= 1.0x): "
