@@ -775,6 +775,10 @@ FAST_LEVELS = (
     Level(stride=4, blur=2.0, cell=0.4, steps=25, lr_deg=0.08, cost="ngf"),
 )
 
+#: Coarse search radius and step before the first level (see :func:`refine_extrinsics`).
+SEARCH_DEG = 4.0
+SEARCH_STEP_DEG = 0.5
+
 #: Default schedule: a wide basin first (colours of 1/8 images, heavy blur, coarse cells),
 #: then normalised gradient fields (sharp and robust to objects standing in a seam) on
 #: 1/4 and 1/2 images.
@@ -818,6 +822,8 @@ class RefineHistory:
         final_loss: Seam loss at the end, on the finest level.
         delta: The correction as a :class:`CameraDelta` (before -> after).
         seconds: Wall time.
+        search_start_deg: Start (body FLU roll, pitch, yaw, degrees) of the first level's
+            kept run: zeros unless a scan's start ended lower than the given pose.
     """
 
     camera: str
@@ -827,6 +833,7 @@ class RefineHistory:
     final_loss: float = float("nan")
     delta: CameraDelta | None = None
     seconds: float = 0.0
+    search_start_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def losses(self) -> list[float]:
@@ -1176,7 +1183,7 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
                       grid: BEVGrid | None = None, camera: str | None = None, *, translation: bool = False,
                       levels: Sequence[Level] = DEFAULT_LEVELS, ring: tuple[float, float] = SEAM_RING,
                       neighbours: Sequence[str] | None = None, robust: float | None = ROBUST_K,
-                      sampler: Sampler | None = None,
+                      sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
                       progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
     """Refine one camera's extrinsics by minimising its seam inconsistency (self-consistency).
 
@@ -1199,6 +1206,11 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         sampler: Optional ``grid_sample``-compatible sampler instead of the default
             two-stage gather-scatter sampler (whose tap weights carry the gradient with
             respect to the sampling positions).
+        search_deg: On the first level, also start from the best points of 1-D scans of
+            each rotation axis over ``+-search_deg`` (see :func:`_search_starts`) and keep
+            the run that ends lowest; 0 disables it. Periodic ground (a metric checker,
+            tiles, parking bays) gives false minima one period away (about 3 deg for a 1 m
+            pattern 20 m out) that gradient descent from the given pose alone falls into.
         progress: Optional ``callback(step, total_steps, loss)``.
 
     Returns:
@@ -1220,11 +1232,10 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     if not nbrs:
         raise field_error("camera", camera, "has no seam with another camera; nothing to refine against")
     pyrs = as_pyramids(images)
-    rot = torch.zeros(3, requires_grad=True)
-    trans = torch.zeros(3, requires_grad=bool(translation))
+    rot = torch.zeros(3)
+    trans = torch.zeros(3)
     hist = RefineHistory(camera, neighbours=nbrs)
     total = sum(lv.steps for lv in levels)
-    step = 0
     obj = None
     for li, lv in enumerate(levels):
         lgrid = _level_grid(grid, lv.cell)
@@ -1233,27 +1244,92 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         if not obj.terms:
             raise field_error("camera", camera, "has no seam with another camera on this grid; "
                               "nothing to refine against")
-        params = [rot, trans] if translation else [rot]
-        opt = _Adam(params, [lv.lr_deg, lv.lr_cm][:len(params)])
-        for i in range(lv.steps):
-            loss = obj.loss(rot, trans, robust)
-            loss.backward()
-            hist.steps.append(RefineStep(step, li, float(loss.detach()), tuple(float(v) for v in rot.detach()),
-                                         tuple(float(v) for v in trans.detach())))
-            # Cosine decay to 5 % of the level's learning rate.
-            opt.step(0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * i / max(lv.steps, 1))))
-            step += 1
+        starts = [rot]
+        if li == 0 and search_deg > 0:
+            with torch.no_grad():
+                starts += _search_starts(lambda r: float(obj.loss(r, trans, robust)), search_deg)
+        runs = [_run_level(obj, lv, start, trans, translation, robust) for start in starts]
+        # Keep the run that ends lowest on this level's loss (the given start wins ties).
+        best = min(range(len(runs)), key=lambda k: (runs[k][2], k))
+        rot, trans, _, steps = runs[best]
+        if li == 0:
+            hist.search_start_deg = tuple(float(v) for v in starts[best])
+        for loss, r, t in steps:
+            hist.steps.append(RefineStep(len(hist.steps), li, loss, r, t))
             if progress is not None:
-                progress(step, total, float(loss.detach()))
+                progress(len(hist.steps), total, loss)
     with torch.no_grad():
         hist.initial_loss = float(obj.loss(torch.zeros(3), torch.zeros(3)))
-        hist.final_loss = float(obj.loss(rot.detach(), trans.detach()))
+        hist.final_loss = float(obj.loss(rot, trans))
     cam0 = rig[camera]
     new_cam = _apply_correction(cam0, rot.detach().double().numpy(), trans.detach().double().numpy())
     new_rig = rig.replace(new_cam)
     hist.delta = camera_delta(cam0, new_cam)
     hist.seconds = time.perf_counter() - t0
     return new_rig, hist
+
+
+def _run_level(obj: "_SeamObjective", lv: Level, rot0: torch.Tensor, trans0: torch.Tensor,
+               translation: bool, robust: float | None
+               ) -> tuple[torch.Tensor, torch.Tensor, float, list[tuple[float, tuple, tuple]]]:
+    """Adam on one level from ``(rot0 (3,), trans0 (3,))`` (degrees, cm).
+
+    Returns:
+        (rotation (3,), translation (3,), the level's loss there, per step (loss before the
+        update, rotation, translation)).
+    """
+    rot = rot0.detach().clone().requires_grad_(True)
+    trans = trans0.detach().clone().requires_grad_(bool(translation))
+    params = [rot, trans] if translation else [rot]
+    opt = _Adam(params, [lv.lr_deg, lv.lr_cm][:len(params)])
+    steps = []
+    for i in range(lv.steps):
+        loss = obj.loss(rot, trans, robust)
+        loss.backward()
+        steps.append((float(loss.detach()), tuple(float(v) for v in rot.detach()),
+                      tuple(float(v) for v in trans.detach())))
+        # Cosine decay to 5 % of the level's learning rate.
+        opt.step(0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * i / max(lv.steps, 1))))
+    rot, trans = rot.detach(), trans.detach()
+    with torch.no_grad():
+        end = float(obj.loss(rot, trans, robust))
+    return rot, trans, end, steps
+
+
+def _search_starts(loss: Callable[[torch.Tensor], float], radius_deg: float,
+                   step_deg: float | None = None) -> list[torch.Tensor]:
+    """Extra starting rotations: per axis, the best point of a 1-D scan, if below the start.
+
+    Each axis (roll, pitch, yaw of the body FLU frame) is scanned alone over
+    ``+-radius_deg`` in steps of ``step_deg`` (default ``SEARCH_STEP_DEG``), the other two
+    held at zero. A scan's minimum becomes a start when it is lower than the loss at zero
+    and at least one step away from it. The caller runs the level from zero and from each
+    start and keeps the lowest end: a wrong turn of the scan (axes are coupled) costs time,
+    never accuracy.
+
+    Args:
+        loss: ``loss(rotation_deg (3,)) -> float``.
+        radius_deg: Scan half-width, degrees.
+        step_deg: Scan step, degrees.
+
+    Returns:
+        Up to three rotations, each shape (3,).
+    """
+    step = SEARCH_STEP_DEG if step_deg is None else step_deg
+    offsets = [float(v) for v in np.arange(-radius_deg, radius_deg + 1e-9, step) if abs(v) >= step - 1e-9]
+    at_zero = loss(torch.zeros(3))
+    starts = []
+    for axis in range(3):
+        best, best_loss = None, at_zero
+        for value in offsets:
+            cand = torch.zeros(3)
+            cand[axis] = value
+            val = loss(cand)
+            if val < best_loss:
+                best, best_loss = cand, val
+        if best is not None:
+            starts.append(best)
+    return starts
 
 
 def _apply_correction(camera: Camera, rot_deg: np.ndarray, trans_cm: np.ndarray) -> Camera:

@@ -258,6 +258,37 @@ def test_refine_recovers_injected_rotation(truth, frames, camera, axis, salt):
     assert hist.rows()[0]["loss"] == hist.losses[0]
 
 
+@needs_sample
+def test_search_escapes_the_false_minimum_of_a_periodic_ground(truth, frames):
+    # CAM_BACK_LEFT's seams lie on the 1 m checker: a yaw error of 2 deg is one pattern
+    # period from a false minimum near +3.2 deg, where plain descent ends.
+    bad = perturb_rig(truth, "CAM_BACK_LEFT", yaw_deg=2.0)
+    residual = {}
+    for search in (0.0, cal.SEARCH_DEG):
+        new, hist = refine_extrinsics(bad, frames, None, "CAM_BACK_LEFT", search_deg=search)
+        residual[search] = rotation_angle_deg(new["CAM_BACK_LEFT"].cam_from_ego[:3, :3],
+                                              truth["CAM_BACK_LEFT"].cam_from_ego[:3, :3])
+        if search:
+            assert hist.search_start_deg[2] < -1.0  # the kept run started from the yaw scan
+        else:
+            assert hist.search_start_deg == (0.0, 0.0, 0.0)
+    print(f"CAM_BACK_LEFT yaw +2 deg: residual without search {residual[0.0]:.3f} deg, "
+          f"with {residual[cal.SEARCH_DEG]:.3f} deg")
+    assert residual[0.0] > 1.0 and residual[cal.SEARCH_DEG] < TARGET_DEG
+
+
+def test_search_starts_are_the_per_axis_scan_minima_below_the_start():
+    # A loss with its global minimum at yaw -2 (a false one at 0, where we start) and a
+    # pitch bowl centred at 0: only the yaw scan offers a start.
+    def loss(r):
+        yaw, pitch = float(r[2]), float(r[1])
+        return min((yaw + 2.0) ** 2, 0.5 + yaw ** 2) + pitch ** 2 + abs(float(r[0]))
+
+    starts = cal._search_starts(loss, 4.0)
+    assert len(starts) == 1 and torch.equal(starts[0], torch.tensor([0.0, 0.0, -2.0]))
+    assert cal._search_starts(lambda r: float(r.abs().sum()), 4.0) == []
+
+
 @pytest.fixture(scope="module")
 def scene_b(samples):
     """(record, rig as stored in scene B, scene B's frames, true ego_from_cam rotation)."""
