@@ -239,19 +239,24 @@ def _car_colors(front, side) -> tuple[tuple[int, int, int], ...]:
     return (front, back, side, right, (225, 225, 230), (30, 30, 30))
 
 
+#: Where the boxes stand. No box stands in the ground wedge (3-30 m) that two neighbouring
+#: cameras share, in any sample of the embedded dataset (ego x = -8, -3, 0, 5): the
+#: calibration doctor compares neighbours on that shared ground, and a box there shows
+#: as a seam mismatch on a correct rig (tested in ``tests/test_synthetic.py``). So the
+#: cars park ahead of and behind the ego rather than beside it.
 BOXES = (
-    Box("car_0", "car", (7.0, -7.4), (4.5, 1.9, 1.6), 0.0, _car_colors((220, 40, 40), (40, 90, 220))),
+    Box("car_0", "car", (32.5, -7.4), (4.5, 1.9, 1.6), 0.0, _car_colors((220, 40, 40), (40, 90, 220))),
     Box("car_1", "car", (24.0, 0.0), (4.5, 1.9, 1.6), 0.0, _car_colors((30, 200, 60), (230, 120, 20))),
-    Box("car_2", "car", (-10.0, 3.8), (4.5, 1.9, 1.6), 180.0, _car_colors((200, 30, 200), (20, 190, 200))),
-    Box("car_3", "car", (-6.0, -7.4), (4.5, 1.9, 1.6), 0.0, _car_colors((250, 220, 20), (120, 40, 160))),
-    Box("car_4", "car", (3.0, 11.1), (4.5, 1.9, 1.6), 0.0, _car_colors((20, 160, 230), (220, 60, 120))),
+    Box("car_2", "car", (-17.0, 3.8), (4.5, 1.9, 1.6), 180.0, _car_colors((200, 30, 200), (20, 190, 200))),
+    Box("car_3", "car", (-22.0, -7.4), (4.5, 1.9, 1.6), 0.0, _car_colors((250, 220, 20), (120, 40, 160))),
+    Box("car_4", "car", (-27.0, 11.1), (4.5, 1.9, 1.6), 0.0, _car_colors((20, 160, 230), (220, 60, 120))),
     Box("car_5", "car", (-30.0, 0.0), (4.5, 1.9, 1.6), 0.0, _car_colors((255, 140, 0), (0, 120, 110))),
-    Box("truck_0", "truck", (20.0, 7.4), (8.0, 2.5, 3.0), 180.0, _car_colors((160, 30, 30), (30, 60, 140))),
-    Box("pole_0", "pole", (10.0, -6.3), (0.25, 0.25, 4.5), 0.0, ((240, 60, 30),) * 4 + ((90, 90, 90),) * 2),
-    Box("pole_1", "pole", (-2.0, -6.3), (0.25, 0.25, 4.5), 0.0, ((30, 90, 240),) * 4 + ((90, 90, 90),) * 2),
-    Box("pole_2", "pole", (14.0, 10.1), (0.25, 0.25, 4.5), 0.0, ((240, 200, 30),) * 4 + ((90, 90, 90),) * 2),
-    Box("pole_3", "pole", (-25.0, 10.1), (0.25, 0.25, 4.5), 0.0, ((30, 200, 120),) * 4 + ((90, 90, 90),) * 2),
-    Box("pole_4", "pole", (30.0, -6.3), (0.25, 0.25, 4.5), 0.0, ((200, 30, 200),) * 4 + ((90, 90, 90),) * 2),
+    Box("truck_0", "truck", (35.0, 7.4), (8.0, 2.5, 3.0), 180.0, _car_colors((160, 30, 30), (30, 60, 140))),
+    Box("pole_0", "pole", (0.0, -6.3), (0.25, 0.25, 4.5), 0.0, ((240, 60, 30),) * 4 + ((90, 90, 90),) * 2),
+    Box("pole_1", "pole", (-4.0, -6.3), (0.25, 0.25, 4.5), 0.0, ((30, 90, 240),) * 4 + ((90, 90, 90),) * 2),
+    Box("pole_2", "pole", (5.0, 10.1), (0.25, 0.25, 4.5), 0.0, ((240, 200, 30),) * 4 + ((90, 90, 90),) * 2),
+    Box("pole_3", "pole", (-23.5, 10.1), (0.25, 0.25, 4.5), 0.0, ((30, 200, 120),) * 4 + ((90, 90, 90),) * 2),
+    Box("pole_4", "pole", (29.0, -6.3), (0.25, 0.25, 4.5), 0.0, ((200, 30, 200),) * 4 + ((90, 90, 90),) * 2),
 )
 
 #: Mild per-camera exposure gains (multiplicative); unknown cameras get 1.0.
@@ -1016,7 +1021,9 @@ Regenerate bit for bit with `python -m bevviz.synthetic --out sample_data`.
   cameras (1600 x 900 JPEG) plus a ray-cast LIDAR_TOP sweep and box annotations for the
   cars. `scene-0001` is calibrated. In `scene-0002` the stored `calibrated_sensor` of one
   camera carries a known rotation error while its images use the true calibration; the
-  truth is in `nuscenes/miscalibration.json`. The map mask is a placeholder.
+  truth is in `nuscenes/miscalibration.json`. The map mask is a placeholder. No box
+  stands on the ground two neighbouring cameras share, in any sample (the cars park
+  ahead of and behind the ego), so seam checks on the true rig find nothing.
 - `rig.json` + `images/`: the true rig in the bevviz JSON format (sensor_to_ego, wxyz,
   RDF) with the images of scene-0001's first sample (ego pose = identity).
 - `ground_texture.png` + `ground_texture.json`: the painted ground (BEV orientation: row 0

@@ -254,7 +254,8 @@ def test_ground_reconstruction_matches_texture(rendered):
     res = bev_features(feats, rig, grid)
     # Score cells every seeing camera sees unoccluded (boxes hide the ground behind them).
     mask = (res.valid & vis).any(0) & ~(res.valid & ~vis).any(0)
-    assert int(mask.sum()) > 3000 and int((res.valid & ~vis).any(0).sum()) > 100
+    # Some cells are hidden (the poles beside the ego), so the occlusion mask matters.
+    assert int(mask.sum()) > 3000 and int((res.valid & ~vis).any(0).sum()) > 50
     good = reconstruction_error(res.features, truth, mask)
     assert good["mae"] < 10.0 and good["psnr"] > 22.0, good
     # A 1 degree yaw error on every camera, or a half-pixel row shift, is clearly worse.

@@ -122,6 +122,11 @@ def test_devkit_annotations_land_on_their_boxes_in_the_images(nusc):
                 hit = cast_rays(world, origin, d)
                 if hit.box[0] != i:  # hidden behind another box
                     continue
+                # Seen obliquely, a box centre can project onto a vertical edge, which the
+                # renderer draws as a dark outline: skip pixels within 15 cm of an edge.
+                local = (hit.point[0] - BOXES[i].center3) @ BOXES[i].rotation
+                if (np.abs(np.abs(local) - np.array(BOXES[i].size) / 2) < 0.15).sum() >= 2:
+                    continue
                 face = np.asarray(BOXES[i].face_colors[hit.face[0]], float)
                 px = images[ch][pv, pu].astype(float)
                 # Shading and exposure scale the face colour by roughly 0.7 .. 1.1.
