@@ -78,6 +78,10 @@ COSTS = ("ncc", "ngf")
 NGF_EPS = 0.1
 #: Scale k of the robust combination of seams, ``k log(1 + cost / k)``.
 ROBUST_K = 0.2
+#: Quick score (a camera's better seam / rig median) from which a camera stands out. On
+#: the embedded sample's default frame: 1.02 at most on the true rig; 2.6-11.5 for the
+#: faulty camera under any 1-2 deg roll/pitch/yaw error, every other camera <= 1.03.
+STANDOUT_RATIO = 2.0
 #: Cameras' body axes (FLU) from RDF: ``flu = FLU_FROM_RDF @ rdf``.
 FLU_FROM_RDF = STORED_FROM_RDF["FLU"]
 
@@ -1424,6 +1428,23 @@ def _quick(camera: str, pairs: Sequence[SeamPair], median: float) -> tuple[float
     else:
         score, reason = 0.0, "no seam with any other camera on this grid; cannot be judged from seams"
     return float(score), reason, seams
+
+
+def standout(quick: Sequence[CameraFinding], ratio: float = STANDOUT_RATIO) -> CameraFinding | None:
+    """The camera whose seams stand out in a quick diagnosis, or None if none does.
+
+    Args:
+        quick: Findings of ``diagnose(..., thorough=False)`` (worst first).
+        ratio: Quick score from which a camera stands out (see :data:`STANDOUT_RATIO`).
+
+    Returns:
+        The worst finding if its score is at least ``ratio`` times the rig median, else None
+        (the seams disagree about equally: nothing points at one camera).
+    """
+    if not quick:
+        return None
+    worst = max(quick, key=lambda f: f.score)
+    return worst if worst.score >= ratio else None
 
 
 @_on_one_thread

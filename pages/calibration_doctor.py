@@ -142,7 +142,11 @@ st.subheader("Seams")
 m1, m2, m3 = st.columns(3)
 m1.metric("Seams", len(analysis.pairs))
 m2.metric("Median seam cost", f"{analysis.median_cost:.3f}")
-m3.metric("Most suspicious (quick)", quick[0].camera if quick else "-", help=quick[0].reason if quick else None)
+suspect = cal.standout(quick)
+m3.metric("Stands out (quick)", suspect.camera if suspect else "none",
+          help=(suspect.reason if suspect else
+                f"No camera's seams are {cal.STANDOUT_RATIO:.0f}x the rig median or worse; "
+                f"worst: {quick[0].reason if quick else '-'}"))
 left, right = st.columns([1.3, 1])
 left.plotly_chart(mosaic_figure(live["mosaic"], analysis.grid, live["error"],
                                 title="BEV mosaic, seams tinted blue (agree) to red (disagree)"), key="cd_mosaic")

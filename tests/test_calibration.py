@@ -195,6 +195,30 @@ def test_diagnose_names_the_faulty_camera_first(truth, frames, camera, axis):
     assert found[0].reason.startswith(camera) and "deg" in found[0].reason
 
 
+@needs_sample
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("camera", NUSCENES_CAMERAS)
+def test_quick_diagnosis_of_one_frame_points_at_the_faulty_camera_only(truth, samples, camera, axis):
+    # The app's live view: the default frame alone, seam costs only. A 1 deg error makes
+    # the faulty camera stand out; every other camera stays below the threshold.
+    images = samples[0][2]
+    bad = perturb_rig(truth, camera, **{axis: 1.0})
+    quick = diagnose(bad, images, thorough=False)
+    suspect = cal.standout(quick)
+    assert suspect is not None and suspect.camera == camera, [(f.camera, round(f.score, 2)) for f in quick]
+    assert all(f.score < cal.STANDOUT_RATIO for f in quick if f.camera != camera)
+
+
+@needs_sample
+def test_quick_diagnosis_of_the_true_rig_names_no_camera(truth, samples):
+    # No box stands in a seam of the sample (see tests/test_synthetic.py), so nothing
+    # on the true rig may look suspicious.
+    for _, _, images in samples:
+        quick = diagnose(truth, images, thorough=False)
+        assert cal.standout(quick) is None, [(f.camera, round(f.score, 2)) for f in quick]
+    assert cal.standout([]) is None
+
+
 def _ground_truth(world_from_ego=None) -> GroundTruth:
     from bevviz.io.images import read_image
 
