@@ -7,8 +7,6 @@ is one line in ``PAGES``.
 
 import streamlit as st
 
-from appkit.sidebar import render_sidebar, show_load_error
-
 st.set_page_config(page_title="bevviz", page_icon=":material/view_in_ar:", layout="wide")
 
 PAGES = [
@@ -22,6 +20,11 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+# Imported after st.navigation on purpose: until the first run reaches st.navigation,
+# Streamlit shows its legacy listing of pages/ (raw file names, no shared sidebar), and
+# appkit pulls in torch (seconds). Registered first, that window is a fraction of a second.
+from appkit.sidebar import render_sidebar, show_load_error  # noqa: E402
+
 render_sidebar()
 show_load_error()
 page.run()

@@ -113,6 +113,12 @@ def test_page_renders_without_errors(server, tab, title):
     page = tab
     page.set_viewport_size({"width": 1600, "height": 1100})
     wait_until_idle(page)
+    # Wait for the app's own navigation (exact titles): before the first run registers it,
+    # Streamlit lists pages/ by file name ("calibration doctor"), and those links open a
+    # page without the app's sidebar.
+    page.wait_for_function(
+        "t => [...document.querySelectorAll('[data-testid=\"stSidebarNav\"] a')]"
+        ".some(a => a.innerText.split('\\n').some(line => line.trim() === t))", arg=title, timeout=60_000)
     page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
     page.wait_for_url(f"{server}/{path}", timeout=30_000)
     page.wait_for_function("t => document.querySelector('h1') && document.querySelector('h1').innerText.includes(t)",
