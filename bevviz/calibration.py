@@ -782,6 +782,9 @@ FAST_LEVELS = (
 #: Coarse search radius and step before the first level (see :func:`refine_extrinsics`).
 SEARCH_DEG = 4.0
 SEARCH_STEP_DEG = 0.5
+#: Levels each start runs through before the runs are compared (on the last of them): the
+#: blurred first level alone can score a false minimum as low as the true one.
+SEARCH_LEVELS = 2
 
 #: Default schedule: a wide basin first (colours of 1/8 images, heavy blur, coarse cells),
 #: then normalised gradient fields (sharp and robust to objects standing in a seam) on
@@ -826,8 +829,8 @@ class RefineHistory:
         final_loss: Seam loss at the end, on the finest level.
         delta: The correction as a :class:`CameraDelta` (before -> after).
         seconds: Wall time.
-        search_start_deg: Start (body FLU roll, pitch, yaw, degrees) of the first level's
-            kept run: zeros unless a scan's start ended lower than the given pose.
+        search_start_deg: Start (body FLU roll, pitch, yaw, degrees) of the kept run of the
+            coarse stage: zeros unless a scan's start ended lower than the given pose.
     """
 
     camera: str
@@ -1210,9 +1213,10 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         sampler: Optional ``grid_sample``-compatible sampler instead of the default
             two-stage gather-scatter sampler (whose tap weights carry the gradient with
             respect to the sampling positions).
-        search_deg: On the first level, also start from the best points of 1-D scans of
-            each rotation axis over ``+-search_deg`` (see :func:`_search_starts`) and keep
-            the run that ends lowest; 0 disables it. Periodic ground (a metric checker,
+        search_deg: Also start from the best points of 1-D scans of each rotation axis
+            over ``+-search_deg`` on the first level's loss (see :func:`_search_starts`),
+            run every start through the first ``SEARCH_LEVELS`` levels and keep the run that
+            ends lowest on the last of them; 0 disables it. Periodic ground (a metric checker,
             tiles, parking bays) gives false minima one period away (about 3 deg for a 1 m
             pattern 20 m out) that gradient descent from the given pose alone falls into.
         progress: Optional ``callback(step, total_steps, loss)``.
@@ -1236,32 +1240,50 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     if not nbrs:
         raise field_error("camera", camera, "has no seam with another camera; nothing to refine against")
     pyrs = as_pyramids(images)
-    rot = torch.zeros(3)
-    trans = torch.zeros(3)
     hist = RefineHistory(camera, neighbours=nbrs)
     total = sum(lv.steps for lv in levels)
-    obj = None
-    for li, lv in enumerate(levels):
-        lgrid = _level_grid(grid, lv.cell)
-        obj = _SeamObjective(rig, [pyr.levels(rig, [camera, *nbrs], lv.stride, lv.blur) for pyr in pyrs], lgrid,
-                             camera, nbrs, lv.ring or ring, sampler, kind=lv.cost, ramp=lv.ramp)
-        if not obj.terms:
-            raise field_error("camera", camera, "has no seam with another camera on this grid; "
-                              "nothing to refine against")
-        starts = [rot]
-        if li == 0 and search_deg > 0:
-            with torch.no_grad():
-                starts += _search_starts(lambda r: float(obj.loss(r, trans, robust)), search_deg)
-        runs = [_run_level(obj, lv, start, trans, translation, robust) for start in starts]
-        # Keep the run that ends lowest on this level's loss (the given start wins ties).
-        best = min(range(len(runs)), key=lambda k: (runs[k][2], k))
-        rot, trans, _, steps = runs[best]
-        if li == 0:
-            hist.search_start_deg = tuple(float(v) for v in starts[best])
+    objectives: dict[int, _SeamObjective] = {}
+
+    def objective(li: int) -> _SeamObjective:
+        if li not in objectives:
+            lv = levels[li]
+            obj = _SeamObjective(rig, [pyr.levels(rig, [camera, *nbrs], lv.stride, lv.blur) for pyr in pyrs],
+                                 _level_grid(grid, lv.cell), camera, nbrs, lv.ring or ring, sampler,
+                                 kind=lv.cost, ramp=lv.ramp)
+            if not obj.terms:
+                raise field_error("camera", camera, "has no seam with another camera on this grid; "
+                                  "nothing to refine against")
+            objectives[li] = obj
+        return objectives[li]
+
+    def run(start: torch.Tensor, trans: torch.Tensor, first: int, stop: int):
+        """Levels first .. stop - 1 from one start: (rot, trans, end loss, steps per level)."""
+        rot, end, per_level = start, float("nan"), []
+        for li in range(first, stop):
+            rot, trans, end, steps = _run_level(objective(li), levels[li], rot, trans, translation, robust)
+            per_level.append(steps)
+        return rot, trans, end, per_level
+
+    # The coarse stage (first SEARCH_LEVELS levels) runs from the given pose and from every
+    # scan start; the run ending lowest on the stage's last (sharpest) level is kept.
+    stage = min(SEARCH_LEVELS, len(levels)) if search_deg > 0 else 1
+    starts = [torch.zeros(3)]
+    if search_deg > 0:
+        with torch.no_grad():
+            starts += _search_starts(lambda r: float(objective(0).loss(r, torch.zeros(3), robust)), search_deg)
+    runs = [run(start, torch.zeros(3), 0, stage) for start in starts]
+    best = min(range(len(runs)), key=lambda k: (runs[k][2], k))  # the given pose wins ties
+    hist.search_start_deg = tuple(float(v) for v in starts[best])
+    rot, trans, _, per_level = runs[best]
+    if stage < len(levels):
+        rot, trans, _, rest = run(rot, trans, stage, len(levels))
+        per_level += rest
+    for li, steps in enumerate(per_level):
         for loss, r, t in steps:
             hist.steps.append(RefineStep(len(hist.steps), li, loss, r, t))
             if progress is not None:
                 progress(len(hist.steps), total, loss)
+    obj = objective(len(levels) - 1)
     with torch.no_grad():
         hist.initial_loss = float(obj.loss(torch.zeros(3), torch.zeros(3)))
         hist.final_loss = float(obj.loss(rot, trans))
@@ -1301,38 +1323,42 @@ def _run_level(obj: "_SeamObjective", lv: Level, rot0: torch.Tensor, trans0: tor
 
 
 def _search_starts(loss: Callable[[torch.Tensor], float], radius_deg: float,
-                   step_deg: float | None = None) -> list[torch.Tensor]:
-    """Extra starting rotations: per axis, the best point of a 1-D scan, if below the start.
+                   step_deg: float | None = None, per_axis: int = 2) -> list[torch.Tensor]:
+    """Extra starting rotations: per axis, the lowest minima of a 1-D scan below the start.
 
     Each axis (roll, pitch, yaw of the body FLU frame) is scanned alone over
     ``+-radius_deg`` in steps of ``step_deg`` (default ``SEARCH_STEP_DEG``), the other two
-    held at zero. A scan's minimum becomes a start when it is lower than the loss at zero
-    and at least one step away from it. The caller runs the level from zero and from each
-    start and keeps the lowest end: a wrong turn of the scan (axes are coupled) costs time,
-    never accuracy.
+    held at zero. The scan's local minima that are lower than the loss at zero (zero itself
+    excluded) become starts, the ``per_axis`` lowest of each axis: a blurred loss can
+    score a false minimum one pattern period away as low as the true one, so the best
+    point alone is not enough. The caller refines from zero and from each start and keeps
+    the lowest end: a wrong start costs time, never accuracy.
 
     Args:
         loss: ``loss(rotation_deg (3,)) -> float``.
         radius_deg: Scan half-width, degrees.
         step_deg: Scan step, degrees.
+        per_axis: Most starts taken from one axis.
 
     Returns:
-        Up to three rotations, each shape (3,).
+        Up to ``3 * per_axis`` rotations, each shape (3,).
     """
     step = SEARCH_STEP_DEG if step_deg is None else step_deg
-    offsets = [float(v) for v in np.arange(-radius_deg, radius_deg + 1e-9, step) if abs(v) >= step - 1e-9]
+    count = int(round(radius_deg / step))
+    offsets = [k * step for k in range(-count, count + 1)]
     at_zero = loss(torch.zeros(3))
     starts = []
     for axis in range(3):
-        best, best_loss = None, at_zero
+        points = []
         for value in offsets:
             cand = torch.zeros(3)
             cand[axis] = value
-            val = loss(cand)
-            if val < best_loss:
-                best, best_loss = cand, val
-        if best is not None:
-            starts.append(best)
+            points.append((at_zero if value == 0 else loss(cand), cand))
+        vals = [v for v, _ in points]
+        minima = [points[k] for k in range(len(points))
+                  if offsets[k] != 0 and vals[k] < at_zero
+                  and (k == 0 or vals[k] <= vals[k - 1]) and (k == len(vals) - 1 or vals[k] <= vals[k + 1])]
+        starts += [cand for _, cand in sorted(minima, key=lambda m: m[0])[:per_axis]]
     return starts
 
 
