@@ -33,6 +33,7 @@ def test_live_seams_on_the_sample(doctor):
     m = _metrics(at)
     assert m["Seams"] == "6"
     assert float(m["Median seam cost"]) < 1.0
+    assert m["Stands out (quick)"] == "none"  # the true rig: nothing to point at
     assert len(at.get("plotly_chart")) == 4  # mosaic, seam matrix, quick ranking, vs ground truth
     (table,) = [d.value for d in at.dataframe if "camera A" in d.value.columns]
     assert len(table) == 6 and (table["seam cost (NGF)"] >= 0).all()
@@ -44,6 +45,7 @@ def test_perturb_refine_diagnose_download_adopt(doctor):
     at.slider(key="cd_p_CAM_FRONT_yaw_deg").set_value(2.0).run()
     assert not at.exception, [e.value for e in at.exception]
     assert "CAM_FRONT: yaw_deg +2" in " ".join(c.value for c in at.caption)
+    assert _metrics(at)["Stands out (quick)"] == "CAM_FRONT"
 
     at.selectbox(key="cd_refine_cam").set_value("CAM_FRONT")
     at.radio(key="cd_quality").set_value("fast")
