@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bevviz.shapes import field_error
+from bevviz.shapes import as_float_array, field_error
 
 # BEVFormer on nuScenes: pc_range z in [-5, 3] with 4 points per pillar.
 BEVFORMER_Z_RANGE = (-5.0, 3.0)
@@ -57,10 +57,11 @@ class BEVGrid:
 
     def __post_init__(self) -> None:
         for name in ("x_range", "y_range"):
-            rng = tuple(float(v) for v in getattr(self, name))
-            if len(rng) != 2 or not all(np.isfinite(rng)) or rng[1] <= rng[0]:
-                raise field_error(name, getattr(self, name), "must be (min, max) with max > min, finite")
-            object.__setattr__(self, name, rng)
+            value = getattr(self, name)
+            arr = as_float_array(value, name)
+            if arr.shape != (2,) or not np.isfinite(arr).all() or arr[1] <= arr[0]:
+                raise field_error(name, value, "must be (min, max) with max > min, finite")
+            object.__setattr__(self, name, (float(arr[0]), float(arr[1])))
         zs = tuple(float(z) for z in np.atleast_1d(np.asarray(self.z_values, dtype=float)))
         if not zs or not all(np.isfinite(zs)):
             raise field_error("z_values", self.z_values, "need at least one finite height")

@@ -18,7 +18,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
-from bevviz.shapes import as_float_array, check_shape, field_error, positive_int
+from bevviz.shapes import as_float_array, as_int, check_shape, field_error, positive_int
 
 #: nuScenes camera names in ring order (clockwise from the front as seen from above).
 NUSCENES_CAMERAS = (
@@ -199,9 +199,21 @@ class Camera:
     def cropped(self, x0: int, y0: int, width: int, height: int) -> "Camera":
         """The camera after cropping (x0, y0, width, height) out of its image.
 
+        Args:
+            x0, y0: Top-left pixel of the crop, whole pixels (negative: the crop reaches
+                past the image's left / top edge, as after padding).
+            width, height: Crop size in pixels (> 0).
+
+        Raises:
+            ValueError: naming the argument that is not a whole pixel count.
+
         Convention:
             u' = u - x0, v' = v - y0, so cx' = cx - x0 and cy' = cy - y0.
         """
+        x0 = as_int(x0, "x0", self.name)
+        y0 = as_int(y0, "y0", self.name)
+        width = positive_int(width, "width", self.name)
+        height = positive_int(height, "height", self.name)
         S = np.array([[1.0, 0.0, -float(x0)], [0.0, 1.0, -float(y0)], [0.0, 0.0, 1.0]])
         return self.replace(K=S @ self.K, width=width, height=height)
 

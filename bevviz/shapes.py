@@ -108,10 +108,19 @@ def as_float_array(value: object, field: str, camera: str | None = None) -> np.n
         raise field_error(field, value, "must be numeric", camera) from None
 
 
+def as_int(value: object, field: str, camera: str | None = None, minimum: int | None = None) -> int:
+    """``value`` as an ``int`` (whole floats accepted), at least ``minimum`` if given, or a
+    named ``ValueError``."""
+    what = "an integer" if minimum is None else (
+        "a positive integer" if minimum == 1 else f"an integer >= {minimum}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise field_error(field, value, f"must be {what}", camera)
+    if not np.isfinite(float(value)) or float(value) != int(value) or (
+            minimum is not None and int(value) < minimum):
+        raise field_error(field, value, f"must be {what}", camera)
+    return int(value)
+
+
 def positive_int(value: object, field: str, camera: str | None = None) -> int:
     """Return ``value`` as a positive ``int`` or raise a named ``ValueError``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
-        raise field_error(field, value, "must be a positive integer", camera)
-    if not np.isfinite(float(value)) or float(value) != int(value) or int(value) <= 0:
-        raise field_error(field, value, "must be a positive integer", camera)
-    return int(value)
+    return as_int(value, field, camera, minimum=1)

@@ -152,6 +152,8 @@ def test_cell_of_outside_and_edges():
     ({"x_range": (-np.inf, 10.0)}, r"field 'x_range': .*finite \(got \(-inf, 10\.0\)\)"),
     ({"y_range": (0.0, np.nan)}, r"field 'y_range'"),
     ({"x_range": (0.0, 1.0, 2.0)}, r"field 'x_range'"),
+    ({"x_range": 5.0}, r"field 'x_range': must be \(min, max\) .*\(got 5\.0\)"),
+    ({"y_range": ("a", "b")}, r"field 'y_range': must be numeric \(got \('a', 'b'\)\)"),
     ({"resolution": 0.0}, r"field 'resolution': must be finite and > 0 \(got 0\.0\)"),
     ({"resolution": -0.5}, r"field 'resolution': must be finite and > 0 \(got -0\.5\)"),
     ({"resolution": np.nan}, r"field 'resolution'"),

@@ -381,6 +381,15 @@ def test_rig_equality_hash_and_derived_rigs():
     assert rig.map(lambda c: c.cropped(0, 0, 100, 100))["CAM_FRONT"].size == (100, 100)
 
 
+@pytest.mark.parametrize("args,field", [((1.5, 0, 10, 10), "x0"), ((0, "1", 10, 10), "y0"),
+                                        ((0, 0, 0, 10), "width"), ((0, 0, 10, 2.5), "height")])
+def test_crop_needs_whole_pixels(args, field):
+    cam = six_cameras()[0]
+    with pytest.raises(ValueError, match=rf"camera {cam.name}: field '{field}': must be a"):
+        cam.cropped(*args)
+    assert cam.cropped(3.0, 2, 10, 10).K[0, 2] == cam.K[0, 2] - 3  # whole floats are fine
+
+
 def test_rig_display_grid():
     rig = Rig(six_cameras())
     assert rig.display_grid() == [["CAM_FRONT_LEFT", "CAM_FRONT", "CAM_FRONT_RIGHT"],

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from bevviz.shapes import as_float_array, check_finite, check_shape, field_error, positive_int
+from bevviz.shapes import as_float_array, as_int, check_finite, check_shape, field_error, positive_int
 
 
 # --- field_error ---------------------------------------------------------------------------
@@ -110,3 +110,16 @@ def test_positive_int_accepts(good, expected):
 def test_positive_int_rejects_with_field_and_value(bad):
     with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'width': must be a positive integer \(got "):
         positive_int(bad, "width", camera="CAM_FRONT")
+
+
+def test_as_int_accepts_whole_numbers_of_any_sign_and_honours_minimum():
+    assert as_int(-3, "x0") == -3 and as_int(4.0, "x0") == 4 and as_int(np.int64(7), "x0") == 7
+    assert as_int(2, "n", minimum=2) == 2
+    for bad, pattern in [(1.5, r"field 'x0': must be an integer \(got 1\.5\)"),
+                         (True, r"field 'x0': must be an integer"),
+                         ("3", r"field 'x0': must be an integer \(got '3'\)"),
+                         (float("nan"), r"field 'x0': must be an integer")]:
+        with pytest.raises(ValueError, match=pattern):
+            as_int(bad, "x0")
+    with pytest.raises(ValueError, match=r"field 'n': must be an integer >= 2 \(got 1\)"):
+        as_int(1, "n", minimum=2)
