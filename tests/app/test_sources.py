@@ -165,3 +165,25 @@ def test_too_large_grid_is_refused_and_previous_grid_kept(app):
     at.run()
     assert not at.exception
     assert any("more than the app's" in e.value and "keeping the previous grid" in e.value for e in at.error)
+
+
+def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, tmp_path):
+    # A checkout without sample_data/ (e.g. a trimmed copy) still opens: the nuScenes-like
+    # rig rendered on the fly, with a caption that says why.
+    from appkit import sources
+
+    monkeypatch.setattr(sources, "SAMPLE_DIR", tmp_path)
+    monkeypatch.setattr(sources, "SAMPLE_RIG", tmp_path / "rig.json")
+    monkeypatch.setattr(sources, "SAMPLE_NUSCENES", tmp_path / "nuscenes")
+    sources.synthetic_scene.clear()
+    at = app()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "sample_data/ is missing" in captions
+    scene = at.session_state["scene"]
+    assert scene.key == "synthetic" and scene.ground_truth is None
+    assert len(scene.rig) == 6 and set(scene.images) == set(scene.rig.names)
+    w, h = scene.rig[0].size
+    assert all(img.shape == (h, w, 3) and img.std() > 10 for img in scene.images.values())
+    assert at.get("plotly_chart")  # the Rig page draws on the rendered images
