@@ -14,6 +14,7 @@ import json
 
 import cv2
 import numpy as np
+import pandas as pd
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
@@ -63,18 +64,18 @@ def projection_csv(proj: Projection, rig: Rig, grid: BEVGrid, valid_only: bool =
         idx = idx[np.linspace(0, len(idx) - 1, max_rows).round().astype(int)]
     c, k, i, j = idx.T if len(idx) else (np.zeros(0, int),) * 4
     p = pts[k, i, j]
-    out = io.StringIO()
-    out.write(",".join(CSV_COLUMNS) + "\n")
-    names = np.array(rig.names)[c] if N else np.array([])
-    body = np.column_stack([
-        names, k, i, j,
-        np.char.mod("%.3f", p[:, 0]), np.char.mod("%.3f", p[:, 1]), np.char.mod("%.3f", p[:, 2]),
-        np.char.mod("%.3f", uv[c, k, i, j, 0]), np.char.mod("%.3f", uv[c, k, i, j, 1]),
-        np.char.mod("%.3f", depth[c, k, i, j]), np.array(STATUS_NAMES)[status[c, k, i, j]],
-    ]) if len(idx) else np.zeros((0, len(CSV_COLUMNS)), dtype=str)
-    if len(body):
-        out.write("\n".join(map(",".join, body.tolist())) + "\n")
-    return out.getvalue().encode("utf-8")
+    def mm(values: np.ndarray) -> np.ndarray:
+        # Millimetres / thousandths of a pixel. Rounded float64 values print as their short
+        # decimal (12.345, 5.0) through pandas' fast writer; a float_format would format in
+        # Python (5x slower).
+        return np.round(np.asarray(values, dtype=np.float64), 3)
+
+    columns = dict(zip(CSV_COLUMNS, (
+        np.array(rig.names, dtype=object)[c] if N else np.zeros(0, dtype=object), k, i, j,
+        mm(p[:, 0]), mm(p[:, 1]), mm(p[:, 2]), mm(uv[c, k, i, j, 0]), mm(uv[c, k, i, j, 1]),
+        mm(depth[c, k, i, j]), np.array(STATUS_NAMES, dtype=object)[status[c, k, i, j]],
+    )))
+    return pd.DataFrame(columns).to_csv(index=False, lineterminator="\n").encode("utf-8")
 
 
 def heatmap_png(values: np.ndarray, vmin: float | None = None, vmax: float | None = None,

@@ -23,6 +23,16 @@ def test_projection_csv_and_npz():
     assert len(lines) - 1 == int(proj.valid.sum())
     first = lines[1].split(",")
     assert first[0] in RIG.names and first[-1] == "valid"
+    # Values: every row's point, pixel and depth to the printed 1e-3 (mm / thousandth px).
+    table = np.genfromtxt(io.StringIO(text), delimiter=",", names=True, dtype=None, encoding="utf-8")
+    cam = np.array([RIG.names.index(n) for n in table["camera"]])
+    k, i, j = table["z_index"], table["row"], table["col"]
+    pts = GRID.points().numpy()[k, i, j]
+    uv = proj.uv.numpy()[cam, k, i, j]
+    for col, ref in (("x", pts[:, 0]), ("y", pts[:, 1]), ("z", pts[:, 2]), ("u", uv[:, 0]), ("v", uv[:, 1]),
+                     ("depth", proj.depth.numpy()[cam, k, i, j])):
+        np.testing.assert_allclose(table[col], ref, rtol=0, atol=5e-4 + 1e-6, err_msg=col)
+    assert proj.valid.numpy()[cam, k, i, j].all()
     full = downloads.projection_csv(proj, RIG, GRID, valid_only=False, max_rows=100).decode()
     assert len(full.strip().split("\n")) == 101
     data = np.load(io.BytesIO(downloads.projection_npz(proj, RIG, GRID)))
