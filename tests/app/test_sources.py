@@ -176,7 +176,9 @@ def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, 
     monkeypatch.setattr(sources, "SAMPLE_RIG", tmp_path / "rig.json")
     monkeypatch.setattr(sources, "SAMPLE_NUSCENES", tmp_path / "nuscenes")
     sources.synthetic_scene.clear()
+    sources.sample_texture.clear()  # cached by earlier tests from the real sample_data
     at = app()
+    sources.sample_texture.clear()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     captions = " ".join(c.value for c in at.sidebar.caption)
