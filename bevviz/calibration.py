@@ -62,7 +62,7 @@ from bevviz.conventions import STORED_FROM_RDF
 from bevviz.features import resize_area
 from bevviz.projection import project_with
 from bevviz.rotations import axis_angle_to_matrix, matrix_to_rpy, rpy_to_matrix
-from bevviz.shapes import check_shape, field_error
+from bevviz.shapes import check_choice, check_shape, field_error
 from bevviz.threads import single_threaded
 
 #: Ground ring (metres from the rig centre) whose cells are compared: nearer, the ground is
@@ -921,8 +921,7 @@ class _SeamObjective:
     def __init__(self, rig: Rig, frames: Sequence[Mapping[str, torch.Tensor]], grid: BEVGrid, camera: str,
                  neighbours: Sequence[str], ring: tuple[float, float], sampler: Sampler | None,
                  kind: str = "ncc", ramp: float = 32.0, margin: float = 0.1) -> None:
-        if kind not in COSTS:
-            raise field_error("cost", kind, f"must be one of {COSTS}")
+        check_choice(kind, COSTS, "cost")
         self.camera, self.sampler, self.kind, self.ramp = rig[camera], sampler, kind, float(ramp)
         self.ngf_eps = NGF_EPS * grid.resolution
         self.imgs = [f[camera] for f in frames]  # F x (3, h, w)

@@ -25,7 +25,7 @@ import numpy as np
 
 from bevviz.camera import Camera, invert_transform, make_transform, validate_rotation
 from bevviz.rotations import QUATERNION_ORDERS, matrix_to_quaternion, quaternion_to_matrix
-from bevviz.shapes import as_float_array, check_shape, field_error
+from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
 
 EXTRINSICS = ("sensor_to_ego", "ego_to_sensor")
 CAMERA_AXES = ("RDF", "RUB", "FLU")
@@ -58,12 +58,9 @@ class Convention:
     camera_axes: str = "RDF"
 
     def __post_init__(self) -> None:
-        if self.extrinsic not in EXTRINSICS:
-            raise field_error("extrinsic", self.extrinsic, f"must be one of {EXTRINSICS}")
-        if self.quaternion not in QUATERNION_ORDERS:
-            raise field_error("quaternion", self.quaternion, f"must be one of {QUATERNION_ORDERS}")
-        if self.camera_axes not in CAMERA_AXES:
-            raise field_error("camera_axes", self.camera_axes, f"must be one of {CAMERA_AXES}")
+        check_choice(self.extrinsic, EXTRINSICS, "extrinsic")
+        check_choice(self.quaternion, QUATERNION_ORDERS, "quaternion")
+        check_choice(self.camera_axes, CAMERA_AXES, "camera_axes")
 
     @classmethod
     def all(cls) -> list["Convention"]:

@@ -52,7 +52,7 @@ import torch.nn.functional as F
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.projection import BOUNDS, project_with
-from bevviz.shapes import check_shape, field_error
+from bevviz.shapes import check_choice, check_shape, field_error
 
 SAMPLERS = ("grid_sample", "gather_scatter", "deformable", "lut")
 OVERLAPS = ("mean", "first_hit", "last_write")
@@ -174,8 +174,7 @@ def point_weights(valid: torch.Tensor, overlap: str = "mean") -> tuple[torch.Ten
         where a point is invalid or its camera is not the chosen one; hits, shape
         (H_bev, W_bev), int64; seen, shape (N_cam, H_bev, W_bev), bool.
     """
-    if overlap not in OVERLAPS:
-        raise field_error("overlap", overlap, f"must be one of {OVERLAPS}")
+    check_choice(overlap, OVERLAPS, "overlap")
     check_shape(valid, (None, None, None, None), "valid")
     v = valid.to(torch.float64)
     cnt = v.sum(dim=1)  # (N, H, W)
@@ -289,12 +288,9 @@ def bev_features(features: torch.Tensor, rig: Rig, grid: BEVGrid, sampler: str =
         with ``align_corners=False``; the aggregation formula).
     """
     t_start = time.perf_counter()
-    if sampler not in SAMPLERS:
-        raise field_error("sampler", sampler, f"must be one of {SAMPLERS}")
-    if overlap not in OVERLAPS:
-        raise field_error("overlap", overlap, f"must be one of {OVERLAPS}")
-    if bounds not in BOUNDS:
-        raise field_error("bounds", bounds, f"must be one of {BOUNDS}")
+    check_choice(sampler, SAMPLERS, "sampler")
+    check_choice(overlap, OVERLAPS, "overlap")
+    check_choice(bounds, BOUNDS, "bounds")
     n_cam, C, Hf, Wf = _check_features(features, rig)
     if not isinstance(grid, BEVGrid):
         raise field_error("grid", type(grid).__name__, "must be a BEVGrid")

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from bevviz.camera import Rig
-from bevviz.shapes import check_shape, field_error
+from bevviz.shapes import check_choice, check_shape, field_error
 
 BOUNDS = ("pixel", "bevformer")
 
@@ -64,8 +64,7 @@ def project_with(points_ego: torch.Tensor, K: torch.Tensor, cam_from_ego: torch.
     Convention:
         See the module docstring.
     """
-    if bounds not in BOUNDS:
-        raise field_error("bounds", bounds, f"must be one of {BOUNDS}")
+    check_choice(bounds, BOUNDS, "bounds")
     if not (eps >= 0):
         raise field_error("eps", eps, "must be >= 0")
     check_shape(points_ego, ("...", 3), "points_ego")

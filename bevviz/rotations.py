@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bevviz.shapes import as_float_array, check_shape, field_error
+from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
 
 QUATERNION_ORDERS = ("wxyz", "xyzw")
 
@@ -34,8 +34,7 @@ def quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rotation"
     Convention:
         Hamilton quaternion; see the module docstring.
     """
-    if order not in QUATERNION_ORDERS:
-        raise field_error("quaternion order", order, f"must be one of {QUATERNION_ORDERS}", camera)
+    check_choice(order, QUATERNION_ORDERS, "quaternion order", camera)
     arr = as_float_array(q, field, camera)
     check_shape(arr, (4,), field, camera)
     if not np.all(np.isfinite(arr)):
@@ -66,8 +65,7 @@ def matrix_to_quaternion(R: np.ndarray, order: str = "wxyz") -> np.ndarray:
     Convention:
         Inverse of :func:`quaternion_to_matrix` (up to the sign of q).
     """
-    if order not in QUATERNION_ORDERS:
-        raise field_error("quaternion order", order, f"must be one of {QUATERNION_ORDERS}")
+    check_choice(order, QUATERNION_ORDERS, "quaternion order")
     m = np.asarray(R, dtype=np.float64)
     check_shape(m, (3, 3), "rotation")
     # Shepperd's method: pick the largest of the four squared components for stability.

@@ -6,7 +6,7 @@ there is one) and the offending value, so an app can show it verbatim with ``st.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -106,6 +106,16 @@ def as_float_array(value: object, field: str, camera: str | None = None) -> np.n
         return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise field_error(field, value, "must be numeric", camera) from None
+
+
+def check_choice(value: object, choices: Iterable, field: str, camera: str | None = None) -> None:
+    """Raise a named ``ValueError`` unless ``value`` is one of ``choices``.
+
+    The message lists the choices: ``field 'mode': must be one of ('bilinear', ...) (got 'x')``.
+    """
+    options = tuple(choices)
+    if value not in options:
+        raise field_error(field, value, f"must be one of {options}", camera)
 
 
 def as_int(value: object, field: str, camera: str | None = None, minimum: int | None = None) -> int:

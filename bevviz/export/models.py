@@ -29,7 +29,7 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
-from bevviz.shapes import check_shape, field_error, positive_int
+from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
 SAMPLERS = ("grid_sample", "gather_scatter", "deformable", "lut")
 EXPORTERS = ("dynamo", "torchscript")
@@ -85,12 +85,9 @@ class ExportSettings:
     def __post_init__(self) -> None:
         from bevviz.samplers.reference import MODES, PADDING_MODES
 
-        if self.sampler not in SAMPLERS:
-            raise field_error("sampler", self.sampler, f"must be one of {SAMPLERS}")
-        if self.mode not in MODES:
-            raise field_error("mode", self.mode, f"must be one of {MODES}")
-        if self.padding_mode not in PADDING_MODES:
-            raise field_error("padding_mode", self.padding_mode, f"must be one of {PADDING_MODES}")
+        check_choice(self.sampler, SAMPLERS, "sampler")
+        check_choice(self.mode, MODES, "mode")
+        check_choice(self.padding_mode, PADDING_MODES, "padding_mode")
         if not isinstance(self.align_corners, bool):
             raise field_error("align_corners", self.align_corners, "must be a bool")
         if self.sampler in ("deformable", "lut"):
@@ -107,12 +104,10 @@ class ExportSettings:
         for v in self.feature_size:
             positive_int(v, "feature_size")
         object.__setattr__(self, "feature_size", tuple(int(v) for v in self.feature_size))
-        if self.dtype not in DTYPES:
-            raise field_error("dtype", self.dtype, f"must be one of {tuple(DTYPES)}")
+        check_choice(self.dtype, DTYPES, "dtype")
         if isinstance(self.opset, bool) or not isinstance(self.opset, int) or not MIN_OPSET <= self.opset <= MAX_OPSET:
             raise field_error("opset", self.opset, f"must be an int in [{MIN_OPSET}, {MAX_OPSET}]")
-        if self.exporter not in EXPORTERS:
-            raise field_error("exporter", self.exporter, f"must be one of {EXPORTERS}")
+        check_choice(self.exporter, EXPORTERS, "exporter")
         positive_int(self.kernel_size, "kernel_size")
         if not (float(self.offset_scale) >= 0):
             raise field_error("offset_scale", self.offset_scale, "must be >= 0")

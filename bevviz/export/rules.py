@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from bevviz.export.inspection import GATHER_OPS, SCATTER_OPS, OpReport
-from bevviz.shapes import field_error
+from bevviz.shapes import check_choice, field_error
 
 #: The rules shipped with bevviz.
 DEFAULT_RULES_PATH = Path(__file__).resolve().parent.parent / "backend_rules.json"
@@ -197,8 +197,7 @@ def parse_rules(data: Mapping | Sequence) -> list[Rule]:
             if not row.get(key):
                 raise field_error(f"rules[{rid}].{key}", row.get(key), "required")
         severity = row.get("severity", "error")
-        if severity not in SEVERITIES:
-            raise field_error(f"rules[{rid}].severity", severity, f"must be one of {SEVERITIES}")
+        check_choice(severity, SEVERITIES, f"rules[{rid}].severity")
         when_raw = row.get("when") or []
         check_raw = row.get("check")
         when = tuple(_parse_condition(c, rid, "when") for c in _as_list(when_raw)) if not isinstance(when_raw, Mapping) \

@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from bevviz.samplers import gather_scatter as gs
-from bevviz.shapes import check_shape, field_error, positive_int
+from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
 ROUNDINGS = ("bilinear", "floor")
 OFFSET_SOURCES = ("zero", "random", "net")
@@ -192,10 +192,8 @@ class DeformableConfig:
     def __post_init__(self) -> None:
         positive_int(self.kernel_size, "kernel_size")
         kernel_offsets(self.kernel_size, self.dilation)
-        if self.rounding not in ROUNDINGS:
-            raise field_error("rounding", self.rounding, f"must be one of {ROUNDINGS}")
-        if self.offsets not in OFFSET_SOURCES:
-            raise field_error("offsets", self.offsets, f"must be one of {OFFSET_SOURCES}")
+        check_choice(self.rounding, ROUNDINGS, "rounding")
+        check_choice(self.offsets, OFFSET_SOURCES, "offsets")
         if not (math.isfinite(float(self.offset_scale)) and float(self.offset_scale) >= 0):
             raise field_error("offset_scale", self.offset_scale, "must be finite and >= 0")
 
@@ -346,8 +344,7 @@ def sample_pairs(features: torch.Tensor, camera: torch.Tensor, pos: torch.Tensor
     Returns:
         ``sum_k m_k x_camera(p_k)``, shape (M, C), the features' dtype.
     """
-    if rounding not in ROUNDINGS:
-        raise field_error("rounding", rounding, f"must be one of {ROUNDINGS}")
+    check_choice(rounding, ROUNDINGS, "rounding")
     N, C, H, W = features.shape
     M, K, _ = pos.shape
     if M == 0:
@@ -432,8 +429,7 @@ def _check_args(features, grid, offsets, mask, kernel_size, rounding):
     check_shape(grid, ("...", 2), "grid")
     if grid.dim() < 2 or grid.shape[0] != dims["N"]:
         raise field_error("grid", tuple(grid.shape), f"must be (N={dims['N']}, *P, 2)")
-    if rounding not in ROUNDINGS:
-        raise field_error("rounding", rounding, f"must be one of {ROUNDINGS}")
+    check_choice(rounding, ROUNDINGS, "rounding")
     K = positive_int(kernel_size, "kernel_size") ** 2
     P = tuple(grid.shape[1:-1])
     if offsets is not None:

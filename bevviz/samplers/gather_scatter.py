@@ -98,7 +98,7 @@ import numpy as np
 import torch
 
 from bevviz.samplers.reference import MODES, PADDING_MODES, check_grid_sample_args
-from bevviz.shapes import check_shape, field_error
+from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = [
     "FUSED_MULTIPLY_ADD",
@@ -486,10 +486,8 @@ def _axis_taps(
 
 def _check_mode_args(mode: str, padding_mode: str, align_corners: bool, coords: str) -> None:
     """Validate the non-tensor arguments of the tap functions."""
-    if mode not in MODES:
-        raise field_error("mode", mode, f"must be one of {MODES}")
-    if padding_mode not in PADDING_MODES:
-        raise field_error("padding_mode", padding_mode, f"must be one of {PADDING_MODES}")
+    check_choice(mode, MODES, "mode")
+    check_choice(padding_mode, PADDING_MODES, "padding_mode")
     if not isinstance(align_corners, (bool, np.bool_)):
         raise field_error("align_corners", align_corners, "must be a bool")
     if coords not in ("normalized", "pixel"):

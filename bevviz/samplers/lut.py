@@ -46,7 +46,7 @@ import torch
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.samplers import gather_scatter as gs
-from bevviz.shapes import check_shape, field_error, positive_int
+from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
 #: Bump when the table's layout or formula changes (it is part of every cache key).
 LUT_VERSION = 1
@@ -177,8 +177,7 @@ class BEVLookupTable:
             (H_bev * W_bev, C) result).
         """
         method = method or self.method
-        if method not in METHODS:
-            raise field_error("method", method, f"must be one of {METHODS}")
+        check_choice(method, METHODS, "method")
         hb, wb = self.bev_shape
         if method == "sparse":
             out = torch.sparse.mm(self.matrix, self._table(features))
@@ -284,8 +283,7 @@ def build_lut(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size
     from bevviz.samplers.deformable import pair_taps
 
     t0 = time.perf_counter()
-    if method not in METHODS:
-        raise field_error("method", method, f"must be one of {METHODS}")
+    check_choice(method, METHODS, "method")
     if dtype not in (torch.float32, torch.float64):
         raise field_error("dtype", str(dtype), "must be torch.float32 or torch.float64")
     key = lut_key(rig, grid, feature_size, image_size, overlap, bounds, eps, dtype)

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bevviz.shapes import check_shape, field_error
+from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = [
     "MODES",
@@ -85,10 +85,8 @@ def check_grid_sample_args(
         raise field_error("grid", grid.dtype, f"dtype must equal input's dtype {input.dtype}")
     if grid.device != input.device:
         raise field_error("grid", grid.device, f"must be on input's device {input.device}")
-    if mode not in MODES:
-        raise field_error("mode", mode, f"must be one of {MODES}")
-    if padding_mode not in PADDING_MODES:
-        raise field_error("padding_mode", padding_mode, f"must be one of {PADDING_MODES}")
+    check_choice(mode, MODES, "mode")
+    check_choice(padding_mode, PADDING_MODES, "padding_mode")
     if not isinstance(align_corners, (bool, np.bool_)):
         raise field_error("align_corners", align_corners, "must be a bool")
 
