@@ -74,8 +74,8 @@ Performance (CPU):
     the output stays zero (what PyTorch returns there), bit for bit the same values.
     Measured single-threaded on a 2-core AVX-512 box, input (6, 64, 56, 100), the
     benchmark's BEV grid (6, 800, 200, 2) with 18 % of points inside the image, float32
-    bilinear: ~1.2x the time of ``F.grid_sample`` (about half of either is the first
-    touch of the 245 MB output); on a grid entirely inside the image ~2.2-2.5x (it fuses
+    bilinear: 1.2-1.4x the time of ``F.grid_sample`` (about half of either is the first
+    touch of the 245 MB output); on a grid entirely inside the image 1.8-2.2x (it fuses
     everything and never materialises taps). Small problems run inline.
 
 Index dtype:
