@@ -779,7 +779,7 @@ FAST_LEVELS = (
     Level(stride=4, blur=2.0, cell=0.4, steps=25, lr_deg=0.08, cost="ngf"),
 )
 
-#: Coarse search radius and step before the first level (see :func:`refine_extrinsics`).
+#: Scan half-width and step of the multi-start search (see :func:`refine_extrinsics`).
 SEARCH_DEG = 4.0
 SEARCH_STEP_DEG = 0.5
 #: Levels each start runs through before the runs are compared (on the last of them): the
@@ -1212,10 +1212,10 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         sampler: Optional ``grid_sample``-compatible sampler instead of the default
             two-stage gather-scatter sampler (whose tap weights carry the gradient with
             respect to the sampling positions).
-        search_deg: Also start from the best points of 1-D scans of each rotation axis
-            over ``+-search_deg`` on the first level's loss (see :func:`_search_starts`),
-            run every start through the first ``SEARCH_LEVELS`` levels and keep the run that
-            ends lowest on the last of them; 0 disables it. Periodic ground (a metric checker,
+        search_deg: Also start from the lowest local minima (two per axis) of 1-D scans of
+            each rotation axis over ``+-search_deg`` on the first level's loss (see
+            :func:`_search_starts`), run every start through the first ``SEARCH_LEVELS``
+            levels and keep the run that ends lowest on the last of them; 0 disables it. Periodic ground (a metric checker,
             tiles, parking bays) gives false minima one period away (about 3 deg for a 1 m
             pattern 20 m out) that gradient descent from the given pose alone falls into.
         progress: Optional ``callback(step, total_steps, loss)``.
