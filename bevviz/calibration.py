@@ -1218,7 +1218,9 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             levels and keep the run that ends lowest on the last of them; 0 disables it. Periodic ground (a metric checker,
             tiles, parking bays) gives false minima one period away (about 3 deg for a 1 m
             pattern 20 m out) that gradient descent from the given pose alone falls into.
-        progress: Optional ``callback(step, total_steps, loss)``.
+        progress: Optional ``callback(step, total_steps, loss)`` after every optimisation
+            step run, those of the search's alternative starts included (``total_steps``
+            counts them, so it can exceed the schedule's own step count).
 
     Returns:
         (the rig with the refined camera, :class:`RefineHistory`).
@@ -1255,11 +1257,19 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             objectives[li] = obj
         return objectives[li]
 
+    done = [0, total]  # optimisation steps run so far, and in all
+
+    def tick(loss: float) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], done[1], loss)
+
     def run(start: torch.Tensor, trans: torch.Tensor, first: int, stop: int):
         """Levels first .. stop - 1 from one start: (rot, trans, end loss, steps per level)."""
         rot, end, per_level = start, float("nan"), []
         for li in range(first, stop):
-            rot, trans, end, steps = _run_level(objective(li), levels[li], rot, trans, translation, robust)
+            rot, trans, end, steps = _run_level(objective(li), levels[li], rot, trans, translation, robust,
+                                                on_step=tick)
             per_level.append(steps)
         return rot, trans, end, per_level
 
@@ -1270,6 +1280,7 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     if search_deg > 0:
         with torch.no_grad():
             starts += _search_starts(lambda r: float(objective(0).loss(r, torch.zeros(3), robust)), search_deg)
+    done[1] = total + (len(starts) - 1) * sum(lv.steps for lv in levels[:stage])
     runs = [run(start, torch.zeros(3), 0, stage) for start in starts]
     best = min(range(len(runs)), key=lambda k: (runs[k][2], k))  # the given pose wins ties
     hist.search_start_deg = tuple(float(v) for v in starts[best])
@@ -1280,8 +1291,6 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     for li, steps in enumerate(per_level):
         for loss, r, t in steps:
             hist.steps.append(RefineStep(len(hist.steps), li, loss, r, t))
-            if progress is not None:
-                progress(len(hist.steps), total, loss)
     obj = objective(len(levels) - 1)
     with torch.no_grad():
         hist.initial_loss = float(obj.loss(torch.zeros(3), torch.zeros(3)))
@@ -1295,9 +1304,10 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
 
 
 def _run_level(obj: "_SeamObjective", lv: Level, rot0: torch.Tensor, trans0: torch.Tensor,
-               translation: bool, robust: float | None
+               translation: bool, robust: float | None, on_step: Callable[[float], None] | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, float, list[tuple[float, tuple, tuple]]]:
-    """Adam on one level from ``(rot0 (3,), trans0 (3,))`` (degrees, cm).
+    """Adam on one level from ``(rot0 (3,), trans0 (3,))`` (degrees, cm); ``on_step(loss)``
+    after each step.
 
     Returns:
         (rotation (3,), translation (3,), the level's loss there, per step (loss before the
@@ -1315,6 +1325,8 @@ def _run_level(obj: "_SeamObjective", lv: Level, rot0: torch.Tensor, trans0: tor
                       tuple(float(v) for v in trans.detach())))
         # Cosine decay to 5 % of the level's learning rate.
         opt.step(0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * i / max(lv.steps, 1))))
+        if on_step is not None:
+            on_step(steps[-1][0])
     rot, trans = rot.detach(), trans.detach()
     with torch.no_grad():
         end = float(obj.loss(rot, trans, robust))
