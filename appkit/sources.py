@@ -237,14 +237,20 @@ SYNTHETIC_SCALE = 0.4  # 640 x 360: rendering full-size images takes half a minu
 
 @st.cache_resource(show_spinner=False)
 def synthetic_scene() -> Scene:
-    """The nuScenes-like rig with rendered images (used when sample_data is missing)."""
-    from bevviz.synthetic import nuscenes_like_rig, render
+    """The nuScenes-like rig with rendered images (used when sample_data is missing).
+
+    Its ground truth is the procedural texture the images were rendered from (the same
+    one sample_data/ground_texture.png stores), at the identity ego pose.
+    """
+    from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
     rig = nuscenes_like_rig().resized(SYNTHETIC_SCALE)
     images = render(rig, supersample=1)
+    texture, grid = ground_texture()
     w, h = rig[0].size
     return Scene(key="synthetic", label=f"Synthetic nuScenes-like rig ({w} x {h}, rendered: sample_data is missing)",
-                 rig=rig, images=_freeze(images), ground_truth=_ground_truth())
+                 rig=rig, images=_freeze(images),
+                 ground_truth=GroundTruth(texture, tuple(grid.x_range), tuple(grid.y_range), None))
 
 
 def sample_available() -> bool:

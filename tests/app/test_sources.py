@@ -184,7 +184,13 @@ def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, 
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "sample_data/ is missing" in captions
     scene = at.session_state["scene"]
-    assert scene.key == "synthetic" and scene.ground_truth is None
+    assert scene.key == "synthetic"
+    # Its ground truth is the texture it was rendered from, even without the PNG on disk.
+    from bevviz.synthetic import ground_texture
+
+    texture, grid = ground_texture()
+    assert scene.ground_truth is not None and scene.ground_truth.texture is texture
+    assert tuple(scene.ground_truth.x_range) == tuple(grid.x_range)
     assert len(scene.rig) == 6 and set(scene.images) == set(scene.rig.names)
     w, h = scene.rig[0].size
     assert all(img.shape == (h, w, 3) and img.std() > 10 for img in scene.images.values())
