@@ -64,6 +64,7 @@ def projection_csv(proj: Projection, rig: Rig, grid: BEVGrid, valid_only: bool =
         idx = idx[np.linspace(0, len(idx) - 1, max_rows).round().astype(int)]
     c, k, i, j = idx.T if len(idx) else (np.zeros(0, int),) * 4
     p = pts[k, i, j]
+
     def mm(values: np.ndarray) -> np.ndarray:
         # Millimetres / thousandths of a pixel. Rounded float64 values print as their short
         # decimal (12.345, 5.0) through pandas' fast writer; a float_format would format in

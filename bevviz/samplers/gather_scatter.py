@@ -99,6 +99,7 @@ import torch
 
 from bevviz.samplers.reference import MODES, PADDING_MODES, check_grid_sample_args
 from bevviz.shapes import check_choice, check_shape, field_error
+from bevviz.threads import set_process_default_threads
 
 __all__ = [
     "FUSED_MULTIPLY_ADD",
@@ -758,8 +759,8 @@ def _worker_pool(workers: int) -> ThreadPoolExecutor:
 
     ``torch.set_num_threads`` sets the calling thread's OpenMP count *and* the process-wide
     count that threads created later start with. The workers set theirs once, when the
-    pool starts (all of them, held at a barrier), after which the creating thread puts the
-    process-wide count back; so no thread outside the pool (a Streamlit script thread, say)
+    pool starts (all of them, held at a barrier), after which the process-wide count is put
+    back (:func:`bevviz.threads.set_process_default_threads`); so no thread outside the pool (a Streamlit script thread, say)
     ever inherits the workers' single thread, and nothing is set per call.
     """
     global _POOL
@@ -771,7 +772,7 @@ def _worker_pool(workers: int) -> ThreadPoolExecutor:
             started = threading.Barrier(workers)
             for future in [pool.submit(started.wait) for _ in range(workers)]:
                 future.result()
-            torch.set_num_threads(default)
+            set_process_default_threads(default)
             if _POOL is not None:
                 _POOL.shutdown(wait=False)
             _POOL = pool
