@@ -57,11 +57,11 @@ import torch
 import torch.nn.functional as F
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.camera import Camera, Rig, invert_transform, make_transform
-from bevviz.conventions import STORED_FROM_RDF
+from bevviz.camera import Camera, Rig
 from bevviz.features import resize_area
 from bevviz.projection import project_with
-from bevviz.rotations import axis_angle_to_matrix, matrix_to_rpy, rpy_to_matrix
+from bevviz.rotations import (FLU_FROM_RDF, axis_angle_to_matrix, invert_transform, make_transform, matrix_to_rpy,
+                              rpy_to_matrix)
 from bevviz.shapes import check_choice, check_shape, field_error
 from bevviz.threads import single_threaded
 
@@ -82,8 +82,6 @@ ROBUST_K = 0.2
 #: the embedded sample's default frame: 1.02 at most on the true rig; 2.6-11.5 for the
 #: faulty camera under any 1-2 deg roll/pitch/yaw error, every other camera <= 1.03.
 STANDOUT_RATIO = 2.0
-#: Cameras' body axes (FLU) from RDF: ``flu = FLU_FROM_RDF @ rdf``.
-FLU_FROM_RDF = STORED_FROM_RDF["FLU"]
 
 #: A ``grid_sample``-compatible function ``(input, grid, mode, padding_mode, align_corners)``.
 Sampler = Callable[..., torch.Tensor]

@@ -18,7 +18,14 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
+from bevviz.rotations import ROTATION_TOL, invert_transform, make_transform, validate_rotation
 from bevviz.shapes import as_float_array, as_int, check_shape, field_error, positive_int
+from bevviz.storage import Convention, RawCamera
+
+__all__ = [
+    "DISPLAY_ROWS", "NUSCENES_CAMERAS", "ROTATION_TOL", "Camera", "Rig", "camera_from_raw",
+    "invert_transform", "make_transform", "raw_from_camera", "validate_intrinsics", "validate_rotation",
+]
 
 #: nuScenes camera names in ring order (clockwise from the front as seen from above).
 NUSCENES_CAMERAS = (
@@ -29,7 +36,6 @@ DISPLAY_ROWS = (
     ("CAM_FRONT_LEFT", "CAM_FRONT", "CAM_FRONT_RIGHT"),
     ("CAM_BACK_LEFT", "CAM_BACK", "CAM_BACK_RIGHT"),
 )
-ROTATION_TOL = 1e-4
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -60,35 +66,6 @@ def validate_intrinsics(K: object, camera: str | None = None) -> np.ndarray:
     if not np.allclose(k[2], [0.0, 0.0, 1.0], atol=1e-9) or abs(k[1, 0]) > 1e-9:
         raise field_error("K", k, "must be upper triangular with last row (0, 0, 1)", camera)
     return k
-
-
-def validate_rotation(R: object, field_name: str, camera: str | None = None) -> np.ndarray:
-    """Check a rotation matrix (orthonormal within 1e-4, det +1); return float64 (3, 3)."""
-    r = as_float_array(R, field_name, camera)
-    check_shape(r, (3, 3), field_name, camera)
-    if not np.all(np.isfinite(r)):
-        raise field_error(field_name, r, "must be finite (no NaN or inf)", camera)
-    err = float(np.abs(r @ r.T - np.eye(3)).max())
-    if err > ROTATION_TOL:
-        raise field_error(field_name, r, f"rotation is not orthonormal (max |R R^T - I| = {err:.3g})", camera)
-    det = float(np.linalg.det(r))
-    if det < 0:
-        raise field_error(field_name, r, f"rotation has det {det:.6f}, expected +1 (a reflection)", camera)
-    return r
-
-
-def make_transform(R: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """4x4 rigid transform from rotation (3, 3) and translation (3,)."""
-    T = np.eye(4)
-    T[:3, :3] = R
-    T[:3, 3] = t
-    return T
-
-
-def invert_transform(T: np.ndarray) -> np.ndarray:
-    """Inverse of a rigid 4x4 transform (``a_from_b`` -> ``b_from_a``), exact for rotations."""
-    R, t = T[:3, :3], T[:3, 3]
-    return make_transform(R.T, -R.T @ t)
 
 
 @dataclass(frozen=True, eq=False)
@@ -345,19 +322,52 @@ class Rig:
         return [list(names[i:i + 3]) + [None] * (3 - len(names[i:i + 3])) for i in range(0, len(names), 3)]
 
     @classmethod
-    def from_raw(cls, raw_cameras, convention) -> "Rig":
+    def from_raw(cls, raw_cameras: Iterable[RawCamera], convention: Convention) -> Rig:
         """Build a rig from raw stored calibration and the convention it was stored in.
 
         Args:
-            raw_cameras: Iterable of :class:`bevviz.conventions.RawCamera`.
-            convention: :class:`bevviz.conventions.Convention`.
-        """
-        from bevviz.conventions import camera_from_raw
+            raw_cameras: Stored calibration, one :class:`bevviz.storage.RawCamera` per camera.
+            convention: How it was stored (:class:`bevviz.storage.Convention`).
 
+        Convention:
+            See :func:`camera_from_raw` and docs/conventions.md.
+        """
         return cls(camera_from_raw(r, convention) for r in raw_cameras)
 
-    def to_raw(self, convention) -> list:
-        """The rig stored in ``convention``: list of :class:`bevviz.conventions.RawCamera`."""
-        from bevviz.conventions import raw_from_camera
-
+    def to_raw(self, convention: Convention) -> list[RawCamera]:
+        """The rig stored in ``convention``: one :class:`bevviz.storage.RawCamera` per camera."""
         return [raw_from_camera(c, convention) for c in self._cameras]
+
+
+def camera_from_raw(raw: RawCamera, convention: Convention) -> Camera:
+    """Convert stored calibration to a :class:`Camera` (``cam_from_ego``, RDF axes).
+
+    Args:
+        raw: Stored calibration.
+        convention: How it was stored.
+
+    Returns:
+        The camera.
+
+    Convention:
+        ``sensor_to_ego``: stored (R, t) is ``ego_from_sensor``;
+        ``ego_to_sensor``: stored (R, t) is ``sensor_from_ego``. The sensor frame has the
+        stored axes; ``cam_from_ego = rdf_from_stored @ stored_from_ego``. See
+        docs/conventions.md.
+    """
+    return Camera(raw.name, raw.K, raw.cam_from_ego(convention), raw.width, raw.height)
+
+
+def raw_from_camera(camera: Camera, convention: Convention, rotation_as: str = "quaternion") -> RawCamera:
+    """Store a camera in ``convention``; the inverse of :func:`camera_from_raw`.
+
+    Args:
+        camera: The camera.
+        convention: Target convention.
+        rotation_as: ``"quaternion"`` (in the convention's order) or ``"matrix"``.
+
+    Returns:
+        The stored calibration.
+    """
+    return RawCamera.storing(camera.name, camera.K, camera.cam_from_ego, camera.width, camera.height,
+                             convention, rotation_as)

@@ -24,7 +24,8 @@ their evidence rather than silently ordered.
 
 Convention:
     Ego frame x forward, y left, z up; the ground is the plane z = 0 (nuScenes ego frames sit
-    on the rear axle at road level). Camera frame RDF. See :mod:`bevviz.conventions`.
+    on the rear axle at road level). Camera frame RDF. See :mod:`bevviz.storage` and
+    docs/conventions.md.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from typing import Sequence
 
 import numpy as np
 
-from bevviz.threads import single_threaded
-from bevviz.camera import Rig
-from bevviz.conventions import Convention, RawCamera, camera_from_raw
+from bevviz.calibration import rig_seam_cost
+from bevviz.camera import Rig, camera_from_raw
+from bevviz.projection import project_points
 from bevviz.shapes import field_error
+from bevviz.storage import Convention, RawCamera
+from bevviz.threads import single_threaded
 
 #: Plausible camera mounting heights above the ground (metres).
 HEIGHT_RANGE = (0.5, 3.0)
@@ -217,8 +220,6 @@ def ground_footprints(rig: Rig, ring: tuple[float, float] = OVERLAP_RING,
         Ground is z = 0 in the ego frame; a point counts if it projects inside the image
         (pixel-centre bounds) in front of the camera.
     """
-    from bevviz.projection import project_points
-
     centre = np.stack([c.position for c in rig]).mean(axis=0)
     r = np.linspace(ring[0], ring[1], n_radii)
     a = np.linspace(-np.pi, np.pi, n_angles, endpoint=False)
@@ -364,8 +365,6 @@ def _add_seam_evidence(results: list[ConventionScore], images: dict) -> None:
     Candidates whose geometry scores more than :data:`SEAM_MARGIN` below the best are not
     compared (they are out of the running, and projecting images costs seconds).
     """
-    from bevviz.calibration import rig_seam_cost
-
     finite = [r.score for r in results if r.rig is not None and np.isfinite(r.score)]
     best = max(finite) if finite else float("-inf")
     for res in results:
@@ -439,8 +438,6 @@ def _op_rows(names, uv_a, uv_b, valid_a, valid_b) -> list[dict]:
 
 def _check_from_rigs(name: str, description: str, good: Rig, bad: Rig, points: np.ndarray,
                      max_points: int) -> ImageOpCheck:
-    from bevviz.projection import project_points
-
     pa, pb = project_points(points, good), project_points(points, bad)
     uv_a, uv_b = pa.uv.numpy(), pb.uv.numpy()
     va, vb = pa.valid.numpy(), pb.valid.numpy()
@@ -519,8 +516,6 @@ def _image_operation_checks(rig: Rig, pts: np.ndarray, resize: float, crop, stri
         "every point shifts by exactly (x0, y0).", good_c, bad_c, pts, max_points)
     crop_check.crop = crops
     checks.append(crop_check)
-
-    from bevviz.projection import project_points
 
     proj = project_points(pts, rig)
     uv, valid = proj.uv.numpy(), proj.valid.numpy()

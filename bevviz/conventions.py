@@ -1,173 +1,26 @@
-"""Named coordinate conventions and the conversion of raw stored calibration into a Camera.
+"""Storage conventions, in one place: the 12 named conventions, conversion and ranking.
 
-A calibration file stores, per camera, a rotation (quaternion or matrix) and a translation.
-What they mean depends on three choices this module names explicitly:
-
-- ``extrinsic``: ``"sensor_to_ego"`` stores ``ego_from_sensor`` (nuScenes
-  ``calibrated_sensor``: the sensor pose in the ego frame); ``"ego_to_sensor"`` stores
-  ``sensor_from_ego`` (the extrinsic matrix of multiple-view geometry, OpenCV's rvec/tvec).
-- ``quaternion``: ``"wxyz"`` (nuScenes, pyquaternion) or ``"xyzw"`` (SciPy, ROS).
-- ``camera_axes``: the axes of the stored sensor frame: ``"RDF"`` (OpenCV: x right, y down,
-  z forward), ``"RUB"`` (OpenGL/Blender: x right, y up, z backward) or ``"FLU"`` (ROS body:
-  x forward, y left, z up).
+The public face of two layers: the conventions and raw calibration are core geometry
+(:mod:`bevviz.storage`, with the stored-axes table in :mod:`bevviz.rotations` and the
+raw <-> camera conversion in :mod:`bevviz.camera`); ranking them by physical evidence is
+analysis (:mod:`bevviz.convention_ranking`, which compares seams). This module imports
+both, so it sits with the analysis; library code below that level imports
+:mod:`bevviz.storage` itself. ``bevviz.conventions.Convention`` *is*
+``bevviz.storage.Convention``.
 
 Convention:
-    bevviz works in ego (x forward, y left, z up) and RDF camera frames; this module is the
-    only place where other conventions are converted, at load time.
+    bevviz works in ego (x forward, y left, z up) and RDF camera frames; other conventions
+    are converted once, at load time. See docs/conventions.md.
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
+from bevviz.camera import camera_from_raw, raw_from_camera
+from bevviz.convention_ranking import ConventionScore, rank_conventions
+from bevviz.rotations import STORED_FROM_RDF
+from bevviz.storage import CAMERA_AXES, EXTRINSICS, NUSCENES, Convention, RawCamera
 
-import numpy as np
-
-from bevviz.camera import Camera, invert_transform, make_transform, validate_rotation
-from bevviz.rotations import QUATERNION_ORDERS, matrix_to_quaternion, quaternion_to_matrix
-from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
-
-EXTRINSICS = ("sensor_to_ego", "ego_to_sensor")
-CAMERA_AXES = ("RDF", "RUB", "FLU")
-
-#: ``stored_from_rdf``: rotation taking RDF coordinates to the stored sensor axes.
-STORED_FROM_RDF = {
-    "RDF": np.eye(3),
-    # RUB: x right, y up, z backward.
-    "RUB": np.diag([1.0, -1.0, -1.0]),
-    # FLU: x forward (= RDF z), y left (= -RDF x), z up (= -RDF y).
-    "FLU": np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]),
-}
-
-
-@dataclass(frozen=True)
-class Convention:
-    """How a calibration source stores extrinsics.
-
-    Args:
-        extrinsic: ``"sensor_to_ego"`` or ``"ego_to_sensor"``.
-        quaternion: ``"wxyz"`` or ``"xyzw"``.
-        camera_axes: ``"RDF"``, ``"RUB"`` or ``"FLU"``.
-
-    Convention:
-        nuScenes is ``Convention("sensor_to_ego", "wxyz", "RDF")`` (the default).
-    """
-
-    extrinsic: str = "sensor_to_ego"
-    quaternion: str = "wxyz"
-    camera_axes: str = "RDF"
-
-    def __post_init__(self) -> None:
-        check_choice(self.extrinsic, EXTRINSICS, "extrinsic")
-        check_choice(self.quaternion, QUATERNION_ORDERS, "quaternion")
-        check_choice(self.camera_axes, CAMERA_AXES, "camera_axes")
-
-    @classmethod
-    def all(cls) -> list["Convention"]:
-        """Every combination (2 x 2 x 3 = 12), nuScenes' first."""
-        return [cls(e, q, a) for e, q, a in itertools.product(EXTRINSICS, QUATERNION_ORDERS, CAMERA_AXES)]
-
-    @property
-    def label(self) -> str:
-        """Short readable label, e.g. ``"sensor_to_ego / wxyz / RDF"``."""
-        return f"{self.extrinsic} / {self.quaternion} / {self.camera_axes}"
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-ready form."""
-        return {"extrinsic": self.extrinsic, "quaternion": self.quaternion, "camera_axes": self.camera_axes}
-
-
-NUSCENES = Convention("sensor_to_ego", "wxyz", "RDF")
-
-
-@dataclass(frozen=True, eq=False)
-class RawCamera:
-    """Calibration exactly as stored by a source, before any convention is applied.
-
-    Args:
-        name: Camera name.
-        K: Intrinsics, shape (3, 3).
-        rotation: Quaternion, shape (4,), in the convention's order, or matrix, shape (3, 3).
-        translation: Translation, shape (3,), metres.
-        width: Image width in pixels.
-        height: Image height in pixels.
-    """
-
-    name: str
-    K: np.ndarray
-    rotation: np.ndarray
-    translation: np.ndarray
-    width: int
-    height: int
-
-    def rotation_matrix(self, quaternion_order: str) -> np.ndarray:
-        """The stored rotation as a (3, 3) matrix (a quaternion is read in ``quaternion_order``)."""
-        rot = as_float_array(self.rotation, "rotation", self.name)
-        if rot.shape == (4,):
-            return quaternion_to_matrix(rot, quaternion_order, "rotation", self.name)
-        check_shape(rot, (3, 3), "rotation", self.name)
-        return validate_rotation(rot, "rotation", self.name)
-
-
-def camera_from_raw(raw: RawCamera, convention: Convention) -> Camera:
-    """Convert stored calibration to a :class:`Camera` (``cam_from_ego``, RDF axes).
-
-    Args:
-        raw: Stored calibration.
-        convention: How it was stored.
-
-    Returns:
-        The camera.
-
-    Convention:
-        ``sensor_to_ego``: stored (R, t) is ``ego_from_sensor``;
-        ``ego_to_sensor``: stored (R, t) is ``sensor_from_ego``. The sensor frame has the
-        stored axes; ``cam_from_ego = rdf_from_stored @ stored_from_ego``.
-    """
-    R = raw.rotation_matrix(convention.quaternion)
-    t = as_float_array(raw.translation, "translation", raw.name)
-    check_shape(t, (3,), "translation", raw.name)
-    if not np.all(np.isfinite(t)):
-        raise field_error("translation", t, "must be finite (no NaN or inf)", raw.name)
-    stored_T = make_transform(R, t)
-    stored_from_ego = invert_transform(stored_T) if convention.extrinsic == "sensor_to_ego" else stored_T
-    rdf_from_stored = make_transform(STORED_FROM_RDF[convention.camera_axes].T, np.zeros(3))
-    return Camera(raw.name, raw.K, rdf_from_stored @ stored_from_ego, raw.width, raw.height)
-
-
-def raw_from_camera(camera: Camera, convention: Convention, rotation_as: str = "quaternion") -> RawCamera:
-    """Store a camera in ``convention``; the inverse of :func:`camera_from_raw`.
-
-    Args:
-        camera: The camera.
-        convention: Target convention.
-        rotation_as: ``"quaternion"`` (in the convention's order) or ``"matrix"``.
-
-    Returns:
-        The stored calibration.
-    """
-    stored_from_rdf = make_transform(STORED_FROM_RDF[convention.camera_axes], np.zeros(3))
-    stored_from_ego = stored_from_rdf @ camera.cam_from_ego
-    T = invert_transform(stored_from_ego) if convention.extrinsic == "sensor_to_ego" else stored_from_ego
-    R = T[:3, :3]
-    if rotation_as == "quaternion":
-        rotation = matrix_to_quaternion(R, convention.quaternion)
-    elif rotation_as == "matrix":
-        rotation = R.copy()
-    else:
-        raise field_error("rotation_as", rotation_as, "must be 'quaternion' or 'matrix'", camera.name)
-    return RawCamera(camera.name, camera.K.copy(), rotation, T[:3, 3].copy(), camera.width, camera.height)
-
-
-def __getattr__(name: str):
-    """Re-export :func:`rank_conventions` and :class:`ConventionScore` lazily.
-
-    They live in :mod:`bevviz.convention_ranking` (which imports this module), so a lazy
-    module attribute avoids an import cycle while keeping
-    ``from bevviz.conventions import rank_conventions`` working.
-    """
-    if name in ("rank_conventions", "ConventionScore"):
-        from bevviz import convention_ranking
-
-        return getattr(convention_ranking, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = [
+    "CAMERA_AXES", "EXTRINSICS", "NUSCENES", "STORED_FROM_RDF", "Convention", "ConventionScore", "RawCamera",
+    "camera_from_raw", "rank_conventions", "raw_from_camera",
+]

@@ -1,11 +1,16 @@
-"""Rotation parametrisations: unit quaternions, rotation matrices, axis-angle, roll/pitch/yaw.
+"""Rotations and rigid transforms: quaternions, matrices, axis-angle, roll/pitch/yaw, 4x4 poses.
+
+Also the one table of stored camera axes (:data:`STORED_FROM_RDF`), the rotations that take
+bevviz's RDF camera axes to the axes other conventions store.
 
 Convention:
     Quaternions are Hamilton quaternions. Internally they are ordered (w, x, y, z), as
     nuScenes and pyquaternion store them; ``order="xyzw"`` (SciPy, ROS, Eigen's coeffs)
     is accepted wherever a quaternion enters or leaves. A quaternion q maps to the matrix R
     with ``R @ p == q * p * conj(q)``. Roll, pitch and yaw are intrinsic rotations about
-    x, y and z composed as ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``.
+    x, y and z composed as ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``. Rigid transforms are
+    4x4, column vectors, named ``b_from_a``: ``p_b = b_from_a @ p_a``. See
+    docs/conventions.md.
 """
 
 from __future__ import annotations
@@ -16,6 +21,48 @@ import torch
 from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
 
 QUATERNION_ORDERS = ("wxyz", "xyzw")
+#: Largest |R R^T - I| of a matrix still accepted as a rotation.
+ROTATION_TOL = 1e-4
+
+#: ``stored_from_rdf``: rotation taking RDF camera coordinates to the stored sensor axes.
+STORED_FROM_RDF = {
+    "RDF": np.eye(3),
+    # RUB: x right, y up, z backward.
+    "RUB": np.diag([1.0, -1.0, -1.0]),
+    # FLU: x forward (= RDF z), y left (= -RDF x), z up (= -RDF y).
+    "FLU": np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]),
+}
+#: A camera's body axes (FLU) from its RDF axes: ``flu = FLU_FROM_RDF @ rdf``.
+FLU_FROM_RDF = STORED_FROM_RDF["FLU"]
+
+
+def validate_rotation(R: object, field_name: str, camera: str | None = None) -> np.ndarray:
+    """Check a rotation matrix (orthonormal within 1e-4, det +1); return float64 (3, 3)."""
+    r = as_float_array(R, field_name, camera)
+    check_shape(r, (3, 3), field_name, camera)
+    if not np.all(np.isfinite(r)):
+        raise field_error(field_name, r, "must be finite (no NaN or inf)", camera)
+    err = float(np.abs(r @ r.T - np.eye(3)).max())
+    if err > ROTATION_TOL:
+        raise field_error(field_name, r, f"rotation is not orthonormal (max |R R^T - I| = {err:.3g})", camera)
+    det = float(np.linalg.det(r))
+    if det < 0:
+        raise field_error(field_name, r, f"rotation has det {det:.6f}, expected +1 (a reflection)", camera)
+    return r
+
+
+def make_transform(R: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """4x4 rigid transform from rotation (3, 3) and translation (3,)."""
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = t
+    return T
+
+
+def invert_transform(T: np.ndarray) -> np.ndarray:
+    """Inverse of a rigid 4x4 transform (``a_from_b`` -> ``b_from_a``), exact for rotations."""
+    R, t = T[:3, :3], T[:3, 3]
+    return make_transform(R.T, -R.T @ t)
 
 
 def quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rotation",

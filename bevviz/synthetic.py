@@ -45,10 +45,10 @@ import cv2
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.camera import NUSCENES_CAMERAS, Camera, Rig, invert_transform, make_transform
-from bevviz.conventions import NUSCENES, STORED_FROM_RDF, Convention
-from bevviz.rotations import matrix_to_quaternion, rpy_to_matrix
+from bevviz.camera import NUSCENES_CAMERAS, Camera, Rig
+from bevviz.rotations import STORED_FROM_RDF, invert_transform, make_transform, matrix_to_quaternion, rpy_to_matrix
 from bevviz.shapes import as_float_array, check_shape, field_error
+from bevviz.storage import NUSCENES, Convention
 
 IMAGE_SIZE = (1600, 900)  # (W, H)
 

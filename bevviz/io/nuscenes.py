@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bevviz.camera import NUSCENES_CAMERAS, Rig, make_transform
-from bevviz.conventions import Convention, RawCamera
-from bevviz.rotations import quaternion_to_matrix
+from bevviz.camera import NUSCENES_CAMERAS, Rig
+from bevviz.rotations import make_transform, quaternion_to_matrix
 from bevviz.shapes import field_error
+from bevviz.storage import Convention, RawCamera
 
 #: How nuScenes stores calibration.
 NUSCENES_CONVENTION = Convention("sensor_to_ego", "wxyz", "RDF")

@@ -35,10 +35,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from bevviz.camera import Rig
-from bevviz.conventions import NUSCENES, Convention, RawCamera, raw_from_camera
+from bevviz.camera import Rig, raw_from_camera
 from bevviz.io.images import atomic_write_bytes, decode_image, read_image
 from bevviz.shapes import check_shape, field_error, positive_int
+from bevviz.storage import NUSCENES, Convention, RawCamera
 
 FORMAT = "bevviz-rig"
 VERSION = 1
