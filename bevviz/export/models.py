@@ -27,11 +27,15 @@ from typing import Any
 
 import torch
 
+from bevviz.aggregation import bev_geometry
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.samplers import SAMPLERS, gather_scatter, reference
+from bevviz.samplers import lut as lut_mod
+from bevviz.samplers.deformable import deformable_sample
+from bevviz.samplers.reference import MODES, PADDING_MODES, pixel_to_normalized
 from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
-SAMPLERS = ("grid_sample", "gather_scatter", "deformable", "lut")
 EXPORTERS = ("dynamo", "torchscript")
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16}
 #: Smallest opset the exporters are asked for (GridSample needs 16; lower ones are still
@@ -83,8 +87,6 @@ class ExportSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from bevviz.samplers.reference import MODES, PADDING_MODES
-
         check_choice(self.sampler, SAMPLERS, "sampler")
         check_choice(self.mode, MODES, "mode")
         check_choice(self.padding_mode, PADDING_MODES, "padding_mode")
@@ -157,9 +159,7 @@ class ReferenceSampler(torch.nn.Module):
 
     def forward(self, features: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
         """features (N, C, H_f, W_f), grid (N, H_out, W_out, 2) -> (N, C, H_out, W_out)."""
-        from bevviz.samplers.reference import grid_sample
-
-        return grid_sample(features, grid, self.mode, self.padding_mode, self.align_corners)
+        return reference.grid_sample(features, grid, self.mode, self.padding_mode, self.align_corners)
 
 
 class GatherScatterSampler(ReferenceSampler):
@@ -167,9 +167,7 @@ class GatherScatterSampler(ReferenceSampler):
 
     def forward(self, features: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
         """features (N, C, H_f, W_f), grid (N, H_out, W_out, 2) -> (N, C, H_out, W_out)."""
-        from bevviz.samplers.gather_scatter import grid_sample
-
-        return grid_sample(features, grid, self.mode, self.padding_mode, self.align_corners)
+        return gather_scatter.grid_sample(features, grid, self.mode, self.padding_mode, self.align_corners)
 
 
 class DeformableFloorSampler(torch.nn.Module):
@@ -181,8 +179,6 @@ class DeformableFloorSampler(torch.nn.Module):
 
     def forward(self, features: torch.Tensor, grid: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
         """features (N, C, H_f, W_f), grid (N, *P, 2), offsets (N, *P, K, 2) -> (N, C, *P)."""
-        from bevviz.samplers.deformable import deformable_sample
-
         return deformable_sample(features, grid, offsets, None, self.kernel_size, 1.0, rounding="floor")
 
 
@@ -261,12 +257,9 @@ def sampling_grid(rig: Rig, bev_grid: BEVGrid, align_corners: bool = False,
         Normalised (x, y), shape (N_cam, Z * H_bev, W_bev, 2).
 
     Convention:
-        Pixels from :func:`bevviz.pipeline.bev_geometry` (calibrated image size), normalised
+        Pixels from :func:`bevviz.aggregation.bev_geometry` (calibrated image size), normalised
         per camera by :func:`bevviz.samplers.reference.pixel_to_normalized`.
     """
-    from bevviz.pipeline import bev_geometry
-    from bevviz.samplers.reference import pixel_to_normalized
-
     geom = bev_geometry(rig, bev_grid)
     n, z, h, w, _ = geom.uv.shape
     per_cam = [pixel_to_normalized(geom.uv[i], tuple(int(s) for s in geom.image_size[i]), align_corners)
@@ -328,8 +321,6 @@ def build_spec(settings: ExportSettings, rig: Rig, bev_grid: BEVGrid,
                           notes=["deformable: floor rounding (align_corners=True index formula, one "
                                  "pixel per tap), mean over K taps, seeded random offsets as a graph input"])
     # lookup table: geometry baked in for this rig, grid and feature size
-    from bevviz.samplers import lut as lut_mod
-
     H_f, W_f = features.shape[2], features.shape[3]
     table = lut_mod.build_lut(rig, bev_grid, (H_f, W_f), dtype=features.dtype, method="gather")
     idx, _ = table.ell  # build the ELL layout now (stored in the graph as initializers)

@@ -45,7 +45,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from bevviz.aggregation import aggregate
 from bevviz.samplers import gather_scatter as gs
+from bevviz.samplers.gather_scatter import pair_taps
 from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
 ROUNDINGS = ("bilinear", "floor")
@@ -297,35 +299,6 @@ def split_field(samples: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tens
 
 # --------------------------------------------------------------------------- sampling
 
-def pair_taps(camera: torch.Tensor, points: torch.Tensor, feature_shape: tuple[int, int, int],
-              coords: str = "pixel") -> gs.Taps:
-    """Bilinear taps of a ragged list of (camera, point) pairs, via gather_scatter.
-
-    :func:`bevviz.samplers.gather_scatter.bilinear_taps` addresses P points per image; the
-    pairs here have a camera each, so the taps of all points are computed as one image and
-    then moved to their camera's rows of the (N * H * W + 1, C) feature table, invalid taps
-    to its zero sentinel row ``N * H * W``.
-
-    Args:
-        camera: Camera of each pair, shape (M,), integer.
-        points: Points, shape (M, 2): pixel (u, v) with ``coords="pixel"`` or normalised
-            (x, y) with ``coords="normalized"`` (align_corners=False, zero padding).
-        feature_shape: (N, H, W) of the features.
-        coords: ``"pixel"`` or ``"normalized"``.
-
-    Returns:
-        :class:`bevviz.samplers.gather_scatter.Taps` with indices, weights and valid of
-        shape (1, M, 4) (one "image" of M points addressing the whole table) and
-        ``feature_shape`` (N, H, W); weights differentiable in ``points``.
-    """
-    N, H, W = feature_shape
-    taps = gs.bilinear_taps(points.reshape(1, -1, 2), H, W, coords=coords)
-    idtype = gs.index_dtype(N * H * W)
-    base = (camera.to(idtype) * (H * W)).view(1, -1, 1)
-    idx = torch.where(taps.valid, taps.indices.to(idtype) + base, N * H * W)
-    return gs.Taps(indices=idx, weights=taps.weights, valid=taps.valid, feature_shape=(N, H, W))
-
-
 def sample_pairs(features: torch.Tensor, camera: torch.Tensor, pos: torch.Tensor,
                  mask: torch.Tensor | None = None, rounding: str = "bilinear") -> torch.Tensor:
     """Modulated K-tap sums for a list of (camera, point) pairs.
@@ -458,7 +431,7 @@ def deformable_bev(features: torch.Tensor, grid: torch.Tensor, weights: torch.Te
     Args:
         features: Shape (N_cam, C, H_f, W_f).
         grid: Normalised points per camera, shape (N_cam, Z, H_bev, W_bev, 2).
-        weights: Aggregation weights w[n, z, c] (see :mod:`bevviz.pipeline`), shape
+        weights: Aggregation weights w[n, z, c] (see :mod:`bevviz.aggregation`), shape
             (N_cam, Z, H_bev, W_bev); only pairs with w != 0 are sampled.
         cfg: Sampler settings (kernel, rounding, offset source).
         per_camera: Keep cameras apart.
@@ -507,8 +480,6 @@ def deformable_bev_reference(features: torch.Tensor, grid: torch.Tensor, weights
 
     Args and Returns: as :func:`deformable_bev`.
     """
-    from bevviz.pipeline import aggregate
-
     N, C, H, W, Z, Hb, Wb = _check_bev_args(features, grid, weights, cfg)
     K = cfg.num_taps
     g = grid.reshape(N, Z * Hb, Wb, 2)

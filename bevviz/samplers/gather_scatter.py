@@ -113,6 +113,7 @@ __all__ = [
     "gather_points",
     "grid_sample",
     "index_dtype",
+    "pair_taps",
     "scatter_add_points",
 ]
 
@@ -626,6 +627,35 @@ def bilinear_taps(
         :class:`Taps` with ``(N, P, 4)`` indices, weights and validity.
     """
     return compute_taps(grid, height, width, "bilinear", padding_mode, align_corners, coords)
+
+
+def pair_taps(camera: torch.Tensor, points: torch.Tensor, feature_shape: tuple[int, int, int],
+              coords: str = "pixel") -> Taps:
+    """Bilinear taps of a ragged list of (camera, point) pairs, via gather_scatter.
+
+    :func:`bilinear_taps` addresses P points per image; the
+    pairs here have a camera each, so the taps of all points are computed as one image and
+    then moved to their camera's rows of the (N * H * W + 1, C) feature table, invalid taps
+    to its zero sentinel row ``N * H * W``.
+
+    Args:
+        camera: Camera of each pair, shape (M,), integer.
+        points: Points, shape (M, 2): pixel (u, v) with ``coords="pixel"`` or normalised
+            (x, y) with ``coords="normalized"`` (align_corners=False, zero padding).
+        feature_shape: (N, H, W) of the features.
+        coords: ``"pixel"`` or ``"normalized"``.
+
+    Returns:
+        :class:`Taps` with indices, weights and valid of
+        shape (1, M, 4) (one "image" of M points addressing the whole table) and
+        ``feature_shape`` (N, H, W); weights differentiable in ``points``.
+    """
+    N, H, W = feature_shape
+    taps = bilinear_taps(points.reshape(1, -1, 2), H, W, coords=coords)
+    idtype = index_dtype(N * H * W)
+    base = (camera.to(idtype) * (H * W)).view(1, -1, 1)
+    idx = torch.where(taps.valid, taps.indices.to(idtype) + base, N * H * W)
+    return Taps(indices=idx, weights=taps.weights, valid=taps.valid, feature_shape=(N, H, W))
 
 
 # ----------------------------------------------------------------------------- stage 2: gather

@@ -9,7 +9,7 @@ overlap policy -- into one sparse matrix
     A[c, n * H_f * W_f + y * W_f + x] = sum over pillar points z and bilinear taps t of
                                         w[n, z, c] * b_t(n, z, c)   (taps at pixel (x, y))
 
-with ``w`` the aggregation weights of :mod:`bevviz.pipeline` and ``b_t`` the bilinear
+with ``w`` the aggregation weights of :mod:`bevviz.aggregation` and ``b_t`` the bilinear
 weights (zero padding). A frame's BEV features are then ``A @ X`` with ``X`` the features
 flattened channels-last, shape (N_cam * H_f * W_f, C): exactly the reference pipeline's
 formula (equal to 1e-5 in float32; the taps come from
@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from bevviz.aggregation import bev_geometry, point_weights, resolve_image_size, valid_pairs
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.samplers import gather_scatter as gs
@@ -72,7 +73,7 @@ def lut_key(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size: 
         rig: The rig (its ``fingerprint`` covers every camera's K, extrinsics and size).
         grid: BEV grid.
         feature_size: (H_f, W_f).
-        image_size: As :func:`bevviz.pipeline.resolve_image_size`.
+        image_size: As :func:`bevviz.aggregation.resolve_image_size`.
         overlap: Overlap policy.
         bounds: Validity bounds.
         eps: Minimum depth.
@@ -81,8 +82,6 @@ def lut_key(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size: 
     Returns:
         A tuple of strings, numbers and tuples.
     """
-    from bevviz.pipeline import resolve_image_size
-
     sizes = tuple(tuple(int(v) for v in row) for row in resolve_image_size(rig, image_size).tolist())
     g = grid.to_dict()
     return (LUT_VERSION, rig.fingerprint,
@@ -266,7 +265,7 @@ def build_lut(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size
         rig: The rig (N_cam cameras).
         grid: BEV grid (Z points per pillar, H_bev x W_bev cells).
         feature_size: (H_f, W_f) of the feature maps it will be applied to.
-        image_size: Image size the rig's pixels refer to (see :mod:`bevviz.pipeline`).
+        image_size: Image size the rig's pixels refer to (see :mod:`bevviz.aggregation`).
         overlap: ``"mean"``, ``"first_hit"`` or ``"last_write"``.
         bounds: ``"pixel"`` or ``"bevformer"``.
         eps: Minimum depth (metres).
@@ -279,9 +278,6 @@ def build_lut(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size
     Convention:
         See the module docstring.
     """
-    from bevviz.pipeline import bev_geometry, point_weights, valid_pairs
-    from bevviz.samplers.deformable import pair_taps
-
     t0 = time.perf_counter()
     check_choice(method, METHODS, "method")
     if dtype not in (torch.float32, torch.float64):
@@ -299,7 +295,7 @@ def build_lut(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size
     # Taps of every valid (camera, point) pair, once; the overlap weights zero some of them.
     pair, cam, cell = valid_pairs(geom.valid)
     pts = geom.grid.reshape(-1, 2).index_select(0, pair).to(dtype)
-    taps = pair_taps(cam, pts, shape, coords="normalized")
+    taps = gs.pair_taps(cam, pts, shape, coords="normalized")
     tap_idx, tap_w = taps.indices[0], taps.weights[0]  # (M, 4)
     coef = tap_w * weights.reshape(-1).index_select(0, pair).to(dtype).unsqueeze(1)
     rows, cols, vals = _entries(cell, tap_idx, coef, sentinel)
