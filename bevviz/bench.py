@@ -50,7 +50,9 @@ from typing import Callable
 import torch
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.pipeline import bev_features, bev_geometry, point_weights
+from bevviz.aggregation import bev_geometry, point_weights
+from bevviz.pipeline import bev_features
+from bevviz.samplers import BEV_VARIANTS, SamplerVariant
 from bevviz.samplers import gather_scatter as gs
 from bevviz.samplers.deformable import DeformableConfig, deformable_bev_reference
 from bevviz.samplers.lut import build_lut
@@ -165,10 +167,12 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
     g = bev_geometry(rig, grid).grid.to(torch.float32).reshape(len(rig), grid.num_z * H, W, 2)
     g_in = torch.rand(g.shape, generator=torch.Generator().manual_seed(1)) * 2 - 1
     bil = DeformableConfig(kernel_size=3, rounding="bilinear")
-    flo = DeformableConfig(kernel_size=3, rounding="floor")
 
-    def pipe(sampler, **kw):
-        return lambda f: bev_features(f, rig, grid, sampler, **kw).features
+    def pipe(variant: SamplerVariant) -> Callable:
+        kw: dict = {"lut": table} if variant.sampler == "lut" else {}
+        if variant.rounding is not None:
+            kw["deformable"] = DeformableConfig(kernel_size=3, rounding=variant.rounding)
+        return lambda f: bev_features(f, rig, grid, variant.sampler, **kw).features
 
     def deformable_dense(f):
         geom = bev_geometry(rig, grid)
@@ -176,16 +180,16 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
         return deformable_bev_reference(f, geom.grid, w, bil)
 
     # name -> (forward, differentiable, timed repeats)
+    # The pipeline variants (the registry the pages show), the LUT's last, next to its parts.
+    variants = {v.key: (pipe(v), True, reps) for v in BEV_VARIANTS}
+    lut_pipeline = {k: variants.pop(k) for k in [v.key for v in BEV_VARIANTS if v.sampler == "lut"]}
     entries: dict[str, tuple[Callable, bool, int]] = {
-        "reference": (pipe("grid_sample"), True, reps),
-        "gather_scatter": (pipe("gather_scatter"), True, reps),
-        "deformable_bilinear": (pipe("deformable", deformable=bil), True, reps),
-        "deformable_floor": (pipe("deformable", deformable=flo), True, reps),
+        **variants,
         "deformable_reference": (deformable_dense, True, reps),
         "lut_build": (lambda f: build_lut(rig, grid, (hf, wf)), False, build_reps),
         "lut_apply_sparse": (lambda f: table.apply(f, method="sparse"), True, reps),
         "lut_apply_gather": (lambda f: table.apply(f, method="gather"), True, reps),
-        "lut_pipeline": (lambda f: bev_features(f, rig, grid, "lut", lut=table).features, True, reps),
+        **lut_pipeline,
         "F.grid_sample": (lambda f: torch.nn.functional.grid_sample(f, g, align_corners=False), True, reps),
         "gather_scatter.grid_sample": (lambda f: gs.grid_sample(f, g, align_corners=False), True, reps),
         # Informational: a grid of the same shape entirely inside the image (no target).
@@ -248,7 +252,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
              - outputs["F.grid_sample[in-image]"]).abs().max()),
     }
     with torch.no_grad():
-        d_one = pipe("deformable", deformable=DeformableConfig(kernel_size=1))(feats)
+        d_one = bev_features(feats, rig, grid, "deformable", deformable=DeformableConfig(kernel_size=1)).features
     diffs["deformable_k1_vs_reference"] = float((d_one - ref).abs().max())
     diffs["lut_apply"] = diffs[f"lut_apply_{best}"]
 

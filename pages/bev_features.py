@@ -7,6 +7,7 @@ from appkit import compute, current
 from appkit.guards import require_images, shown_errors
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
+from bevviz.samplers import BEV_VARIANTS, REFERENCE
 from bevviz.viz.bev import bev_panels
 from bevviz.viz.panels import bar_figure
 
@@ -41,14 +42,8 @@ view = {"RGB composite": "rgb", "channel norm": "norm"}.get(view_name, channel)
 caption.caption(f"{scene.label} · {grid.height} x {grid.width} cells x {grid.num_z} heights "
            f"(z = {', '.join(f'{z:g}' for z in grid.z_values)} m) · depth > {eps:g} m, {bounds} bounds")
 
-SAMPLERS = {
-    "GridSample (reference)": dict(sampler="grid_sample"),
-    "gather-scatter": dict(sampler="gather_scatter"),
-    "deformable (bilinear)": dict(sampler="deformable", rounding="bilinear"),
-    "deformable (floor)": dict(sampler="deformable", rounding="floor"),
-    "LUT": dict(sampler="lut"),
-}
-REF = "GridSample (reference)"
+SAMPLERS = {v.label: dict(sampler=v.sampler, rounding=v.rounding or "bilinear") for v in BEV_VARIANTS}
+REF = REFERENCE.label
 if not require_images(scene, "Sampling BEV features"):
     st.stop()
 results = {}

@@ -7,9 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from appkit import compute, current
-from bevviz.export import SAMPLERS, STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
+from bevviz.export import STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
 from bevviz.features import feature_size
+from bevviz.samplers import SAMPLERS
 from bevviz.samplers.reference import MODES, PADDING_MODES
 from bevviz.viz.export import latency_figure, op_inventory_figure, parity_figure
 
