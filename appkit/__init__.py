@@ -4,6 +4,7 @@ The only place outside ``pages/`` and ``app.py`` that imports Streamlit. The lib
 (``bevviz``) stays Streamlit-free; pages read what they need through :func:`current`.
 """
 
-from appkit.state import Scene, current, current_grid, current_scene
+from appkit.session import current, current_grid, current_scene
+from appkit.state import Scene
 
 __all__ = ["Scene", "current", "current_grid", "current_scene"]

@@ -15,8 +15,12 @@ from appkit.state import HASH_FUNCS, Scene
 from bevviz import overlays
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.features import conv_features, rgb_features
+from bevviz.pipeline import bev_features
 from bevviz.projection import Projection
+from bevviz.samplers import gather_scatter, lut, reference
 from bevviz.viz.cameras import CameraOverlay
+from bevviz.viz.common import data_uri, downsample
 
 FEATURE_KINDS = ("RGB", "conv C=64")
 
@@ -123,8 +127,6 @@ def overlay_for(entry: dict | None, color_by: str, max_points: int, show_points:
 @_cache_data(max_entries=6)
 def display_images(scene: Scene, max_width: int = 400) -> dict[str, str]:
     """Each camera image downsampled for display and encoded once, as a data URI."""
-    from bevviz.viz.common import data_uri, downsample
-
     return {name: data_uri(downsample(img, max_width)[0], "jpeg") for name, img in scene.images.items()}
 
 
@@ -151,8 +153,6 @@ def validity_comparison(rig: Rig, grid: BEVGrid, a: tuple[float, str], b: tuple[
 @_cache_data(max_entries=6)
 def features(scene: Scene, kind: str, stride: int) -> torch.Tensor:
     """Per-camera feature maps, shape (N_cam, C, H // s, W // s)."""
-    from bevviz.features import conv_features, rgb_features
-
     if kind == "RGB":
         return rgb_features(scene.images, scene.rig, stride=stride)
     return conv_features(scene.images, scene.rig, channels=64, stride=stride)
@@ -161,8 +161,6 @@ def features(scene: Scene, kind: str, stride: int) -> torch.Tensor:
 @_cache_resource(max_entries=4)
 def lookup_table(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], overlap: str, eps: float, bounds: str):
     """The sampler lookup table for this rig + grid + feature size + settings (built once)."""
-    from bevviz.samplers import lut
-
     return lut.build_lut(rig, grid, feature_size, overlap=overlap, bounds=bounds, eps=eps)
 
 
@@ -175,8 +173,6 @@ def bev(scene: Scene, grid: BEVGrid, kind: str, stride: int, sampler: str, overl
         Dict with ``features`` (C, H_bev, W_bev) float32 numpy, ``hits`` (H_bev, W_bev) and
         ``timings`` (stage -> seconds, measured when first computed).
     """
-    from bevviz.pipeline import bev_features
-
     f = features(scene, kind, stride)
     kw: dict = dict(sampler=sampler, overlap=overlap, eps=eps, bounds=bounds)
     if sampler == "deformable":
@@ -218,8 +214,6 @@ def padding_input(scene: Scene, source: str, camera: str, stride: int) -> np.nda
 @_cache_data(max_entries=12)
 def padding_cases(feature: np.ndarray, margin: float, upsample: int) -> list[overlays.PaddingCase]:
     """Reference vs gather-scatter over every mode x padding x align_corners."""
-    from bevviz.samplers import gather_scatter, reference
-
     x = torch.from_numpy(feature)
     H, W = x.shape[-2:]
     grid = overlays.margin_grid(int(H * upsample), int(W * upsample), margin)
@@ -229,8 +223,6 @@ def padding_cases(feature: np.ndarray, margin: float, upsample: int) -> list[ove
 @_cache_data(max_entries=12)
 def half_pixel(feature: np.ndarray) -> dict[str, np.ndarray]:
     """The half-pixel experiment: matched and mismatched normalisation."""
-    from bevviz.samplers import reference
-
     x = torch.from_numpy(feature)
     return {
         "matched (False / False)": overlays.half_pixel_mismatch(x, reference.grid_sample, False, False),

@@ -12,7 +12,8 @@ from typing import Callable
 import streamlit as st
 
 from appkit import sources
-from appkit.state import GRID, GRID_ERROR, SCENE, SCENE_ERROR, SCENE_REQUEST, current_grid, current_scene
+from appkit.session import current_grid, current_scene
+from appkit.state import GRID, GRID_ERROR, SCENE, SCENE_ERROR, SCENE_REQUEST
 from bevviz.bev_grid import BEVGrid, pillar_heights
 from bevviz.io.nuscenes import SceneInfo
 

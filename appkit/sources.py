@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Mapping
 
@@ -18,6 +17,10 @@ import numpy as np
 import streamlit as st
 
 from appkit.state import GroundTruth, Scene
+from bevviz.io.images import read_image
+from bevviz.io.nuscenes import ego_pose, list_samples, list_scenes, load_sample_from, open_dataset
+from bevviz.io.rig_json import load_rig_file, load_rig_images, parse_rig
+from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = ROOT / "sample_data"
@@ -42,12 +45,6 @@ def _freeze(images: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def _read_image_file(path: str | os.PathLike) -> np.ndarray:
-    from bevviz.io.images import read_image
-
-    return read_image(path)
-
-
 # --------------------------------------------------------------------------------------
 # Ground truth of the embedded sample
 # --------------------------------------------------------------------------------------
@@ -60,7 +57,7 @@ def sample_texture() -> tuple[np.ndarray, tuple[float, float], tuple[float, floa
     if not meta_path.exists():
         return None
     meta = json.loads(meta_path.read_text())
-    tex = _read_image_file(SAMPLE_DIR / meta.get("image", "ground_texture.png"))
+    tex = read_image(SAMPLE_DIR / meta.get("image", "ground_texture.png"))
     tex.setflags(write=False)
     return tex, tuple(meta["x_range"]), tuple(meta["y_range"])
 
@@ -81,8 +78,6 @@ def _ground_truth(world_from_ego: np.ndarray | None = None) -> GroundTruth | Non
 @st.cache_resource(show_spinner=False, max_entries=4)
 def rig_json_scene(path: str) -> Scene:
     """A JSON rig file with the images it names (relative to the file)."""
-    from bevviz.io.rig_json import load_rig_file, load_rig_images
-
     p = Path(path)
     rig_file = load_rig_file(p)
     images = load_rig_images(rig_file, p.parent)
@@ -102,16 +97,12 @@ def rig_json_scene(path: str) -> Scene:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def open_nuscenes(dataroot: str, version: str):
     """The nuscenes-devkit handle (cached per dataroot and version)."""
-    from bevviz.io.nuscenes import open_dataset
-
     return open_dataset(dataroot, version)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def nuscenes_scenes(dataroot: str, version: str) -> list:
     """Scenes of a dataset: list of :class:`bevviz.io.nuscenes.SceneInfo`."""
-    from bevviz.io.nuscenes import list_scenes
-
     return list_scenes(open_nuscenes(dataroot, version))
 
 
@@ -131,8 +122,6 @@ def embedded_scene_table() -> list[dict]:
 @st.cache_data(show_spinner=False, max_entries=64)
 def nuscenes_samples(dataroot: str, version: str, scene_token: str) -> list:
     """Key-frame samples of a scene: list of :class:`bevviz.io.nuscenes.SampleInfo`."""
-    from bevviz.io.nuscenes import list_samples
-
     return list_samples(open_nuscenes(dataroot, version), scene_token)
 
 
@@ -153,8 +142,6 @@ def _miscalibration_note(dataroot: str, scene_name: str) -> tuple[str, ...]:
 def nuscenes_scene(dataroot: str, version: str, sample_token: str, scene_name: str = "",
                    sample_index: int = 0) -> Scene:
     """One sample of a nuScenes-format dataset (rig from calibrated_sensor, camera images)."""
-    from bevviz.io.nuscenes import ego_pose, load_sample_from
-
     nusc = open_nuscenes(dataroot, version)
     rig, images = load_sample_from(nusc, sample_token)
     embedded = Path(dataroot).resolve() == SAMPLE_NUSCENES.resolve()
@@ -219,8 +206,6 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
         ValueError: oversized files, or anything :mod:`bevviz.io.rig_json` rejects (the
             message names the camera, the field and the value).
     """
-    from bevviz.io.rig_json import load_rig_images, parse_rig
-
     check_upload_sizes(json_name, json_bytes, images)
     rig_file = parse_rig(bytes(json_bytes), source=json_name)
     loaded = load_rig_images(rig_file, None, uploaded=dict(images))
@@ -242,8 +227,6 @@ def synthetic_scene() -> Scene:
     Its ground truth is the procedural texture the images were rendered from (the same
     one sample_data/ground_texture.png stores), at the identity ego pose.
     """
-    from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
-
     rig = nuscenes_like_rig().resized(SYNTHETIC_SCALE)
     images = render(rig, supersample=1)
     texture, grid = ground_texture()

@@ -1,6 +1,8 @@
-"""Session state: the loaded scene (rig + images) and the BEV grid every page shares.
+"""Session state's vocabulary: its keys, the loaded :class:`Scene`, and how caches hash them.
 
-A failed load (bad upload, wrong dataroot) never replaces what is loaded: the previous scene
+The bottom of ``appkit``: the rig sources (:mod:`appkit.sources`) build scenes, and
+:mod:`appkit.session` reads the current scene and grid out of ``st.session_state``. A
+failed load (bad upload, wrong dataroot) never replaces what is loaded: the previous scene
 and grid stay in ``st.session_state`` and the error is shown next to the control that
 caused it.
 """
@@ -11,8 +13,6 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
-import streamlit as st
-
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 
@@ -74,24 +74,3 @@ HASH_FUNCS = {
     Rig: lambda r: r.fingerprint,
     BEVGrid: lambda g: repr(sorted(g.to_dict().items())),
 }
-
-
-def current_scene() -> Scene:
-    """The scene the sidebar loaded (loads the default sample on first use)."""
-    if SCENE not in st.session_state:
-        from appkit.sources import default_scene
-
-        st.session_state[SCENE] = default_scene()
-    return st.session_state[SCENE]
-
-
-def current_grid() -> BEVGrid:
-    """The BEV grid from the sidebar (BEVFormer's default until changed)."""
-    if GRID not in st.session_state:
-        st.session_state[GRID] = BEVGrid()
-    return st.session_state[GRID]
-
-
-def current() -> tuple[Scene, BEVGrid]:
-    """``(scene, grid)`` for a page."""
-    return current_scene(), current_grid()

@@ -8,11 +8,13 @@ import streamlit as st
 
 from appkit import current
 from appkit.guards import require_images, shown_errors
+from appkit.sources import SAMPLE_NUSCENES
 from appkit.state import HASH_FUNCS, SCENE
 from bevviz import calibration as cal
 from bevviz import downloads
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
 from bevviz.viz.calibration import (before_after_figure, loss_curve_figure, mosaic_figure, ranking_figure,
                                     seam_matrix_figure)
 
@@ -52,9 +54,6 @@ grid = cal.seam_grid(radius=float(radius), resolution=float(cell))
 @st.cache_resource(show_spinner=False)
 def embedded_frames() -> list:
     """Images of every sample of the embedded nuScenes-format dataset (one physical rig)."""
-    from appkit.sources import SAMPLE_NUSCENES
-    from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
-
     nusc = open_dataset(SAMPLE_NUSCENES)
     return [load_sample_from(nusc, s.token)[1] for sc in list_scenes(nusc) for s in list_samples(nusc, sc.token)]
 
