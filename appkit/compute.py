@@ -193,7 +193,7 @@ def ground_truth_bev(scene: Scene, grid: BEVGrid) -> np.ndarray | None:
     gt = scene.ground_truth
     if gt is None:
         return None
-    return overlays.texture_to_bev(gt.texture, gt.x_range, gt.y_range, grid, gt.world_from_ego)
+    return gt.to_bev(grid)
 
 
 # --------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from typing import Mapping
 import numpy as np
 import streamlit as st
 
-from appkit.state import GroundTruth, Scene
+from appkit.state import Scene
+from bevviz.calibration import GroundTruth
 from bevviz.io.images import read_image
 from bevviz.io.nuscenes import ego_pose, list_samples, list_scenes, load_sample_from, open_dataset
 from bevviz.io.rig_json import load_rig_file, load_rig_images, parse_rig

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
+
 from bevviz.bev_grid import BEVGrid
+from bevviz.calibration import GroundTruth
 from bevviz.camera import Rig
 
 SCENE = "scene"            # the loaded Scene
@@ -21,23 +23,6 @@ SCENE_REQUEST = "scene_request"  # what the sidebar asked for when it was last l
 SCENE_ERROR = "scene_error"      # error message of the last failed load, or None
 GRID = "grid"              # the current BEVGrid
 GRID_ERROR = "grid_error"
-
-
-@dataclass(frozen=True)
-class GroundTruth:
-    """The true ground texture (BEV layout: row 0 front, col 0 left) and the ego pose in it.
-
-    Attributes:
-        texture: RGB uint8, shape (H_t, W_t, 3).
-        x_range: World x extent (min, max) the texture covers (metres).
-        y_range: World y extent (min, max) it covers (metres).
-        world_from_ego: The ego pose in the texture's frame, shape (4, 4); None = identity.
-    """
-
-    texture: np.ndarray
-    x_range: tuple[float, float]
-    y_range: tuple[float, float]
-    world_from_ego: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +34,8 @@ class Scene:
         label: Human-readable description for the sidebar and page captions.
         rig: The rig.
         images: Camera name -> RGB uint8 image (H, W, 3).
-        ground_truth: The true BEV ground texture when known (embedded sample), else None.
+        ground_truth: The true BEV ground texture (:class:`bevviz.calibration.GroundTruth`)
+            when known (embedded sample), else None.
         image_files: Camera name -> image file name (for the JSON rig download).
         notes: Extra facts to show (e.g. which camera of a scene is miscalibrated).
     """

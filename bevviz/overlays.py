@@ -475,39 +475,6 @@ def channel_view(features: np.ndarray | torch.Tensor, view: str | int) -> np.nda
     return f[c]
 
 
-def texture_to_bev(texture: np.ndarray, texture_x_range: tuple[float, float],
-                   texture_y_range: tuple[float, float], grid: BEVGrid,
-                   world_from_ego: np.ndarray | None = None) -> np.ndarray:
-    """Resample a ground-truth texture onto ``grid`` (nearest texel per cell centre).
-
-    Args:
-        texture: Image of the ground, shape (H_t, W_t, C), laid out like a BEV grid in its own
-            (world) frame: row 0 at the largest x, column 0 at the largest y.
-        texture_x_range: World x extent (min, max) the texture covers.
-        texture_y_range: World y extent (min, max) it covers.
-        grid: The BEV grid (ego frame) to sample it on.
-        world_from_ego: Ego pose in the texture's frame, shape (4, 4); identity when None.
-
-    Returns:
-        Shape (H_bev, W_bev, C), the texture's dtype; cells outside the texture are 0.
-    """
-    tex = np.asarray(texture)
-    Ht, Wt = tex.shape[:2]
-    xs, ys = (c.numpy() for c in grid.cell_centers())
-    pts = np.stack(np.broadcast_arrays(xs[:, None], ys[None, :], np.zeros(1)), axis=-1)  # (H, W, 3)
-    if world_from_ego is not None:
-        T = np.asarray(world_from_ego, dtype=np.float64)
-        check_shape(T, (4, 4), "world_from_ego")
-        pts = pts @ T[:3, :3].T + T[:3, 3]
-    (x0, x1), (y0, y1) = texture_x_range, texture_y_range
-    ri = np.floor((x1 - pts[..., 0]) / (x1 - x0) * Ht).astype(np.int64)
-    ci = np.floor((y1 - pts[..., 1]) / (y1 - y0) * Wt).astype(np.int64)
-    inside = (ri >= 0) & (ri < Ht) & (ci >= 0) & (ci < Wt)
-    out = tex[np.clip(ri, 0, Ht - 1), np.clip(ci, 0, Wt - 1)]
-    out[~inside] = 0
-    return out
-
-
 def subsample_indices(mask: np.ndarray, max_points: int, seed: int = 0) -> np.ndarray:
     """Flat indices of at most ``max_points`` True entries of ``mask``, in a seeded random
     order, so that every prefix is itself an even sample (``idx[:n]`` for any ``n``).

@@ -9,13 +9,14 @@ they save) must therefore undo both, and must not confuse two threads doing it a
 
 from __future__ import annotations
 
+import functools
 import threading
 from contextlib import contextmanager
 from typing import Iterator
 
 import torch
 
-__all__ = ["set_process_default_threads", "single_threaded"]
+__all__ = ["on_one_thread", "set_process_default_threads", "single_threaded"]
 
 _LOCAL = threading.local()  # per thread: nesting depth and the count to restore
 _LOCK = threading.Lock()
@@ -61,3 +62,14 @@ def single_threaded() -> Iterator[None]:
                 _ACTIVE[0] -= 1
                 if _ACTIVE[0] == 0 and _LOCAL.restore != _ACTIVE[1]:
                     set_process_default_threads(_ACTIVE[1])
+
+
+def on_one_thread(fn):
+    """Decorator: run ``fn`` inside :func:`single_threaded`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with single_threaded():
+            return fn(*args, **kwargs)
+
+    return wrapper

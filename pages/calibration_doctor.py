@@ -119,10 +119,7 @@ if active:
 # ---------------------------------------------------------------------------------------
 
 
-truth_texture = None
-if scene.ground_truth is not None:
-    g = scene.ground_truth
-    truth_texture = cal.GroundTruth(g.texture, tuple(g.x_range), tuple(g.y_range), g.world_from_ego)
+truth_texture = scene.ground_truth
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from bevviz import calibration as cal
+from bevviz.calibration import refine, seams
 from bevviz.calibration import (CameraFinding, GroundTruth, ImagePyramid, analyze_seams, camera_delta, diagnose,
                                 perturb_camera, perturb_rig, refine_extrinsics, seam_cost, seam_grid)
 from bevviz.camera import NUSCENES_CAMERAS, Rig
@@ -124,7 +125,7 @@ def test_seam_cost_ignores_exposure_and_sees_misalignment():
 
 def test_border_weight_is_continuous():
     uv = torch.tensor([[-1.0, 50.0], [-0.5, 50.0], [15.5, 50.0], [31.5, 50.0], [100.0, 50.0]])
-    w = cal._border_weight(uv, 200, 100, 32.0)
+    w = seams.border_weight(uv, 200, 100, 32.0)
     assert w.tolist() == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])
 
 
@@ -152,8 +153,8 @@ def test_refinement_gradient_matches_finite_differences(truth, frames):
     bad = perturb_rig(truth, "CAM_FRONT_RIGHT", yaw_deg=1.0, pitch_deg=0.5)
     lv = cal.Level(stride=4, blur=2.0, cell=0.5, steps=0, lr_deg=0.1)
     nbrs = cal.seam_neighbours(bad, "CAM_FRONT_RIGHT")
-    obj = cal._SeamObjective(bad, [frames[1].levels(bad, ["CAM_FRONT_RIGHT", *nbrs], lv.stride, lv.blur)],
-                             cal._level_grid(seam_grid(), lv.cell), "CAM_FRONT_RIGHT", nbrs, cal.SEAM_RING, None,
+    obj = refine._SeamObjective(bad, [frames[1].levels(bad, ["CAM_FRONT_RIGHT", *nbrs], lv.stride, lv.blur)],
+                             refine._level_grid(seam_grid(), lv.cell), "CAM_FRONT_RIGHT", nbrs, cal.SEAM_RING, None,
                              kind="ncc", ramp=lv.ramp)
     calls = []
     original = gather_scatter.compute_taps
@@ -312,9 +313,9 @@ def test_search_starts_are_the_per_axis_scan_minima_below_the_start():
         yaw, pitch = float(r[2]), float(r[1])
         return min((yaw + 2.0) ** 2, 0.5 + yaw ** 2) + pitch ** 2 + abs(float(r[0]))
 
-    starts = cal._search_starts(loss, 4.0)
+    starts = refine._search_starts(loss, 4.0)
     assert len(starts) == 1 and torch.equal(starts[0], torch.tensor([0.0, 0.0, -2.0]))
-    assert cal._search_starts(lambda r: float(r.abs().sum()), 4.0) == []
+    assert refine._search_starts(lambda r: float(r.abs().sum()), 4.0) == []
 
     # Two minima below the start on one axis (the false one, one period away, lower):
     # both become starts, lowest first; per_axis caps them.
@@ -322,9 +323,9 @@ def test_search_starts_are_the_per_axis_scan_minima_below_the_start():
         yaw = float(r[2])
         return min((yaw + 2.0) ** 2 + 0.1, (yaw - 3.0) ** 2, 0.5 + yaw ** 2)
 
-    both = cal._search_starts(periodic, 4.0)
+    both = refine._search_starts(periodic, 4.0)
     assert [float(s[2]) for s in both] == [3.0, -2.0]
-    assert [float(s[2]) for s in cal._search_starts(periodic, 4.0, per_axis=1)] == [3.0]
+    assert [float(s[2]) for s in refine._search_starts(periodic, 4.0, per_axis=1)] == [3.0]
 
 
 @needs_sample
