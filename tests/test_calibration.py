@@ -21,6 +21,7 @@ import torch
 
 from bevviz import calibration as cal
 from bevviz.calibration import refine, seams
+from bevviz.samplers.gather_scatter import taps as gs_taps
 from bevviz.calibration import (CameraFinding, GroundTruth, ImagePyramid, analyze_seams, camera_delta, diagnose,
                                 perturb_camera, perturb_rig, refine_extrinsics, seam_cost, seam_grid)
 from bevviz.camera import NUSCENES_CAMERAS, Rig
@@ -148,8 +149,6 @@ def test_true_rig_has_the_six_ring_seams(truth, frames):
 @needs_sample
 def test_refinement_gradient_matches_finite_differences(truth, frames):
     """The seam loss is differentiable in the rotation through the gather-scatter sampler."""
-    from bevviz.samplers import gather_scatter
-
     bad = perturb_rig(truth, "CAM_FRONT_RIGHT", yaw_deg=1.0, pitch_deg=0.5)
     lv = cal.Level(stride=4, blur=2.0, cell=0.5, steps=0, lr_deg=0.1)
     nbrs = cal.seam_neighbours(bad, "CAM_FRONT_RIGHT")
@@ -157,13 +156,13 @@ def test_refinement_gradient_matches_finite_differences(truth, frames):
                              refine._level_grid(seam_grid(), lv.cell), "CAM_FRONT_RIGHT", nbrs, cal.SEAM_RING, None,
                              kind="ncc", ramp=lv.ramp)
     calls = []
-    original = gather_scatter.compute_taps
-    gather_scatter.compute_taps = lambda *a, **k: calls.append(1) or original(*a, **k)
+    original = gs_taps.compute_taps
+    gs_taps.compute_taps = lambda *a, **k: calls.append(1) or original(*a, **k)
     try:
         rot = torch.zeros(3, requires_grad=True)
         obj.loss(rot, torch.zeros(3)).backward()
     finally:
-        gather_scatter.compute_taps = original
+        gs_taps.compute_taps = original
     assert calls, "the refined camera must be sampled through the gather-scatter taps"
     h = 0.05
     for k in range(3):

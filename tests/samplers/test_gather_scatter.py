@@ -16,7 +16,9 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bevviz import threads
 from bevviz.samplers import gather_scatter as gs
+from bevviz.samplers.gather_scatter import engine, rounding, taps
 from bevviz.samplers.reference import MODES, PADDING_MODES
 
 DTYPES = [torch.float32, torch.float64]
@@ -161,7 +163,7 @@ def test_sampling_is_not_trivially_zero_or_input():
 @pytest.mark.parametrize("mode", MODES)
 def test_blocked_gather_with_partial_last_block(mode, monkeypatch, edge_grid, matches, tolerance):
     # Tiny blocks: several per image and a partial last one, in both output layouts.
-    monkeypatch.setattr(gs, "_CHUNK_ELEMENTS", 1)  # -> the minimum block of 64 points
+    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 1)  # -> the minimum block of 64 points
     x = _features(2, 3, 4, 6, torch.float32)
     g = edge_grid(2, 4, 6, False, torch.float32)[:, :, :-1]  # > 64 points per image,
     assert (g.shape[1] * g.shape[2]) % 64 != 0  # not a multiple of 64
@@ -176,11 +178,11 @@ def test_blocked_gather_with_partial_last_block(mode, monkeypatch, edge_grid, ma
 def test_worker_threads_match_and_leave_thread_count_alone(mode, monkeypatch, edge_grid, matches,
                                                            tolerance):
     # Force the threaded path (two workers, small blocks and segments) on tiny inputs.
-    monkeypatch.setattr(gs, "_PARALLEL_MIN_ELEMENTS", 0)
-    monkeypatch.setattr(gs, "_CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(gs, "_BLOCKS_PER_SEGMENT", 1)
-    monkeypatch.setattr(gs, "_workers", lambda: 2)
-    monkeypatch.setattr(gs, "_POOL", None)  # a fresh pool starts inside this test
+    monkeypatch.setattr(engine, "_PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(engine, "_BLOCKS_PER_SEGMENT", 1)
+    monkeypatch.setattr(threads, "worker_count", lambda: 2)
+    monkeypatch.setattr(threads, "_POOL", None)  # a fresh pool starts inside this test
     before = torch.get_num_threads()
     x = _features(3, 5, 4, 6, torch.float64)
     g = edge_grid(3, 4, 6, True, torch.float64)
@@ -192,7 +194,7 @@ def test_worker_threads_match_and_leave_thread_count_alone(mode, monkeypatch, ed
             _tol(mode, torch.float64, tolerance))
     assert torch.get_num_threads() == before
     # The workers run single-threaded; a thread created afterwards does not inherit that.
-    assert gs._POOL.submit(torch.get_num_threads).result() == 1
+    assert threads._POOL.submit(torch.get_num_threads).result() == 1
     seen = []
     thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
     thread.start()
@@ -203,7 +205,7 @@ def test_worker_threads_match_and_leave_thread_count_alone(mode, monkeypatch, ed
 def test_two_step_transposition_of_whole_tiles(monkeypatch, matches, tolerance):
     # Blocks of exactly 64 points take the tiled transposing copy; a partial last block
     # takes the direct one.
-    monkeypatch.setattr(gs, "_CHUNK_ELEMENTS", 4 * 64 * 7)  # 7 channels -> 64-point blocks
+    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 4 * 64 * 7)  # 7 channels -> 64-point blocks
     x = _features(2, 7, 5, 9, torch.float32)
     g = torch.rand(2, 13, 11, 2, generator=torch.Generator().manual_seed(1)) * 2.4 - 1.2
     expected = _oracle(x, g, "bilinear", "zeros", False)
@@ -223,7 +225,7 @@ def test_points_judged_far_read_no_pixel_in_any_mode(size, align_corners):
                                    dtype=torch.float64)])
     gy, gx = torch.meshgrid(axis, axis, indexing="ij")
     g = torch.stack([gx, gy], -1).unsqueeze(0)
-    reach = gs._reaches_image(g.reshape(1, -1, 2), h, w, align_corners).view(g.shape[1:3])
+    reach = engine._reaches_image(g.reshape(1, -1, 2), h, w, align_corners).view(g.shape[1:3])
     far = ~reach
     if align_corners and h == 1 and w == 1:
         assert not far.any()  # every finite point reads the single pixel
@@ -245,11 +247,11 @@ def test_sparse_and_dense_zeros_paths_match_grid_sample(path, mode, align_corner
                                                         monkeypatch, edge_grid, matches,
                                                         tolerance):
     # Tiles of 4 points so small grids have many; force one path and check it was taken.
-    monkeypatch.setattr(gs, "_TILE", 4)
-    monkeypatch.setattr(gs, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
+    monkeypatch.setattr(engine, "_TILE", 4)
+    monkeypatch.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
     calls = []
-    sparse = gs._sparse_gather_blocks
-    monkeypatch.setattr(gs, "_sparse_gather_blocks",
+    sparse = engine._sparse_gather_blocks
+    monkeypatch.setattr(engine, "_sparse_gather_blocks",
                         lambda *a, **k: calls.append(1) or sparse(*a, **k))
     x = _features(3, 5, 4, 7, dtype)
     g = edge_grid(3, 4, 7, align_corners, dtype)[:, :-1, :-1]  # P not a multiple of 4
@@ -266,8 +268,8 @@ def test_mostly_outside_grid_takes_the_sparse_path(monkeypatch, matches, toleran
     # The default threshold: a grid 80 % outside the image (as a BEV grid seen by one
     # camera) is gathered sparsely; one mostly inside is not.
     calls = []
-    sparse = gs._sparse_gather_blocks
-    monkeypatch.setattr(gs, "_sparse_gather_blocks",
+    sparse = engine._sparse_gather_blocks
+    monkeypatch.setattr(engine, "_sparse_gather_blocks",
                         lambda *a, **k: calls.append(1) or sparse(*a, **k))
     x = _features(2, 8, 10, 12, torch.float32)
     gen = torch.Generator().manual_seed(3)
@@ -300,9 +302,9 @@ def test_traced_graph_is_out_of_place_and_matches(edge_grid):
 
 
 def test_module_never_calls_grid_sample_or_interpolate():
-    tree = ast.parse(inspect.getsource(gs))
+    trees = [ast.parse(inspect.getsource(module)) for module in (gs, rounding, taps, engine)]
     called = set()
-    for node in ast.walk(tree):
+    for node in (n for tree in trees for n in ast.walk(tree)):
         if isinstance(node, ast.Call):
             func = node.func
             called.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
@@ -500,8 +502,8 @@ def test_property_sparse_zeros_path_matches_grid_sample(case, mode, tile):
     x, g, align_corners = case
     expected = _oracle(x, g, mode, "zeros", align_corners)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gs, "_TILE", tile)
-        mp.setattr(gs, "_SPARSE_MAX_FRACTION", 1.0)
+        mp.setattr(engine, "_TILE", tile)
+        mp.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0)
         out = gs.grid_sample(x, g, mode, "zeros", align_corners)
     tol = 0.0 if mode == "nearest" else TOL[x.dtype]
     assert torch.equal(torch.isnan(out), torch.isnan(expected))
