@@ -5,7 +5,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PORT ?= 8501
 
-.PHONY: install install-dev chromium run test bench sample-data
+.PHONY: install install-dev chromium run test bench sample-data real-sample
 
 install:
 	$(PIP) install -r requirements.txt
@@ -31,3 +31,10 @@ bench: install
 
 sample-data: install
 	$(PYTHON) -m bevviz.synthetic --out sample_data
+
+# Rebuild sample_data/real_nuscenes (one real nuScenes keyframe, CC BY-NC-SA 4.0) from the
+# nuScenes demo data of open-mmlab/mmdetection3d: make real-sample SRC=<that folder>.
+real-sample:
+	@test -n "$(SRC)" || { echo "usage: make real-sample SRC=<folder of the mmdetection3d nuScenes demo data>"; exit 2; }
+	$(MAKE) --no-print-directory install
+	$(PYTHON) scripts/build_real_nuscenes.py --src "$(SRC)" --out sample_data/real_nuscenes
