@@ -19,6 +19,7 @@ from bevviz import synthetic as syn
 from bevviz.camera import NUSCENES_CAMERAS, Rig, invert_transform
 from bevviz.conventions import Convention, RawCamera
 from bevviz.projection import project_points
+from bevviz.synthetic.dataset import axis_angle_matrix
 
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 CHECK_CAMERAS = ("CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK", "CAM_BACK_LEFT")
@@ -225,7 +226,7 @@ def test_ground_cells_show_their_colour_times_exposure(half_rig, half_renders):
 
 def test_marking_check_catches_a_two_degree_yaw_error(half_rig, half_renders):
     """Control: the same check with the stored (wrong) rotation misses the paint often."""
-    Rz = syn._axis_angle_matrix((0.0, 0.0, 1.0), 2.0)
+    Rz = axis_angle_matrix((0.0, 0.0, 1.0), 2.0)
 
     def yawed(cam):
         ego_from_cam = cam.ego_from_cam.copy()
