@@ -18,8 +18,10 @@ import pandas as pd
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
-from bevviz.overlays import STATUS_NAMES, point_status, to_numpy
+from bevviz.io.rig_json import rig_to_dict
+from bevviz.overlays.status import STATUS_NAMES, point_status
 from bevviz.projection import Projection
+from bevviz.shapes import to_numpy
 
 CSV_COLUMNS = ("camera", "z_index", "row", "col", "x", "y", "z", "u", "v", "depth", "status")
 
@@ -120,6 +122,4 @@ def rig_json(rig: Rig, image_files: dict[str, str] | None = None) -> bytes:
         rig: The rig.
         image_files: Optional camera name -> image file name to record.
     """
-    from bevviz.io.rig_json import rig_to_dict
-
     return json.dumps(rig_to_dict(rig, image_files=image_files), indent=2).encode("utf-8")

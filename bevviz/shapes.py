@@ -134,3 +134,10 @@ def as_int(value: object, field: str, camera: str | None = None, minimum: int | 
 def positive_int(value: object, field: str, camera: str | None = None) -> int:
     """Return ``value`` as a positive ``int`` or raise a named ``ValueError``."""
     return as_int(value, field, camera, minimum=1)
+
+
+def to_numpy(x: object) -> np.ndarray:
+    """A tensor (detached, on the CPU) or array-like as a numpy array."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
