@@ -35,6 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import onnx
+import onnxruntime as ort
 import torch
 
 from bevviz.bev_grid import BEVGrid
@@ -42,6 +45,7 @@ from bevviz.camera import Rig
 from bevviz.export.inspection import TensorInfo, inspect_onnx
 from bevviz.export.models import ExportSettings, ExportSpec, build_spec, default_bev_grid
 from bevviz.shapes import field_error
+from bevviz.synthetic import nuscenes_like_rig
 
 
 class ExportError(ValueError):
@@ -113,7 +117,7 @@ def _translations(keep_int32: bool) -> dict:
     Expand shape when the repeat count is symbolic (onnxruntime: "invalid expand shape").
     With ``keep_int32``: ``index_select`` and ``index_add`` keep int32 indices.
     """
-    from onnxscript import opset18 as op
+    from onnxscript import opset18 as op  # optional heavy dependency: 0.6 s to import, dynamo exports only
 
     def repeat_interleave(self, repeats, dim=None, output_size=None):
         x = self
@@ -220,9 +224,6 @@ def _probe_dynamic(spec: ExportSpec, path: str | os.PathLike, report) -> tuple[s
     Returns:
         ((input name, axis) pairs that fail, the first failure in words).
     """
-    import numpy as np
-    import onnxruntime as ort
-
     places: dict[str, list[tuple[int, int]]] = {}
     names = list(spec.input_names)
     for t in report.inputs:
@@ -315,8 +316,6 @@ def export_module(spec: ExportSpec, path: str | os.PathLike, opset: int = 18, ex
         raise ExportError(f"field 'exporter': torch.onnx.export ({exporter}, opset {opset}) failed: "
                           f"{_first_line(exc)} (got {exporter!r})") from exc
     seconds = time.perf_counter() - t0
-    import onnx
-
     model = onnx.load(str(path), load_external_data=False)
     graph_inputs = {i.name for i in model.graph.input} - {i.name for i in model.graph.initializer}
     lost = [n for n in spec.input_names if n not in graph_inputs]
@@ -393,8 +392,6 @@ def export_with(settings: ExportSettings, path: str | os.PathLike, *, rig: Rig |
     if not isinstance(settings, ExportSettings):
         raise field_error("settings", type(settings).__name__, "must be an ExportSettings")
     if rig is None:
-        from bevviz.synthetic import nuscenes_like_rig
-
         rig = nuscenes_like_rig()
     if bev_grid is None:
         bev_grid = default_bev_grid()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
+import onnxruntime as ort
 import torch
 
 from bevviz.export.exporter import ExportResult
@@ -80,8 +81,6 @@ def check_parity(result: ExportResult, runs: int = 5, tol: float = DEFAULT_TOL,
     Raises:
         ValueError: naming ``runs`` or ``inputs`` when they are unusable.
     """
-    import onnxruntime as ort
-
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise field_error("runs", runs, "must be an int >= 1")
     if result.spec is None:
