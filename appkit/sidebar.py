@@ -7,7 +7,7 @@ the scene; a ``ValueError`` is remembered and shown, and the previous scene stay
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -47,7 +47,7 @@ def validity() -> tuple[float, str]:
             str(st.session_state.get("valid_bounds", GRID_DEFAULTS["valid_bounds"])))
 
 
-def apply_request(request: tuple | None, loader: Callable[[], "sources.Scene"], what: str) -> None:
+def apply_request(request: tuple | None, loader: Callable[[], sources.Scene], what: str) -> None:
     """Run ``loader`` when ``request`` differs from the last one; keep the old scene on error."""
     if request is None or request == st.session_state.get(SCENE_REQUEST):
         return

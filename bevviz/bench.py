@@ -44,13 +44,13 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
-from bevviz.bev_grid import BEVGrid
 from bevviz.aggregation import bev_geometry, point_weights
+from bevviz.bev_grid import BEVGrid
 from bevviz.pipeline import bev_features
 from bevviz.samplers import BEV_VARIANTS, SamplerVariant
 from bevviz.samplers import gather_scatter as gs
@@ -222,7 +222,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
     results: dict[str, dict] = {}
     for name, (fn, diff, _) in entries.items():
         with torch.no_grad():
-            mem = peak_rss_mb(lambda: fn(feats))
+            mem = peak_rss_mb(lambda fn=fn: fn(feats))
         res = {"forward_s": statistics.median(fwd[name]), "forward_min_s": min(fwd[name]),
                "forward_times_s": fwd[name], "peak_rss_mb": mem}
         if diff:

@@ -97,7 +97,7 @@ class BEVGrid:
         """Z: points per pillar."""
         return len(self.z_values)
 
-    def with_z(self, z_values) -> "BEVGrid":
+    def with_z(self, z_values) -> BEVGrid:
         """The same grid with other pillar heights (e.g. ``(0.0,)`` for the ground plane)."""
         return BEVGrid(self.x_range, self.y_range, tuple(z_values), self.resolution)
 

@@ -12,8 +12,8 @@ Convention:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -140,7 +140,7 @@ class Camera:
         """Image size as (W, H)."""
         return self.width, self.height
 
-    def replace(self, **changes: object) -> "Camera":
+    def replace(self, **changes: object) -> Camera:
         """A copy with some fields changed (validated again)."""
         values = dict(name=self.name, K=self.K, cam_from_ego=self.cam_from_ego,
                       width=self.width, height=self.height)
@@ -148,7 +148,7 @@ class Camera:
         return Camera(**values)
 
     # --- image operations ---
-    def resized(self, sx: float, sy: float | None = None) -> "Camera":
+    def resized(self, sx: float, sy: float | None = None) -> Camera:
         """The camera after resizing its image by (sx, sy).
 
         New size is ``round(W * sx), round(H * sy)``.
@@ -166,14 +166,14 @@ class Camera:
         return self.replace(K=S @ self.K, width=max(1, round(self.width * sx)),
                             height=max(1, round(self.height * sy)))
 
-    def resized_to(self, width: int, height: int) -> "Camera":
+    def resized_to(self, width: int, height: int) -> Camera:
         """The camera after resizing its image to exactly (width, height) pixels."""
         width = positive_int(width, "width", self.name)
         height = positive_int(height, "height", self.name)
         cam = self.resized(width / self.width, height / self.height)
         return cam.replace(width=width, height=height)
 
-    def cropped(self, x0: int, y0: int, width: int, height: int) -> "Camera":
+    def cropped(self, x0: int, y0: int, width: int, height: int) -> Camera:
         """The camera after cropping (x0, y0, width, height) out of its image.
 
         Args:
@@ -194,7 +194,7 @@ class Camera:
         S = np.array([[1.0, 0.0, -float(x0)], [0.0, 1.0, -float(y0)], [0.0, 0.0, 1.0]])
         return self.replace(K=S @ self.K, width=width, height=height)
 
-    def at_stride(self, stride: int) -> "Camera":
+    def at_stride(self, stride: int) -> Camera:
         """The camera as seen by a feature map at ``stride`` (size ``W // s, H // s``).
 
         Convention:
@@ -289,26 +289,26 @@ class Rig:
         return torch.tensor([[c.width, c.height] for c in self._cameras], dtype=torch.int64)
 
     # --- derived rigs ---
-    def replace(self, camera: Camera) -> "Rig":
+    def replace(self, camera: Camera) -> Rig:
         """A new rig with the camera of the same name replaced by ``camera``."""
         i = self.index(camera.name)
         cams = list(self._cameras)
         cams[i] = camera
         return Rig(cams)
 
-    def map(self, fn) -> "Rig":
+    def map(self, fn) -> Rig:
         """A new rig with ``fn(camera)`` applied to every camera."""
         return Rig(fn(c) for c in self._cameras)
 
-    def resized(self, sx: float, sy: float | None = None) -> "Rig":
+    def resized(self, sx: float, sy: float | None = None) -> Rig:
         """Every camera resized by (sx, sy); see :meth:`Camera.resized`."""
         return self.map(lambda c: c.resized(sx, sy))
 
-    def at_stride(self, stride: int) -> "Rig":
+    def at_stride(self, stride: int) -> Rig:
         """Every camera at a feature stride; see :meth:`Camera.at_stride`."""
         return self.map(lambda c: c.at_stride(stride))
 
-    def subset(self, names: Sequence[str]) -> "Rig":
+    def subset(self, names: Sequence[str]) -> Rig:
         """A rig of the named cameras, in the given order."""
         return Rig(self[n] for n in names)
 

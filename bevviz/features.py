@@ -18,7 +18,7 @@ Convention:
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import torch

@@ -23,16 +23,23 @@ Convention:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from bevviz import synthetic
-from bevviz.aggregation import (OVERLAPS, BEVGeometry, aggregate, bev_geometry, point_weights, resolve_image_size,
-                                valid_pairs)
+from bevviz.aggregation import (
+    OVERLAPS,
+    BEVGeometry,
+    aggregate,
+    bev_geometry,
+    point_weights,
+    resolve_image_size,
+    valid_pairs,
+)
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.projection import BOUNDS

@@ -6,7 +6,7 @@ there is one) and the offending value, so an app can show it verbatim with ``st.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -43,7 +43,7 @@ def field_error(field: str, value: object, problem: str, camera: str | None = No
 
 
 def check_shape(
-    value: "np.ndarray | torch.Tensor",
+    value: np.ndarray | torch.Tensor,
     shape: Sequence[int | None | str],
     field: str,
     camera: str | None = None,
@@ -91,7 +91,7 @@ def check_shape(
     return names
 
 
-def check_finite(value: "np.ndarray | torch.Tensor", field: str, camera: str | None = None) -> None:
+def check_finite(value: np.ndarray | torch.Tensor, field: str, camera: str | None = None) -> None:
     """Raise a named ``ValueError`` if ``value`` holds NaN or inf."""
     arr = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
     if not np.all(np.isfinite(arr)):

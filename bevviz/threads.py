@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 

@@ -15,8 +15,13 @@ from bevviz import downloads
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
-from bevviz.viz.calibration import (before_after_figure, loss_curve_figure, mosaic_figure, ranking_figure,
-                                    seam_matrix_figure)
+from bevviz.viz.calibration import (
+    before_after_figure,
+    loss_curve_figure,
+    mosaic_figure,
+    ranking_figure,
+    seam_matrix_figure,
+)
 
 scene, _sidebar_grid = current()
 rig0 = scene.rig

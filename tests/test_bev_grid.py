@@ -147,7 +147,8 @@ def test_cell_of_outside_and_edges():
 # --- errors ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, pattern", [
-    ({"x_range": (10.0, -10.0)}, r"field 'x_range': must be \(min, max\) with max > min, finite \(got \(10\.0, -10\.0\)\)"),
+    ({"x_range": (10.0, -10.0)},
+     r"field 'x_range': must be \(min, max\) with max > min, finite \(got \(10\.0, -10\.0\)\)"),
     ({"y_range": (5.0, 5.0)}, r"field 'y_range': must be \(min, max\) with max > min"),
     ({"x_range": (-np.inf, 10.0)}, r"field 'x_range': .*finite \(got \(-inf, 10\.0\)\)"),
     ({"y_range": (0.0, np.nan)}, r"field 'y_range'"),

@@ -20,12 +20,24 @@ import pytest
 import torch
 
 from bevviz import calibration as cal
-from bevviz.calibration import refine, seams
-from bevviz.samplers.gather_scatter import taps as gs_taps
-from bevviz.calibration import (CameraFinding, GroundTruth, ImagePyramid, analyze_seams, camera_delta, diagnose,
-                                perturb_camera, perturb_rig, refine_extrinsics, seam_cost, seam_grid)
+from bevviz.calibration import (
+    CameraFinding,
+    GroundTruth,
+    ImagePyramid,
+    analyze_seams,
+    camera_delta,
+    diagnose,
+    perturb_camera,
+    perturb_rig,
+    refine,
+    refine_extrinsics,
+    seam_cost,
+    seam_grid,
+    seams,
+)
 from bevviz.camera import NUSCENES_CAMERAS, Rig
 from bevviz.rotations import quaternion_to_matrix, rotation_angle_deg
+from bevviz.samplers.gather_scatter import taps as gs_taps
 from bevviz.synthetic import nuscenes_like_rig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -61,7 +61,8 @@ def test_K_message_carries_the_bad_value():
 
 @pytest.mark.parametrize("edit", [{"k22": 2.0}, {"k20": 0.1}, {"k21": -3.0}, {"k10": 0.5}])
 def test_K_last_row_and_lower_triangle(edit):
-    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'K': must be upper triangular with last row \(0, 0, 1\)"):
+    with pytest.raises(ValueError,
+                       match=r"camera CAM_FRONT: field 'K': must be upper triangular with last row \(0, 0, 1\)"):
         front_camera(K=_K(**edit))
 
 
@@ -91,14 +92,15 @@ def test_rotation_within_tolerance_is_accepted():
 
 def test_rotation_outside_tolerance_is_rejected():
     R = front_camera().cam_from_ego[:3, :3] * (1 + 2e-4)
-    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'cam_from_ego rotation': rotation is not orthonormal "
-                                         r"\(max \|R R\^T - I\| = 0\.0004\d*\) \(got "):
+    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'cam_from_ego rotation': rotation is not "
+                                         r"orthonormal \(max \|R R\^T - I\| = 0\.0004\d*\) \(got "):
         Camera("CAM_FRONT", K0, _with_rotation(R), W, H)
 
 
 def test_reflection_is_rejected():
     R = front_camera().cam_from_ego[:3, :3] @ np.diag([1.0, 1.0, -1.0])
-    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'cam_from_ego rotation': rotation has det -1\.000000"):
+    with pytest.raises(ValueError,
+                       match=r"camera CAM_FRONT: field 'cam_from_ego rotation': rotation has det -1\.000000"):
         Camera("CAM_FRONT", K0, _with_rotation(R), W, H)
 
 
@@ -111,7 +113,8 @@ def test_extrinsics_finite_last_row_and_shape():
     T[3, 0] = 0.5
     with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'cam_from_ego': last row must be \(0, 0, 0, 1\)"):
         Camera("CAM_FRONT", K0, T, W, H)
-    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'cam_from_ego': expected shape \(4, 4\), got shape \(3, 4\)"):
+    with pytest.raises(ValueError,
+                       match=r"camera CAM_FRONT: field 'cam_from_ego': expected shape \(4, 4\), got shape \(3, 4\)"):
         Camera("CAM_FRONT", K0, np.eye(4)[:3], W, H)
 
 

@@ -246,7 +246,8 @@ def _raw(**changes) -> RawCamera:
 
 
 @pytest.mark.parametrize("raw, pattern", [
-    (_raw(rotation=[0, 0, 0, 0]), r"camera CAM_FRONT: field 'rotation': quaternion has zero norm \(got \[0\., 0\., 0\., 0\.\]\)"),
+    (_raw(rotation=[0, 0, 0, 0]),
+     r"camera CAM_FRONT: field 'rotation': quaternion has zero norm \(got \[0\., 0\., 0\., 0\.\]\)"),
     (_raw(rotation=[1, 0, np.nan, 0]), r"camera CAM_FRONT: field 'rotation': quaternion must be finite"),
     (_raw(rotation=[1, 0, 0]), r"camera CAM_FRONT: field 'rotation': expected shape \(3, 3\), got shape \(3,\)"),
     (_raw(rotation=np.eye(3) * 1.01), r"camera CAM_FRONT: field 'rotation': rotation is not orthonormal"),

@@ -9,7 +9,12 @@ import torch.nn.functional as F
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.pipeline import (
-    SAMPLERS, aggregate, bev_features, bev_geometry, point_weights, resolve_image_size,
+    SAMPLERS,
+    aggregate,
+    bev_features,
+    bev_geometry,
+    point_weights,
+    resolve_image_size,
 )
 from bevviz.samplers.deformable import DeformableConfig, deformable_bev_reference
 from bevviz.samplers.lut import build_lut

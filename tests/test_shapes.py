@@ -8,7 +8,6 @@ import torch
 
 from bevviz.shapes import as_float_array, as_int, check_finite, check_shape, field_error, positive_int
 
-
 # --- field_error ---------------------------------------------------------------------------
 
 def test_field_error_names_camera_field_and_value():

@@ -158,7 +158,8 @@ def test_pixel_rays_agree_with_project_points():
     rig = syn.nuscenes_like_rig().resized(0.25)
     rng = np.random.default_rng(0)
     for ci, cam in enumerate(rig):
-        uv = np.stack([rng.uniform(-0.5, cam.width - 0.5, 200), rng.uniform(cam.height * 0.6, cam.height - 0.5, 200)], 1)
+        uv = np.stack([rng.uniform(-0.5, cam.width - 0.5, 200),
+                       rng.uniform(cam.height * 0.6, cam.height - 0.5, 200)], 1)
         origin, dirs = syn.camera_rays(cam, uv=uv)
         hits = syn.cast_rays(syn.World(*syn.ground_texture(), boxes=()), origin, dirs)
         ground = hits.kind == syn.GROUND
@@ -199,7 +200,8 @@ def test_ground_cells_show_their_colour_times_exposure(half_rig, half_renders):
     for cam in half_rig:
         one = Rig([cam])
         uv = project_points(centres, one).uv[0].numpy()
-        ok = project_points(centres, one).valid[0].numpy() & (np.linalg.norm(centres - cam.position, axis=1) < MAX_RANGE)
+        near = np.linalg.norm(centres - cam.position, axis=1) < MAX_RANGE
+        ok = project_points(centres, one).valid[0].numpy() & near
         ok &= (uv[:, 0] > 1) & (uv[:, 0] < cam.width - 2) & (uv[:, 1] > 1) & (uv[:, 1] < cam.height - 2)
         idx = np.nonzero(ok)[0]
         origin, dirs = syn.camera_rays(cam, uv=uv[idx])

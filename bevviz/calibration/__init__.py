@@ -50,18 +50,64 @@ Convention:
     positive to the left), composed ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 """
 
-from bevviz.calibration.diagnose import (DIAGNOSE_LEVELS, STANDOUT_RATIO, CameraFinding, diagnose, refine_extrinsics,
-                                         standout)
+from bevviz.calibration.diagnose import (
+                                         DIAGNOSE_LEVELS,
+                                         STANDOUT_RATIO,
+                                         CameraFinding,
+                                         diagnose,
+                                         refine_extrinsics,
+                                         standout,
+)
 from bevviz.calibration.ground_truth import GroundTruth
-from bevviz.calibration.perturbations import (PERTURBATION_KEYS, CameraDelta, apply_correction, apply_perturbations,
-                                              camera_delta, deltas_json, perturb_camera, perturb_rig, rig_deltas)
-from bevviz.calibration.pyramid import (ImagePyramid, Sampler, as_frames, as_pyramids, gaussian_blur, pixel_table,
-                                        sample_at_pixels)
-from bevviz.calibration.refine import (DEFAULT_LEVELS, FAST_LEVELS, ROBUST_K, SEARCH_DEG, SEARCH_LEVELS, SEARCH_STEP_DEG,
-                                       Level, RefineHistory, RefineStep, refine_camera)
-from bevviz.calibration.seams import (COSTS, MIN_SEAM_AREA_M2, MIN_SEAM_CELLS, NGF_EPS, SEAM_RING, SeamAnalysis,
-                                      SeamPair, analyze_seams, combine_seams, rig_centre, rig_seam_cost, ring_mask,
-                                      seam_cost, seam_grid, seam_neighbours)
+from bevviz.calibration.perturbations import (
+                                         PERTURBATION_KEYS,
+                                         CameraDelta,
+                                         apply_correction,
+                                         apply_perturbations,
+                                         camera_delta,
+                                         deltas_json,
+                                         perturb_camera,
+                                         perturb_rig,
+                                         rig_deltas,
+)
+from bevviz.calibration.pyramid import (
+                                         ImagePyramid,
+                                         Sampler,
+                                         as_frames,
+                                         as_pyramids,
+                                         gaussian_blur,
+                                         pixel_table,
+                                         sample_at_pixels,
+)
+from bevviz.calibration.refine import (
+                                         DEFAULT_LEVELS,
+                                         FAST_LEVELS,
+                                         ROBUST_K,
+                                         SEARCH_DEG,
+                                         SEARCH_LEVELS,
+                                         SEARCH_STEP_DEG,
+                                         Level,
+                                         RefineHistory,
+                                         RefineStep,
+                                         refine_camera,
+)
+from bevviz.calibration.seams import (
+                                         COSTS,
+                                         MIN_SEAM_AREA_M2,
+                                         MIN_SEAM_CELLS,
+                                         NGF_EPS,
+                                         SEAM_RING,
+                                         SeamAnalysis,
+                                         SeamPair,
+                                         analyze_seams,
+                                         combine_seams,
+                                         rig_centre,
+                                         rig_seam_cost,
+                                         ring_mask,
+                                         seam_cost,
+                                         seam_grid,
+                                         seam_neighbours,
+)
 
 __all__ = [
     # perturbations

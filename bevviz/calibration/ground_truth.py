@@ -94,7 +94,7 @@ class GroundTruth:
         return out
 
     @classmethod
-    def on_grid(cls, texture: np.ndarray, grid: BEVGrid) -> "GroundTruth":
+    def on_grid(cls, texture: np.ndarray, grid: BEVGrid) -> GroundTruth:
         """A texture given cell by cell on ``grid``, shape (H_bev, W_bev, 3)."""
         check_shape(np.asarray(texture), (grid.height, grid.width, 3), "ground_truth")
         return cls(np.asarray(texture), grid.x_range, grid.y_range)

@@ -14,15 +14,21 @@ Convention:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from bevviz.camera import Camera, Rig
-from bevviz.rotations import (FLU_FROM_RDF, axis_angle_to_matrix, invert_transform, make_transform, matrix_to_rpy,
-                              rpy_to_matrix)
+from bevviz.rotations import (
+    FLU_FROM_RDF,
+    axis_angle_to_matrix,
+    invert_transform,
+    make_transform,
+    matrix_to_rpy,
+    rpy_to_matrix,
+)
 from bevviz.shapes import check_shape, field_error
 
 __all__ = [

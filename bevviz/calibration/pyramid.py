@@ -13,7 +13,7 @@ Convention:
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import cv2
 import numpy as np

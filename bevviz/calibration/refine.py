@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -27,9 +27,21 @@ import torch
 from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.perturbations import CameraDelta, apply_correction, camera_delta
 from bevviz.calibration.pyramid import Sampler, as_pyramids, sample_at_pixels
-from bevviz.calibration.seams import (COSTS, MIN_SEAM_AREA_M2, NGF_EPS, SEAM_RING, border_weight, ground_points,
-                                      ncc_cost, near_image, ngf_cost, project_ground, ring_mask, seam_grid,
-                                      seam_neighbours)
+from bevviz.calibration.seams import (
+    COSTS,
+    MIN_SEAM_AREA_M2,
+    NGF_EPS,
+    SEAM_RING,
+    border_weight,
+    ground_points,
+    ncc_cost,
+    near_image,
+    ngf_cost,
+    project_ground,
+    ring_mask,
+    seam_grid,
+    seam_neighbours,
+)
 from bevviz.camera import Rig
 from bevviz.projection import project_with
 from bevviz.rotations import FLU_FROM_RDF, axis_angle_to_matrix
@@ -285,7 +297,7 @@ class _SeamObjective:
         W, H = self.camera.width, self.camera.height
         if self.table is None:
             return torch.stack([sample_at_pixels(img, uv, W, H, self.sampler) for img in self.imgs])
-        F_, (c, h, w) = len(self.imgs), self.imgs[0].shape
+        F_, (_, h, w) = len(self.imgs), self.imgs[0].shape
         uvl = torch.stack([(uv[:, 0] + 0.5) * (w / W) - 0.5, (uv[:, 1] + 0.5) * (h / H) - 0.5], -1)
         taps = bilinear_taps(uvl.unsqueeze(0), h, w, "border", False, "pixel")  # (1, S, 4)
         base = taps.indices.to(torch.int64)
@@ -429,9 +441,10 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
         search_deg: Also start from the lowest local minima (two per axis) of 1-D scans of
             each rotation axis over ``+-search_deg`` on the first level's loss (see
             :func:`_search_starts`), run every start through the first ``SEARCH_LEVELS``
-            levels and keep the run that ends lowest on the last of them; 0 disables it. Periodic ground (a metric checker,
-            tiles, parking bays) gives false minima one period away (about 3 deg for a 1 m
-            pattern 20 m out) that gradient descent from the given pose alone falls into.
+            levels and keep the run that ends lowest on the last of them; 0 disables it.
+            Periodic ground (a metric checker, tiles, parking bays) gives false minima one
+            period away (about 3 deg for a 1 m pattern 20 m out) that gradient descent from
+            the given pose alone falls into.
         progress: Optional ``callback(step, total_steps, loss)`` after every optimisation
             step run, those of the search's alternative starts included (``total_steps``
             counts them, so it can exceed the schedule's own step count).
@@ -516,7 +529,7 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
 
 
 
-def _run_level(obj: "_SeamObjective", lv: Level, rot0: torch.Tensor, trans0: torch.Tensor,
+def _run_level(obj: _SeamObjective, lv: Level, rot0: torch.Tensor, trans0: torch.Tensor,
                translation: bool, robust: float | None, on_step: Callable[[float], None] | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, float, list[tuple[float, tuple, tuple]]]:
     """Adam on one level from ``(rot0 (3,), trans0 (3,))`` (degrees, cm); ``on_step(loss)``

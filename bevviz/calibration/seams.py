@@ -14,8 +14,8 @@ Convention:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -256,7 +256,7 @@ class SeamAnalysis:
     median_cost: float
     gt_cost: dict[str, float] | None = None
 
-    def without_ground_truth(self) -> "SeamAnalysis":
+    def without_ground_truth(self) -> SeamAnalysis:
         """The same analysis with the ground-truth costs dropped (self-consistency only)."""
         return dataclasses.replace(self, gt_cost=None)
 

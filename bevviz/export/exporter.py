@@ -419,7 +419,8 @@ def export_with(settings: ExportSettings, path: str | os.PathLike, *, rig: Rig |
             notes.append(f"dynamic axes {', '.join(f'{k}.{attempt[k][a]}' for k, a in sorted(broken))} were "
                          f"declared by the exporter but fail in onnxruntime at another size ({why}); "
                          "re-exported with them static")
-            attempts = [reduced] + [a for a in attempts if a != reduced and len(_axes_text(a)) < len(_axes_text(reduced))]
+            attempts = [reduced] + [a for a in attempts
+                                    if a != reduced and len(_axes_text(a)) < len(_axes_text(reduced))]
             if {} not in attempts:
                 attempts.append({})
             continue

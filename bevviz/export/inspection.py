@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 import onnx
 from onnx import TensorProto

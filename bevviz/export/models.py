@@ -96,7 +96,8 @@ class ExportSettings:
             if self.mode != "bilinear":
                 raise field_error("mode", self.mode, f"the {self.sampler} sampler supports 'bilinear' only")
             if self.padding_mode != "zeros":
-                raise field_error("padding_mode", self.padding_mode, f"the {self.sampler} sampler pads with 'zeros' only")
+                raise field_error("padding_mode", self.padding_mode,
+                                  f"the {self.sampler} sampler pads with 'zeros' only")
             if self.align_corners:
                 raise field_error("align_corners", self.align_corners,
                                   f"the {self.sampler} sampler uses the pipeline's align_corners=False")

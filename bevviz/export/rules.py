@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from bevviz.export.inspection import GATHER_OPS, SCATTER_OPS, OpReport
 from bevviz.shapes import check_choice, field_error
@@ -200,8 +201,10 @@ def parse_rules(data: Mapping | Sequence) -> list[Rule]:
         check_choice(severity, SEVERITIES, f"rules[{rid}].severity")
         when_raw = row.get("when") or []
         check_raw = row.get("check")
-        when = tuple(_parse_condition(c, rid, "when") for c in _as_list(when_raw)) if not isinstance(when_raw, Mapping) \
-            else (_parse_condition(when_raw, rid, "when"),)
+        if isinstance(when_raw, Mapping):
+            when = (_parse_condition(when_raw, rid, "when"),)
+        else:
+            when = tuple(_parse_condition(c, rid, "when") for c in _as_list(when_raw))
         check = (_parse_condition(check_raw, rid, "check"),) if isinstance(check_raw, Mapping) \
             else tuple(_parse_condition(c, rid, "check") for c in check_raw)
         rules.append(Rule(rid, str(row.get("title", rid)), str(row.get("backend", "")), severity,

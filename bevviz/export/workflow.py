@@ -6,8 +6,9 @@ Used by the NPU export page (which reports progress through ``on_step``) and by 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

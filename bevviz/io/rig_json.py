@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

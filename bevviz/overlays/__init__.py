@@ -5,8 +5,9 @@ projected into an image, camera frustums and axes in the ego frame, the validity
 every projected point, BEV footprints and overlap counts, and the small experiments of the
 padding lab. Split by what they draw: :mod:`~bevviz.overlays.status` (point status),
 :mod:`~bevviz.overlays.camera_geometry`, :mod:`~bevviz.overlays.coverage` (BEV cells) and
-:mod:`~bevviz.overlays.padding`; every public name is re-exported here. The plotly builders in :mod:`bevviz.viz` draw what this module computes, and
-the app's pages only wire the two together.
+:mod:`~bevviz.overlays.padding`; every public name is re-exported here. The plotly builders
+in :mod:`bevviz.viz` draw what this package computes, and the app's pages only wire the two
+together.
 
 Convention:
     Ego frame x forward, y left, z up (metres); camera frame RDF; pixels (u, v) with

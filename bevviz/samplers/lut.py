@@ -307,12 +307,12 @@ def build_lut(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size
         hits=hits, seen=seen, point_valid=geom.valid, build_seconds=0.0, method=method, dtype=dtype,
         _per_camera=per_cam_inputs,
     )
-    table.matrix  # build the CSR now so its cost is part of the build time
+    _ = table.matrix  # build the CSR now so its cost is part of the build time
     table.build_seconds = time.perf_counter() - t0
     return table
 
 
-_CACHE: "OrderedDict[tuple, BEVLookupTable]" = OrderedDict()
+_CACHE: OrderedDict[tuple, BEVLookupTable] = OrderedDict()
 
 
 def cached_lut(rig: Rig, grid: BEVGrid, feature_size: tuple[int, int], image_size: Any = None,

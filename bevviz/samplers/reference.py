@@ -24,7 +24,7 @@ Convention:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -129,7 +129,7 @@ def grid_sample(
 # --------------------------------------------------------------------------- helpers
 
 
-def _as_float(value: object, field: str) -> "torch.Tensor | np.ndarray":
+def _as_float(value: object, field: str) -> torch.Tensor | np.ndarray:
     """Return ``value`` as a floating tensor (if it is a tensor) or a float64 ndarray."""
     if isinstance(value, torch.Tensor):
         return value if value.is_floating_point() else value.to(torch.get_default_dtype())
@@ -141,8 +141,8 @@ def _as_float(value: object, field: str) -> "torch.Tensor | np.ndarray":
 
 
 def _pair_like(
-    like: "torch.Tensor | np.ndarray", values: Sequence[float]
-) -> "torch.Tensor | np.ndarray":
+    like: torch.Tensor | np.ndarray, values: Sequence[float]
+) -> torch.Tensor | np.ndarray:
     """A length-2 array/tensor of ``values`` matching ``like``'s kind, dtype and device."""
     if isinstance(like, torch.Tensor):
         return torch.tensor(list(values), dtype=like.dtype, device=like.device)
@@ -164,7 +164,7 @@ def _size_pair(size: Sequence[int], field: str = "size") -> tuple[int, int]:
     return int(items[0]), int(items[1])
 
 
-def _stride_pair(stride: "float | Sequence[float]") -> tuple[float, float]:
+def _stride_pair(stride: float | Sequence[float]) -> tuple[float, float]:
     """Validate a stride (one number, or ``(s_u, s_v)``) and return it as two floats."""
     if isinstance(stride, (int, float, np.integer, np.floating)) and not isinstance(stride, bool):
         items = [stride, stride]
@@ -183,8 +183,8 @@ def _stride_pair(stride: "float | Sequence[float]") -> tuple[float, float]:
 
 
 def pixel_to_normalized(
-    uv: "torch.Tensor | np.ndarray", size: Sequence[int], align_corners: bool = False
-) -> "torch.Tensor | np.ndarray":
+    uv: torch.Tensor | np.ndarray, size: Sequence[int], align_corners: bool = False
+) -> torch.Tensor | np.ndarray:
     """Convert pixel coordinates to normalised grid coordinates.
 
     Args:
@@ -221,8 +221,8 @@ def pixel_to_normalized(
 
 
 def normalized_to_pixel(
-    grid: "torch.Tensor | np.ndarray", size: Sequence[int], align_corners: bool = False
-) -> "torch.Tensor | np.ndarray":
+    grid: torch.Tensor | np.ndarray, size: Sequence[int], align_corners: bool = False
+) -> torch.Tensor | np.ndarray:
     """Convert normalised grid coordinates to pixel coordinates (inverse of the above).
 
     Args:
@@ -253,8 +253,8 @@ def normalized_to_pixel(
 
 
 def image_to_feature_pixel(
-    uv: "torch.Tensor | np.ndarray", stride: "float | Sequence[float]"
-) -> "torch.Tensor | np.ndarray":
+    uv: torch.Tensor | np.ndarray, stride: float | Sequence[float]
+) -> torch.Tensor | np.ndarray:
     """Convert image pixel coordinates to those of a feature map at ``stride``.
 
     Args:
@@ -279,8 +279,8 @@ def image_to_feature_pixel(
 
 
 def feature_to_image_pixel(
-    uv_feat: "torch.Tensor | np.ndarray", stride: "float | Sequence[float]"
-) -> "torch.Tensor | np.ndarray":
+    uv_feat: torch.Tensor | np.ndarray, stride: float | Sequence[float]
+) -> torch.Tensor | np.ndarray:
     """Convert feature-map pixel coordinates back to image pixel coordinates.
 
     Args:

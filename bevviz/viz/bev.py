@@ -11,8 +11,17 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.viz.common import (base_layout, bev_axes, bev_heatmap_trace, bev_image_trace, camera_color, figure,
-                               resolve_colorscale, subplot_grid, to_uint8)
+from bevviz.viz.common import (
+    base_layout,
+    bev_axes,
+    bev_heatmap_trace,
+    bev_image_trace,
+    camera_color,
+    figure,
+    resolve_colorscale,
+    subplot_grid,
+    to_uint8,
+)
 
 
 def _rgb(hex_color: str) -> np.ndarray:

@@ -9,14 +9,22 @@ Convention:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.viz.common import (base_layout, bev_axes, bev_heatmap_trace, bev_image_trace, camera_color, figure,
-                               subplot_grid, to_uint8)
+from bevviz.viz.common import (
+    base_layout,
+    bev_axes,
+    bev_heatmap_trace,
+    bev_image_trace,
+    camera_color,
+    figure,
+    subplot_grid,
+    to_uint8,
+)
 
 #: Seam error colour scale: transparent-looking blue (agree) to red (disagree).
 SEAM_SCALE = [[0.0, "#2c7bb6"], [0.35, "#ffffbf"], [1.0, "#d7191c"]]

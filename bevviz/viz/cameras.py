@@ -15,8 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bevviz.camera import Camera
-from bevviz.viz.common import (STATUS_COLORS, base_layout, data_uri, downsample, figure, resolve_colorscale,
-                               subplot_grid)
+from bevviz.viz.common import STATUS_COLORS, base_layout, data_uri, downsample, figure, resolve_colorscale, subplot_grid
 
 #: customdata columns of the projected-point trace.
 POINT_FIELDS = ("x", "y", "z", "u", "v", "depth")

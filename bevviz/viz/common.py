@@ -12,7 +12,6 @@ Convention:
 from __future__ import annotations
 
 import base64
-
 from functools import lru_cache
 
 import cv2

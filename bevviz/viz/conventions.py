@@ -5,7 +5,7 @@ Pure builders: numbers in, ``go.Figure`` out (no Streamlit, no geometry).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go

@@ -6,7 +6,7 @@ Pure: nothing here calls Streamlit; builders return ``plotly.graph_objects.Figur
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import plotly.graph_objects as go
 

@@ -104,7 +104,7 @@ def wait_until_idle(page, timeout_s: float = 120.0) -> None:
         if quiet >= 4:
             return
         page.wait_for_timeout(500)
-    raise AssertionError("the app kept running for more than %.0f s" % timeout_s)
+    raise AssertionError(f"the app kept running for more than {timeout_s:.0f} s")
 
 
 @pytest.mark.parametrize("title", list(PAGES))

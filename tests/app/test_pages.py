@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 
 def charts(at) -> int:
     return len(at.get("plotly_chart"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from bevviz.viz.export import (CATEGORY_COLORS, latency_figure, op_category, op_inventory_figure,
-                               parity_figure)
+from bevviz.viz.export import CATEGORY_COLORS, latency_figure, op_category, op_inventory_figure, parity_figure
 
 
 def test_op_categories():

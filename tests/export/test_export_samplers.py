@@ -11,8 +11,15 @@ import pytest
 import torch
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.export import (ExportError, ExportSettings, evaluate_rules, export_sampler, inspect_onnx,
-                           check_parity, run_export)
+from bevviz.export import (
+    ExportError,
+    ExportSettings,
+    check_parity,
+    evaluate_rules,
+    export_sampler,
+    inspect_onnx,
+    run_export,
+)
 from bevviz.export.inspection import GATHER_OPS
 from bevviz.synthetic import nuscenes_like_rig
 

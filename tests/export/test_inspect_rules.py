@@ -11,8 +11,18 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from bevviz.export import (DEFAULT_RULES_PATH, FIELDS, ExportSpec, check_parity, evaluate_rules, export_module,
-                           inspect_onnx, load_rules, parse_rules, rule_facts)
+from bevviz.export import (
+    DEFAULT_RULES_PATH,
+    FIELDS,
+    ExportSpec,
+    check_parity,
+    evaluate_rules,
+    export_module,
+    inspect_onnx,
+    load_rules,
+    parse_rules,
+    rule_facts,
+)
 from bevviz.export.exporter import ExportResult
 from bevviz.export.models import ExportSettings
 
@@ -75,7 +85,8 @@ def test_int64_scatter_add_index_is_flagged_by_the_drivingsdk_rule(tmp_path):
     nodes = [helper.make_node("ScatterElements", ["acc", "sidx", "upd"], ["out"], axis=0, reduction="add")]
     path = _save(tmp_path, nodes, [_vi("acc", TensorProto.FLOAT, [5, 4]), _vi("sidx", TensorProto.INT64, [3, 4]),
                                    _vi("upd", TensorProto.FLOAT, [3, 4])], [_vi("out", TensorProto.FLOAT, [5, 4])])
-    rules = {r.rule.id: r for r in evaluate_rules({"sampler": "gather_scatter", "dtype": "float32"}, inspect_onnx(path))}
+    settings = {"sampler": "gather_scatter", "dtype": "float32"}
+    rules = {r.rule.id: r for r in evaluate_rules(settings, inspect_onnx(path))}
     assert rules["drivingsdk-scatter-add-int32"].status == "fail"
     assert "int64" in rules["drivingsdk-scatter-add-int32"].reason
     assert rules["drivingsdk-scatter-add-float32"].status == "pass"

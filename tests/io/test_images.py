@@ -105,7 +105,8 @@ def test_pixel_grid_is_not_rotated_by_exif(tmp_path):
     ok, enc = cv2.imencode(".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, 95])
     jpeg = enc.tobytes()
     # Minimal APP1 Exif segment, big-endian TIFF with one IFD entry: Orientation (0x0112) = 6.
-    tiff = b"MM\x00\x2a\x00\x00\x00\x08" + b"\x00\x01" + b"\x01\x12\x00\x03\x00\x00\x00\x01\x00\x06\x00\x00" + b"\x00\x00\x00\x00"
+    tiff = (b"MM\x00\x2a\x00\x00\x00\x08" + b"\x00\x01" + b"\x01\x12\x00\x03\x00\x00\x00\x01\x00\x06\x00\x00"
+            + b"\x00\x00\x00\x00")
     payload = b"Exif\x00\x00" + tiff
     app1 = b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload
     with_exif = jpeg[:2] + app1 + jpeg[2:]
@@ -133,7 +134,8 @@ def test_directory_is_not_an_image(tmp_path):
 def test_unreadable_file(tmp_path, content):
     path = tmp_path / "bad.jpg"
     path.write_bytes(content)
-    with pytest.raises(ValueError, match=r"field 'image': (the file is empty|cannot decode the file as an image).*bad\.jpg"):
+    with pytest.raises(ValueError,
+                       match=r"field 'image': (the file is empty|cannot decode the file as an image).*bad\.jpg"):
         read_image(path)
 
 
@@ -175,7 +177,8 @@ def test_write_rejects_bad_arrays(tmp_path, arr, pattern_):
 
 
 def test_write_rejects_unknown_suffix_and_quality(tmp_path):
-    with pytest.raises(ValueError, match=r"field 'path': image files must end in \.jpg, \.jpeg or \.png \(got '.*a\.bmp'\)"):
+    with pytest.raises(ValueError,
+                       match=r"field 'path': image files must end in \.jpg, \.jpeg or \.png \(got '.*a\.bmp'\)"):
         write_image(tmp_path / "a.bmp", pattern())
     for q in (-1, 101, 90.5, True):
         with pytest.raises(ValueError, match=r"field 'quality'"):

@@ -13,7 +13,7 @@ from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.io import nuscenes as nu
 from bevviz.projection import project_points
 from bevviz.rotations import quaternion_to_matrix, rotation_angle_deg
-from bevviz.synthetic import BOXES, cast_rays, camera_rays, default_world, nuscenes_like_rig
+from bevviz.synthetic import BOXES, camera_rays, cast_rays, default_world, nuscenes_like_rig
 
 DATAROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
 
@@ -51,7 +51,7 @@ def test_load_sample_default_is_scene_a_with_the_true_rig():
     rig, images = nu.load_sample(DATAROOT)
     assert rig.names == list(NUSCENES_CAMERAS)
     assert list(images) == list(NUSCENES_CAMERAS)
-    for name, img in images.items():
+    for img in images.values():
         assert img.shape == (900, 1600, 3) and img.dtype == np.uint8
     _assert_rig_close(rig, nuscenes_like_rig())
 

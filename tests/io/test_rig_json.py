@@ -90,7 +90,7 @@ def test_parse_nuscenes_records_matches_devkit_definition():
     rf = parse_rig(nuscenes_dict(), source="rig.json")
     assert isinstance(rf, RigFile) and rf.source == "rig.json"
     assert rf.rig.names == NAMES and rf.convention == NUSCENES
-    for cam, (name, q, t, (f, cx, cy)) in zip(rf.rig, RECORDS):
+    for cam, (_, q, t, (f, cx, cy)) in zip(rf.rig, RECORDS):
         # nuScenes: rotation/translation are ego_from_sensor; bevviz stores its inverse.
         ego_from_cam = np.eye(4)
         ego_from_cam[:3, :3] = Quaternion(q).rotation_matrix
@@ -283,7 +283,8 @@ def test_image_size_disagrees_with_calibration(tmp_path):
     write_image(tmp_path / "images" / "CAM_FRONT_RIGHT.png", camera_image(1, (32, 18)))
     rf = load_rig_file(path)
     with pytest.raises(ValueError, match=r"camera CAM_FRONT_RIGHT: field 'image': image is 32 x 18 px but the "
-                                         r"calibration says width x height = 64 x 36.*\(got 'images/CAM_FRONT_RIGHT\.png'\)"):
+                                         r"calibration says width x height = 64 x 36.*"
+                                         r"\(got 'images/CAM_FRONT_RIGHT\.png'\)"):
         load_rig_images(rf, tmp_path)
     with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': image is 36 x 64 px"):
         load_rig_images(rf, None, uploaded={"CAM_FRONT": np.zeros((64, 36, 3), np.uint8)})  # transposed
@@ -300,7 +301,8 @@ def test_uploaded_array_must_be_rgb_uint8():
 def test_missing_image_file(tmp_path):
     path = write_rig_folder(tmp_path)
     (tmp_path / "images" / "CAM_BACK.png").unlink()
-    with pytest.raises(ValueError, match=r"camera CAM_BACK: field 'image': file not found \(got '.*images/CAM_BACK\.png'\)"):
+    with pytest.raises(ValueError,
+                       match=r"camera CAM_BACK: field 'image': file not found \(got '.*images/CAM_BACK\.png'\)"):
         load_rig_images(load_rig_file(path), tmp_path)
 
 

@@ -6,9 +6,19 @@ import pytest
 import torch
 
 from bevviz.samplers.deformable import (
-    DeformableConfig, OffsetNet, deformable_bev, deformable_bev_reference, deformable_reference,
-    deformable_sample, floor_indices, floor_position_error, kernel_offsets, offset_field, tap_positions,
-    to_feature_pixels, to_normalized,
+    DeformableConfig,
+    OffsetNet,
+    deformable_bev,
+    deformable_bev_reference,
+    deformable_reference,
+    deformable_sample,
+    floor_indices,
+    floor_position_error,
+    kernel_offsets,
+    offset_field,
+    tap_positions,
+    to_feature_pixels,
+    to_normalized,
 )
 
 

@@ -4,10 +4,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from bevviz import overlays
 from bevviz.bev_grid import BEVGrid
 from bevviz.synthetic import nuscenes_like_rig
 from bevviz.viz import bev, cameras, common, panels, rig3d
-from bevviz import overlays
 
 RIG = nuscenes_like_rig().resized(0.04)  # 64 x 36
 GRID = BEVGrid((-8.0, 8.0), (-6.0, 6.0), (0.0, 1.0), 1.0)  # 16 x 12 cells

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as F
 
 from bevviz import overlays

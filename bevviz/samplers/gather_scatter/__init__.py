@@ -31,8 +31,14 @@ rounding, as PyTorch rounds), :mod:`~bevviz.samplers.gather_scatter.taps` (stage
 worker threads are :mod:`bevviz.threads`'. Every public name is re-exported here.
 """
 
-from bevviz.samplers.gather_scatter.engine import (GatherResult, feature_table, gather, gather_points, grid_sample,
-                                                   scatter_add_points)
+from bevviz.samplers.gather_scatter.engine import (
+                                                   GatherResult,
+                                                   feature_table,
+                                                   gather,
+                                                   gather_points,
+                                                   grid_sample,
+                                                   scatter_add_points,
+)
 from bevviz.samplers.gather_scatter.rounding import FUSED_MULTIPLY_ADD
 from bevviz.samplers.gather_scatter.taps import INT32_MAX, Taps, bilinear_taps, compute_taps, index_dtype, pair_taps
 

@@ -133,8 +133,8 @@ def _weighted_rows(
     indices: torch.Tensor,
     weights: torch.Tensor,
     skip_weights: bool,
-    out: "torch.Tensor | None" = None,
-    scratch: "torch.Tensor | None" = None,
+    out: torch.Tensor | None = None,
+    scratch: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``sum_k weights[k, :, None] * table[indices[k]]`` for one block of points.
 
@@ -384,7 +384,7 @@ def scatter_add_points(
     values: torch.Tensor,
     cell_index: torch.Tensor,
     num_cells: int,
-    weights: "torch.Tensor | None" = None,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Weighted scatter-add of per-point values into cells, with hit counts.
 

@@ -88,7 +88,7 @@ def _split(a):
     return hi, a - hi
 
 
-def _fused_value(a: torch.Tensor, b: float, c: "torch.Tensor | float") -> torch.Tensor:
+def _fused_value(a: torch.Tensor, b: float, c: torch.Tensor | float) -> torch.Tensor:
     """``a * b + c`` rounded once (no autograd), as an FMA instruction computes it.
 
     float32 (and narrower): the product of a float32 and ``b`` (a half-integer below
@@ -113,7 +113,7 @@ def _fused_value(a: torch.Tensor, b: float, c: "torch.Tensor | float") -> torch.
     return torch.where(torch.isfinite(out), out, s)
 
 
-def _mul_add(a: torch.Tensor, b: float, c: "torch.Tensor | float") -> torch.Tensor:
+def _mul_add(a: torch.Tensor, b: float, c: torch.Tensor | float) -> torch.Tensor:
     """``a * b + c`` rounded like PyTorch's CPU kernel (fused when it fuses).
 
     The value is the fused one; the gradient is that of the plain expression. While an

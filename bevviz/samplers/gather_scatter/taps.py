@@ -273,7 +273,7 @@ def tap_arrays(
     align_corners: bool,
     pixel: bool,
     first_image: int = 0,
-    num_images: "int | None" = None,
+    num_images: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The tap machinery shared by :func:`compute_taps` and :func:`grid_sample`.
 
