@@ -1,11 +1,12 @@
 # The two commands a new user runs (see README):
 #   make run    install what the app needs, then start it on the embedded sample rig
-#   make test   install what the tests need (Python packages + Debian's Chromium), run every test
+#   make test   install what the tests need (Python packages + Debian's Chromium), check style (ruff)
+#               and the layer contracts (lint-imports), then run every test
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PORT ?= 8501
 
-.PHONY: install install-dev chromium run test bench sample-data real-sample
+.PHONY: install install-dev chromium run lint test bench sample-data real-sample
 
 install:
 	$(PIP) install -r requirements.txt
@@ -23,7 +24,12 @@ chromium:
 run: install
 	$(PYTHON) -m streamlit run app.py --server.port $(PORT)
 
-test: install-dev chromium
+# Style and architecture: a wrong import arrow (see docs/architecture.md) fails here.
+lint:
+	$(PYTHON) -m ruff check .
+	lint-imports
+
+test: install-dev chromium lint
 	$(PYTHON) -m pytest -n 2 --dist loadfile
 
 bench: install
