@@ -1,7 +1,7 @@
 """Rank the 12 storage conventions of a raw calibration by physical plausibility.
 
-Given calibration exactly as a file stores it (:class:`bevviz.conventions.RawCamera`), every
-candidate :class:`bevviz.conventions.Convention` (extrinsic direction x quaternion order x
+Given calibration exactly as a file stores it (:class:`bevviz.storage.RawCamera`), every
+candidate :class:`bevviz.storage.Convention` (extrinsic direction x quaternion order x
 camera axes) is turned into a rig and scored on evidence any real vehicle rig shows:
 
 1. **height** - every camera sits above the ground at a plausible mounting height

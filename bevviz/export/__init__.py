@@ -1,6 +1,6 @@
 """NPU readiness: export samplers to ONNX, inventory their ops, check backend rules, prove parity.
 
-Public API (DESIGN.md): :func:`export_sampler` (name in "grid_sample", "gather_scatter",
+Public API (docs/api.md): :func:`export_sampler` (name in "grid_sample", "gather_scatter",
 "deformable", "lut") and :func:`inspect_onnx` (-> :class:`OpReport` with ``.op_counts``).
 Also :func:`evaluate_rules` (the rules table ``bevviz/backend_rules.json``) and
 :func:`check_parity` (onnxruntime vs torch: max |diff| and latency).

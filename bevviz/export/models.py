@@ -14,7 +14,7 @@ sampler                 inputs                                          output
                         weights) is stored in the model
 ======================  ==============================================  =====================
 
-The grid is the rig's projection of the BEV grid's points (:func:`bevviz.pipeline.bev_geometry`),
+The grid is the rig's projection of the BEV grid's points (:func:`bevviz.aggregation.bev_geometry`),
 normalised for the chosen ``align_corners`` with
 :func:`bevviz.samplers.reference.pixel_to_normalized`; the features are the caller's
 (e.g. the app's current feature maps) or seeded N(0, 1) of the requested size.

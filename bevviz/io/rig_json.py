@@ -21,7 +21,7 @@ the field and the value, e.g. ``rig.json: camera CAM_FRONT: field 'K': fx and fy
 
 Convention:
     Stored calibration is converted to bevviz's frames (``cam_from_ego``, RDF camera axes)
-    by :func:`bevviz.conventions.camera_from_raw` with the file's convention. :func:`save_rig`
+    by :func:`bevviz.camera.camera_from_raw` with the file's convention. :func:`save_rig`
     writes nuScenes' convention: ``ego_from_cam`` (sensor_to_ego), quaternion (w, x, y, z), RDF.
 """
 

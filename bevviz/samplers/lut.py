@@ -28,7 +28,7 @@ fingerprint, grid, feature size, image size, overlap, bounds, eps, dtype);
 ``st.cache_resource`` on the same tuple.
 
 Convention:
-    As :mod:`bevviz.pipeline`: points normalised with the image size, the feature map
+    As :mod:`bevviz.aggregation`: points normalised with the image size, the feature map
     sampled with align_corners=False; columns index the channels-last feature table row
     ``n * H_f * W_f + y * W_f + x``; rows are BEV cells ``i * W_bev + j`` (row 0 = front).
 """
