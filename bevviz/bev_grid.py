@@ -5,6 +5,7 @@ Convention:
     with the car pointing up: row 0 is the far front (largest x), column 0 is the far left
     (largest y). Cell (i, j) has its centre at
     ``x = x_max - (i + 0.5) * res``, ``y = y_max - (j + 0.5) * res``.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ Convention:
     pixel centres, so an image of width W spans u in [-0.5, W - 0.5]. Under that convention a
     resize by (sx, sy) maps u -> sx * (u + 0.5) - 0.5, a crop at (x0, y0) maps u -> u - x0,
     and a feature map at stride s maps u -> (u + 0.5) / s - 0.5.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ Convention:
     Projected coordinates use the pixel-centre convention (integer u, v at pixel centres);
     BEV arrays keep the BEV layout (row 0 front / largest x, column 0 left / largest y), so
     a saved PNG looks like the app's BEV maps (forward up).
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

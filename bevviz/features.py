@@ -13,6 +13,7 @@ Convention:
 
     Images are a dict camera name -> uint8 RGB array (H, W, 3), in any order; outputs are
     stacked in rig order.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ Validity bounds:
     image's full extent under the pixel-centre convention; the same region that
     ``grid_sample(align_corners=False)`` maps to [-1, 1]).
     ``"bevformer"``: BEVFormer's strict rule 0 < u/W < 1 and 0 < v/H < 1 on the same u, v.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Convention:
     channels, an alpha channel is dropped, and 16-bit files are scaled to 8 bits (OpenCV's
     ``IMREAD_COLOR``). EXIF orientation is ignored: calibration refers to the sensor's pixel
     grid as stored, and rotating the pixels would silently swap W and H.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ Convention:
     Stored calibration is converted to bevviz's frames (``cam_from_ego``, RDF camera axes)
     by :func:`bevviz.camera.camera_from_raw` with the file's convention. :func:`save_rig`
     writes nuScenes' convention: ``ego_from_cam`` (sensor_to_ego), quaternion (w, x, y, z), RDF.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

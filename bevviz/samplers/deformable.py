@@ -35,6 +35,7 @@ Convention:
     ordered row-major (dy outer, dx inner) like DCN; note torchvision's ``deform_conv2d``
     stores (dy, dx) pairs instead. Grids are normalised (x, y) with align_corners=False, as
     the pipeline produces them from the calibrated image size.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

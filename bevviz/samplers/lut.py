@@ -31,6 +31,7 @@ Convention:
     As :mod:`bevviz.aggregation`: points normalised with the image size, the feature map
     sampled with align_corners=False; columns index the channels-last feature table row
     ``n * H_f * W_f + y * W_f + x``; rows are BEV cells ``i * W_bev + j`` (row 0 = front).
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ Convention:
 
     A feature map at stride ``s`` of an image covers the same area with ``s x s`` image
     pixels per feature pixel, so ``u_feat = (u + 0.5) / s - 0.5``.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 Convention:
     Inputs are in BEV layout (row 0 front, column 0 left); figures show forward up and
     left on the left, with metric axes (see :mod:`bevviz.viz.common`).
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

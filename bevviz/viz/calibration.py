@@ -5,6 +5,7 @@ Pure builders: numbers in, ``go.Figure`` out (no Streamlit, no geometry).
 Convention:
     BEV inputs are in BEV layout (row 0 front, column 0 left); figures show forward up and
     left on the left, on metric axes (see :mod:`bevviz.viz.common`).
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

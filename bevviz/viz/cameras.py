@@ -5,6 +5,7 @@ Convention:
     centres, the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]). The image itself is a
     downsampled copy stretched over that extent as a layout image, so overlays never need
     rescaling and hover shows the true (u, v).
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ Convention:
     on the left), the vertical axis is ego x (forward up). Arrays in BEV layout (row 0 at the
     front, column 0 at the left) are flipped in both directions before plotting, because
     plotly places element [0][0] at the smallest coordinates.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

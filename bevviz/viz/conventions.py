@@ -1,6 +1,7 @@
 """Figures of the Conventions page: candidate scores, per-check evidence, image-operation checks.
 
 Pure builders: numbers in, ``go.Figure`` out (no Streamlit, no geometry).
+See docs/conventions.md.
 """
 
 from __future__ import annotations

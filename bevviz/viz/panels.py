@@ -3,6 +3,7 @@
 Convention:
     Maps are (H, W) scalars or (H, W, 3) RGB, drawn with row 0 at the top and pixel centres
     at integer (u, v), the image spanning [-0.5, W - 0.5] x [-0.5, H - 0.5].
+    See docs/conventions.md.
 """
 
 from __future__ import annotations

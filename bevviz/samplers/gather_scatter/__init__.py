@@ -29,6 +29,7 @@ The package in three steps: :mod:`~bevviz.samplers.gather_scatter.rounding` (ind
 rounding, as PyTorch rounds), :mod:`~bevviz.samplers.gather_scatter.taps` (stage 1) and
 :mod:`~bevviz.samplers.gather_scatter.engine` (stage 2, the drop-in, the scatter); the
 worker threads are :mod:`bevviz.threads`'. Every public name is re-exported here.
+See docs/conventions.md.
 """
 
 from bevviz.samplers.gather_scatter.engine import (
