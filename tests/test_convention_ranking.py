@@ -3,21 +3,13 @@ the 12 ways; evidence is readable; identical candidates are reported as ties."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from bevviz.camera import Rig
 from bevviz.conventions import Convention, ConventionScore, RawCamera, rank_conventions
 from bevviz.synthetic import nuscenes_like_rig
 
 ALL = Convention.all()
-
-
-@pytest.fixture(scope="module")
-def rig() -> Rig:
-    return nuscenes_like_rig()
 
 
 @pytest.mark.parametrize("true", ALL, ids=[c.label for c in ALL])
@@ -94,18 +86,11 @@ def test_empty_input_is_named_error():
         rank_conventions([])
 
 
-SAMPLE_RIG = Path(__file__).resolve().parents[1] / "sample_data" / "rig.json"
-
-
-@pytest.mark.skipif(not SAMPLE_RIG.exists(), reason="sample_data/rig.json is missing")
 @pytest.mark.parametrize("true", [Convention("sensor_to_ego", "wxyz", "RDF"),
                                   Convention("ego_to_sensor", "xyzw", "RUB")], ids=lambda c: c.label)
-def test_seam_evidence_with_images(true):
-    from bevviz.io.rig_json import load_rig_file, load_rig_images
-
-    rig_file = load_rig_file(SAMPLE_RIG)
-    images = load_rig_images(rig_file, SAMPLE_RIG.parent)
-    ranked = rank_conventions(rig_file.rig.to_raw(true), images=images)
+def test_seam_evidence_with_images(true, embedded_sample):
+    stored, images = embedded_sample
+    ranked = rank_conventions(stored.to_raw(true), images=images)
     best = ranked[0]
     assert best.convention == true
     assert "seams" in best.checks and best.checks["seams"] > 0.3

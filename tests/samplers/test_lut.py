@@ -7,18 +7,13 @@ from bevviz.bev_grid import BEVGrid
 from bevviz.pipeline import bev_features
 from bevviz.samplers import lut as lut_mod
 from bevviz.samplers.lut import build_lut, cached_lut, lut_key
-from bevviz.synthetic import nuscenes_like_rig
 
 TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def rig():
-    return nuscenes_like_rig()
-
-
-@pytest.fixture(scope="module")
 def grid():
+    """Smaller than the shared grid: every test here builds a table."""
     return BEVGrid(resolution=4.096)  # 25 x 25 cells, 4 pillar points
 
 

@@ -1,0 +1,64 @@
+"""Shared fixtures of the calibration tests: the embedded sample's four frames of one rig."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bevviz.calibration import ImagePyramid
+from bevviz.camera import NUSCENES_CAMERAS, Rig
+from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
+from bevviz.rotations import quaternion_to_matrix
+
+NUSCENES_ROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
+AXES = ("roll_deg", "pitch_deg", "yaw_deg")
+
+
+@pytest.fixture(scope="session")
+def truth(rig) -> Rig:
+    """The true rig of the embedded sample (the nuScenes-like rig)."""
+    return rig
+
+
+@pytest.fixture(scope="session")
+def injected():
+    """``injected(camera, axis, salt=0)``: the seeded fault for (camera, axis), magnitude
+    uniform in [1, 3] deg, random sign."""
+
+    def injected(camera: str, axis: str, salt: int = 0) -> float:
+        seed = 1000 * NUSCENES_CAMERAS.index(camera) + 10 * AXES.index(axis) + salt
+        rng = np.random.default_rng(seed)
+        return float(rng.uniform(1.0, 3.0) * rng.choice([-1.0, 1.0]))
+
+    return injected
+
+
+@pytest.fixture(scope="session")
+def samples():
+    """[(scene name, rig as stored, images)] for the four samples."""
+    nusc = open_dataset(NUSCENES_ROOT)
+    out = []
+    for sc in list_scenes(nusc):
+        for s in list_samples(nusc, sc.token):
+            rig, images = load_sample_from(nusc, s.token)
+            out.append((sc.name, rig, images))
+    return out
+
+
+@pytest.fixture(scope="session")
+def frames(samples):
+    """All four frames as image pyramids (shared caches across tests)."""
+    return [ImagePyramid(images) for _, _, images in samples]
+
+
+@pytest.fixture(scope="session")
+def scene_b(samples):
+    """(record, rig as stored in scene B, scene B's frames, true ego_from_cam rotation)."""
+    record = json.loads((NUSCENES_ROOT / "miscalibration.json").read_text())
+    frames_b = [(rig, images) for name, rig, images in samples if name == record["scene"]]
+    assert len(frames_b) == 2
+    true_R = quaternion_to_matrix(record["true_rotation_wxyz"])  # calibrated_sensor: ego_from_cam
+    return record, frames_b[0][0], [ImagePyramid(images) for _, images in frames_b], true_R

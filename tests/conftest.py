@@ -1,0 +1,49 @@
+"""Fixtures shared by every test: the sample rig, the embedded sample's images, a small BEV grid.
+
+Folders add their own (``samplers/``: edge-rich grids; ``calibration/``: the embedded
+sample's frames; ``app/``: the Streamlit test harness).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bevviz.bev_grid import BEVGrid
+from bevviz.camera import Rig
+from bevviz.io.rig_json import load_rig_file, load_rig_images
+from bevviz.synthetic import nuscenes_like_rig
+
+SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="session")
+def rig() -> Rig:
+    """The nuScenes-like rig of the synthetic world (the embedded sample's true rig)."""
+    return nuscenes_like_rig()
+
+
+@pytest.fixture(scope="session")
+def sample_data() -> Path:
+    """The embedded sample's folder (tests that need files in it skip when it is missing)."""
+    return SAMPLE_DATA
+
+
+@pytest.fixture(scope="session")
+def embedded_sample(sample_data) -> tuple[Rig, dict[str, np.ndarray]]:
+    """``sample_data/rig.json``: the rig as stored there and its six images, camera name ->
+    RGB uint8 (900, 1600, 3). Skips when the sample is missing."""
+    path = sample_data / "rig.json"
+    if not path.exists():
+        pytest.skip("sample_data/rig.json is missing")
+    rig_file = load_rig_file(path)
+    return rig_file.rig, load_rig_images(rig_file, path.parent)
+
+
+@pytest.fixture(scope="session")
+def grid() -> BEVGrid:
+    """BEVFormer's extent and pillar heights at 2.048 m: 50 x 50 cells x 4 heights (a file
+    that needs a smaller grid overrides this fixture)."""
+    return BEVGrid(resolution=2.048)
