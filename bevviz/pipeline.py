@@ -11,13 +11,8 @@ Also the ground-truth check of the synthetic world: the true BEV ground colour, 
 cameras see each cell unoccluded, and the error of a reconstruction.
 
 Convention:
-    BEV points are ``BEVGrid.points()`` (row 0 = front, column 0 = left). A point's pixel
-    (u, v) in camera n is normalised with the camera's IMAGE size (W, H) --
-    ``image_size``, the rig's calibrated size by default -- as ``g = (2u + 1) / W - 1``,
-    ``(2v + 1) / H - 1`` and the feature map (the image resized to H_f x W_f, see
-    :mod:`bevviz.features`) is sampled at g with ``align_corners=False`` and zero padding.
-    Validity uses the same ``image_size`` (``bounds`` as in :mod:`bevviz.projection`).
-    See docs/conventions.md.
+    As :mod:`bevviz.aggregation`: points normalised with the image size, the feature map
+    sampled with ``align_corners=False`` and zero padding. See docs/conventions.md.
 """
 
 from __future__ import annotations

@@ -32,15 +32,8 @@ from bevviz.rotations import (
 from bevviz.shapes import check_shape, field_error
 
 __all__ = [
-    "PERTURBATION_KEYS",
-    "apply_correction",
-    "apply_perturbations",
-    "camera_delta",
-    "CameraDelta",
-    "deltas_json",
-    "perturb_camera",
-    "perturb_rig",
-    "rig_deltas",
+    "PERTURBATION_KEYS", "apply_correction", "apply_perturbations", "camera_delta", "CameraDelta", "deltas_json",
+    "perturb_camera", "perturb_rig", "rig_deltas"
 ]
 
 

@@ -25,13 +25,7 @@ from bevviz.samplers.gather_scatter import GatherResult, bilinear_taps, feature_
 from bevviz.shapes import check_shape, field_error
 
 __all__ = [
-    "as_frames",
-    "as_pyramids",
-    "gaussian_blur",
-    "ImagePyramid",
-    "pixel_table",
-    "sample_at_pixels",
-    "Sampler",
+    "as_frames", "as_pyramids", "gaussian_blur", "ImagePyramid", "pixel_table", "sample_at_pixels", "Sampler"
 ]
 
 

@@ -1,10 +1,7 @@
 """Camera geometry to draw: image corners, frustums, RDF axes, the horizon, the ground grid.
 
 Convention:
-    Ego frame x forward, y left, z up (metres); camera frame RDF; pixels (u, v) with
-    integer values at pixel centres, so an image of width W spans u in [-0.5, W - 0.5].
-    BEV arrays are (H_bev, W_bev) with row 0 at the front (largest x) and column 0 at the
-    left (largest y), as :class:`bevviz.bev_grid.BEVGrid` lays them out. See
+    Ego frame x forward, y left, z up (metres); camera frame RDF; pixels at centres. See
     docs/conventions.md.
 """
 
@@ -19,14 +16,8 @@ from bevviz.projection import project_points
 from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
-    "backproject",
-    "camera_axes",
-    "clip_line_to_box",
-    "frustum",
-    "ground_grid_lines",
-    "GroundGridLines",
-    "horizon_line",
-    "image_corners",
+    "backproject", "camera_axes", "clip_line_to_box", "frustum", "ground_grid_lines", "GroundGridLines", "horizon_line",
+    "image_corners"
 ]
 
 

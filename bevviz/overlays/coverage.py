@@ -1,8 +1,6 @@
 """BEV coverage to draw: footprints, overlap counts, validity rules compared, sampler differences.
 
 Convention:
-    Ego frame x forward, y left, z up (metres); camera frame RDF; pixels (u, v) with
-    integer values at pixel centres, so an image of width W spans u in [-0.5, W - 0.5].
     BEV arrays are (H_bev, W_bev) with row 0 at the front (largest x) and column 0 at the
     left (largest y), as :class:`bevviz.bev_grid.BEVGrid` lays them out. See
     docs/conventions.md.
@@ -22,18 +20,8 @@ from bevviz.projection import Projection, project_points
 from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
-    "cell_center",
-    "cell_report",
-    "channel_view",
-    "compare_validity",
-    "disagreement",
-    "error_table",
-    "footprints",
-    "grid_projection",
-    "overlap_count",
-    "overlap_summary",
-    "subsample_indices",
-    "ValidityComparison",
+    "cell_center", "cell_report", "channel_view", "compare_validity", "disagreement", "error_table", "footprints",
+    "grid_projection", "overlap_count", "overlap_summary", "subsample_indices", "ValidityComparison"
 ]
 
 

@@ -1,11 +1,8 @@
 """The padding lab's experiments: test patterns, grids past the border, every padding mode compared.
 
 Convention:
-    Ego frame x forward, y left, z up (metres); camera frame RDF; pixels (u, v) with
-    integer values at pixel centres, so an image of width W spans u in [-0.5, W - 0.5].
-    BEV arrays are (H_bev, W_bev) with row 0 at the front (largest x) and column 0 at the
-    left (largest y), as :class:`bevviz.bev_grid.BEVGrid` lays them out. See
-    docs/conventions.md.
+    Grids hold normalised (x, y) as ``F.grid_sample`` reads them; both ``align_corners``
+    formulas are in docs/conventions.md.
 """
 
 from __future__ import annotations
@@ -19,13 +16,8 @@ from bevviz.samplers.reference import normalized_to_pixel, pixel_to_normalized
 from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
-    "half_pixel_mismatch",
-    "margin_grid",
-    "margin_grid_pixels",
-    "padding_cases",
-    "PaddingCase",
-    "pixel_grid",
-    "test_pattern",
+    "half_pixel_mismatch", "margin_grid", "margin_grid_pixels", "padding_cases", "PaddingCase", "pixel_grid",
+    "test_pattern"
 ]
 
 

@@ -1,11 +1,8 @@
 """Where each projected point stands: valid, behind the camera, or outside the image.
 
 Convention:
-    Ego frame x forward, y left, z up (metres); camera frame RDF; pixels (u, v) with
-    integer values at pixel centres, so an image of width W spans u in [-0.5, W - 0.5].
-    BEV arrays are (H_bev, W_bev) with row 0 at the front (largest x) and column 0 at the
-    left (largest y), as :class:`bevviz.bev_grid.BEVGrid` lays them out. See
-    docs/conventions.md.
+    Pixels (u, v) with integer values at pixel centres: inside means -0.5 <= u <= W - 0.5
+    (and likewise v). See docs/conventions.md.
 """
 
 from __future__ import annotations
@@ -16,14 +13,8 @@ from bevviz.projection import Projection
 from bevviz.shapes import to_numpy
 
 __all__ = [
-    "STATUS_BEHIND",
-    "STATUS_NAMES",
-    "STATUS_OUTSIDE",
-    "STATUS_VALID",
-    "STATUS_VALID",
-    "behind_camera_uv",
-    "point_status",
-    "status_table",
+    "STATUS_BEHIND", "STATUS_NAMES", "STATUS_OUTSIDE", "STATUS_VALID", "STATUS_VALID", "behind_camera_uv",
+    "point_status", "status_table"
 ]
 
 

@@ -35,14 +35,7 @@ from bevviz.synthetic.texture import ground_texture
 from bevviz.synthetic.world import World, default_world
 
 __all__ = [
-    "BASE_TIMESTAMP",
-    "JPEG_QUALITY",
-    "README",
-    "SCENES",
-    "axis_angle_matrix",
-    "generate",
-    "main",
-    "write_nuscenes",
+    "BASE_TIMESTAMP", "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "generate", "main", "write_nuscenes"
 ]
 
 

@@ -21,36 +21,10 @@ import numpy as np
 from bevviz.rotations import rpy_to_matrix
 
 __all__ = [
-    "ASPHALT",
-    "BOXES",
-    "CHECKER",
-    "CROSSWALK_Y",
-    "CROSSWALKS_X",
-    "DASH_LENGTH",
-    "DASH_PERIOD",
-    "EXPOSURE_GAINS",
-    "FAR_GROUND",
-    "LABEL",
-    "LABEL_PLATE",
-    "LEFT_SIDEWALK_Y",
-    "RIGHT_SIDEWALK_Y",
-    "RING",
-    "ROAD_Y",
-    "SIDEWALK",
-    "SIDEWALK_JOINT",
-    "SKY_HORIZON",
-    "SKY_ZENITH",
-    "STOP_LINE",
-    "SUN",
-    "TEXTURE_EXTENT",
-    "TEXTURE_RESOLUTION",
-    "TILE_PALETTE",
-    "VIGNETTE",
-    "WHITE",
-    "YELLOW",
-    "Box",
-    "Marking",
-    "road_markings",
+    "ASPHALT", "BOXES", "CHECKER", "CROSSWALK_Y", "CROSSWALKS_X", "DASH_LENGTH", "DASH_PERIOD", "EXPOSURE_GAINS",
+    "FAR_GROUND", "LABEL", "LABEL_PLATE", "LEFT_SIDEWALK_Y", "RIGHT_SIDEWALK_Y", "RING", "ROAD_Y", "SIDEWALK",
+    "SIDEWALK_JOINT", "SKY_HORIZON", "SKY_ZENITH", "STOP_LINE", "SUN", "TEXTURE_EXTENT", "TEXTURE_RESOLUTION",
+    "TILE_PALETTE", "VIGNETTE", "WHITE", "YELLOW", "Box", "Marking", "road_markings"
 ]
 
 

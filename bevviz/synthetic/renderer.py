@@ -27,12 +27,7 @@ from bevviz.synthetic.layout import SKY_HORIZON, SKY_ZENITH, SUN
 from bevviz.synthetic.world import BOX, GROUND, SKY, World, cast_rays, default_world, sample_ground
 
 __all__ = [
-    "LIDAR_MOUNT",
-    "camera_rays",
-    "exposure_map",
-    "lidar_scan",
-    "render",
-    "render_camera",
+    "LIDAR_MOUNT", "camera_rays", "exposure_map", "lidar_scan", "render", "render_camera"
 ]
 
 

@@ -13,10 +13,7 @@ from bevviz.camera import Camera, Rig
 from bevviz.rotations import STORED_FROM_RDF, make_transform, rpy_to_matrix
 
 __all__ = [
-    "IMAGE_SIZE",
-    "NUSCENES_LIKE_MOUNTS",
-    "mounted_camera",
-    "nuscenes_like_rig",
+    "IMAGE_SIZE", "NUSCENES_LIKE_MOUNTS", "mounted_camera", "nuscenes_like_rig"
 ]
 
 

@@ -34,10 +34,7 @@ from bevviz.synthetic.layout import (
 )
 
 __all__ = [
-    "build_ground_texture",
-    "ground_texture",
-    "lane_marking_points",
-    "texture_grid",
+    "build_ground_texture", "ground_texture", "lane_marking_points", "texture_grid"
 ]
 
 

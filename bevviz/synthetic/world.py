@@ -32,14 +32,7 @@ from bevviz.synthetic.layout import BOXES, EXPOSURE_GAINS, FAR_GROUND, VIGNETTE,
 from bevviz.synthetic.texture import ground_texture
 
 __all__ = [
-    "BOX",
-    "GROUND",
-    "SKY",
-    "cast_rays",
-    "default_world",
-    "Hits",
-    "sample_ground",
-    "World",
+    "BOX", "GROUND", "SKY", "cast_rays", "default_world", "Hits", "sample_ground", "World"
 ]
 
 

@@ -44,17 +44,6 @@ from bevviz.samplers.gather_scatter.rounding import FUSED_MULTIPLY_ADD
 from bevviz.samplers.gather_scatter.taps import INT32_MAX, Taps, bilinear_taps, compute_taps, index_dtype, pair_taps
 
 __all__ = [
-    "FUSED_MULTIPLY_ADD",
-    "INT32_MAX",
-    "GatherResult",
-    "Taps",
-    "bilinear_taps",
-    "compute_taps",
-    "feature_table",
-    "gather",
-    "gather_points",
-    "grid_sample",
-    "index_dtype",
-    "pair_taps",
-    "scatter_add_points",
+    "FUSED_MULTIPLY_ADD", "INT32_MAX", "GatherResult", "Taps", "bilinear_taps", "compute_taps", "feature_table",
+    "gather", "gather_points", "grid_sample", "index_dtype", "pair_taps", "scatter_add_points"
 ]

@@ -44,12 +44,7 @@ from bevviz.samplers.reference import check_grid_sample_args
 from bevviz.shapes import check_shape, field_error
 
 __all__ = [
-    "feature_table",
-    "gather",
-    "gather_points",
-    "GatherResult",
-    "grid_sample",
-    "scatter_add_points",
+    "feature_table", "gather", "gather_points", "GatherResult", "grid_sample", "scatter_add_points"
 ]
 
 

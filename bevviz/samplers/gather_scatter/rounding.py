@@ -51,11 +51,7 @@ import platform
 import torch
 
 __all__ = [
-    "FUSED_MULTIPLY_ADD",
-    "apply_padding",
-    "constant_like",
-    "tracing",
-    "unnormalize",
+    "FUSED_MULTIPLY_ADD", "apply_padding", "constant_like", "tracing", "unnormalize"
 ]
 
 

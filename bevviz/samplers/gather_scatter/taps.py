@@ -29,14 +29,7 @@ from bevviz.samplers.reference import MODES, PADDING_MODES
 from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = [
-    "INT32_MAX",
-    "TAPS_PER_AXIS",
-    "bilinear_taps",
-    "compute_taps",
-    "index_dtype",
-    "pair_taps",
-    "tap_arrays",
-    "Taps",
+    "INT32_MAX", "TAPS_PER_AXIS", "bilinear_taps", "compute_taps", "index_dtype", "pair_taps", "tap_arrays", "Taps"
 ]
 
 
