@@ -37,9 +37,17 @@ def injected():
 
 
 @pytest.fixture(scope="session")
-def samples():
+def nuscenes_root() -> Path:
+    """``sample_data/nuscenes``; every test that needs it skips when it is missing."""
+    if not (NUSCENES_ROOT / "v1.0-mini").is_dir():
+        pytest.skip("sample_data/nuscenes is missing")
+    return NUSCENES_ROOT
+
+
+@pytest.fixture(scope="session")
+def samples(nuscenes_root):
     """[(scene name, rig as stored, images)] for the four samples."""
-    nusc = open_dataset(NUSCENES_ROOT)
+    nusc = open_dataset(nuscenes_root)
     out = []
     for sc in list_scenes(nusc):
         for s in list_samples(nusc, sc.token):
@@ -55,9 +63,9 @@ def frames(samples):
 
 
 @pytest.fixture(scope="session")
-def scene_b(samples):
+def scene_b(samples, nuscenes_root):
     """(record, rig as stored in scene B, scene B's frames, true ego_from_cam rotation)."""
-    record = json.loads((NUSCENES_ROOT / "miscalibration.json").read_text())
+    record = json.loads((nuscenes_root / "miscalibration.json").read_text())
     frames_b = [(rig, images) for name, rig, images in samples if name == record["scene"]]
     assert len(frames_b) == 2
     true_R = quaternion_to_matrix(record["true_rotation_wxyz"])  # calibrated_sensor: ego_from_cam

@@ -10,7 +10,6 @@ sign), and on the miscalibrated scene B.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -27,16 +26,12 @@ from bevviz.io.images import read_image
 from bevviz.io.nuscenes import ego_pose, list_samples, list_scenes, open_dataset
 from bevviz.rotations import rotation_angle_deg
 
-NUSCENES_ROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
-needs_sample = pytest.mark.skipif(not (NUSCENES_ROOT / "v1.0-mini").is_dir(),
-                                  reason="sample_data/nuscenes is missing")
 AXES = ("roll_deg", "pitch_deg", "yaw_deg")
 
 
 DIAG_GRID = seam_grid(radius=30.0, resolution=0.5)
 
 
-@needs_sample
 @pytest.mark.parametrize("axis", AXES)
 @pytest.mark.parametrize("camera", NUSCENES_CAMERAS)
 def test_diagnose_names_the_faulty_camera_first(truth, frames, camera, axis, injected):
@@ -52,7 +47,6 @@ def test_diagnose_names_the_faulty_camera_first(truth, frames, camera, axis, inj
     assert found[0].reason.startswith(camera) and "deg" in found[0].reason
 
 
-@needs_sample
 @pytest.mark.parametrize("axis", AXES)
 @pytest.mark.parametrize("camera", NUSCENES_CAMERAS)
 def test_quick_diagnosis_of_one_frame_points_at_the_faulty_camera_only(truth, samples, camera, axis):
@@ -66,7 +60,6 @@ def test_quick_diagnosis_of_one_frame_points_at_the_faulty_camera_only(truth, sa
     assert all(f.score < cal.STANDOUT_RATIO for f in quick if f.camera != camera)
 
 
-@needs_sample
 def test_quick_diagnosis_of_the_true_rig_names_no_camera(truth, samples):
     # No box stands in a seam of the sample (see tests/test_synthetic.py), so nothing
     # on the true rig may look suspicious.
@@ -76,37 +69,34 @@ def test_quick_diagnosis_of_the_true_rig_names_no_camera(truth, samples):
     assert cal.standout([]) is None
 
 
-def _ground_truth(world_from_ego=None) -> GroundTruth:
-    meta = json.loads((NUSCENES_ROOT.parent / "ground_texture.json").read_text())
-    return GroundTruth(read_image(NUSCENES_ROOT.parent / meta["image"]), tuple(meta["x_range"]),
+def _ground_truth(nuscenes_root, world_from_ego=None) -> GroundTruth:
+    meta = json.loads((nuscenes_root.parent / "ground_texture.json").read_text())
+    return GroundTruth(read_image(nuscenes_root.parent / meta["image"]), tuple(meta["x_range"]),
                        tuple(meta["y_range"]), world_from_ego)
 
 
-@needs_sample
-def test_diagnose_ground_truth_mode(truth, samples):
+def test_diagnose_ground_truth_mode(truth, samples, nuscenes_root):
     images = samples[0][2]  # scene A, first sample: ego pose = identity = the texture's frame
     bad = perturb_rig(truth, "CAM_BACK_LEFT", pitch_deg=1.0)
-    found = diagnose(bad, images, DIAG_GRID, ground_truth=_ground_truth())
+    found = diagnose(bad, images, DIAG_GRID, ground_truth=_ground_truth(nuscenes_root))
     assert found[0].camera == "CAM_BACK_LEFT"
     assert found[0].gt_cost is not None and "ground-truth" in found[0].reason
     assert found[0].score > 1.3 * found[1].score
 
 
-@needs_sample
-def test_diagnose_ground_truth_mode_scene_b_with_ego_pose(samples):
+def test_diagnose_ground_truth_mode_scene_b_with_ego_pose(samples, nuscenes_root):
     """Scene B's samples sit at other ego poses: the texture is looked up through them."""
-    nusc = open_dataset(NUSCENES_ROOT)
-    record = json.loads((NUSCENES_ROOT / "miscalibration.json").read_text())
+    nusc = open_dataset(nuscenes_root)
+    record = json.loads((nuscenes_root / "miscalibration.json").read_text())
     scene = [sc for sc in list_scenes(nusc) if sc.name == record["scene"]][0]
     token = list_samples(nusc, scene.token)[1].token
     pose = ego_pose(nusc, token)
     assert abs(pose[0, 3]) > 1.0  # not the identity
     rig_b, images = [(r, i) for name, r, i in samples if name == record["scene"]][1]
-    found = diagnose(rig_b, images, DIAG_GRID, ground_truth=_ground_truth(pose))
+    found = diagnose(rig_b, images, DIAG_GRID, ground_truth=_ground_truth(nuscenes_root, pose))
     assert found[0].camera == record["camera"], [(f.camera, round(f.score, 2)) for f in found]
 
 
-@needs_sample
 def test_scene_b_miscalibration_is_diagnosed(scene_b):
     """Scene B stores CAM_FRONT_RIGHT with a known rotation error (its images use the truth)."""
     record, rig_b, frames_b, true_R = scene_b

@@ -8,7 +8,6 @@ signs.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 import torch
@@ -24,16 +23,12 @@ from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.rotations import rotation_angle_deg
 from bevviz.samplers.gather_scatter import taps as gs_taps
 
-NUSCENES_ROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
-needs_sample = pytest.mark.skipif(not (NUSCENES_ROOT / "v1.0-mini").is_dir(),
-                                  reason="sample_data/nuscenes is missing")
 FULL = os.environ.get("BEVVIZ_FULL") == "1"
 AXES = ("roll_deg", "pitch_deg", "yaw_deg")
 #: Residual target (degrees) after refinement, from the issue.
 TARGET_DEG = 0.2
 
 
-@needs_sample
 def test_refinement_gradient_matches_finite_differences(truth, frames):
     """The seam loss is differentiable in the rotation through the gather-scatter sampler."""
     bad = perturb_rig(truth, "CAM_FRONT_RIGHT", yaw_deg=1.0, pitch_deg=0.5)
@@ -64,7 +59,6 @@ SUBSET = [("CAM_FRONT", "yaw_deg"), ("CAM_FRONT_RIGHT", "pitch_deg"), ("CAM_BACK
 SWEEP = [(c, a, s) for c in NUSCENES_CAMERAS for a in AXES for s in (0, 1)] if FULL else [(c, a, 0) for c, a in SUBSET]
 
 
-@needs_sample
 @pytest.mark.parametrize("camera,axis,salt", SWEEP)
 def test_refine_recovers_injected_rotation(truth, frames, camera, axis, salt, injected):
     deg = injected(camera, axis, salt)
@@ -88,7 +82,6 @@ def test_refine_recovers_injected_rotation(truth, frames, camera, axis, salt, in
     assert hist.rows()[0]["loss"] == hist.losses[0]
 
 
-@needs_sample
 def test_search_escapes_the_false_minimum_of_a_periodic_ground(truth, frames):
     # CAM_BACK_LEFT's seams lie on the 1 m checker: a yaw error of 2 deg is one pattern
     # period from a false minimum near +3.2 deg, where plain descent ends.
@@ -129,7 +122,6 @@ def test_search_starts_are_the_per_axis_scan_minima_below_the_start():
     assert [float(s[2]) for s in refine._search_starts(periodic, 4.0, per_axis=1)] == [3.0]
 
 
-@needs_sample
 @pytest.mark.parametrize("camera,axis", SUBSET + [("CAM_BACK_LEFT", "yaw_deg")])
 def test_refine_from_the_default_frame_alone(truth, frames, camera, axis, injected):
     # What the app does with the embedded sample: one frame (scene A's first sample, the
@@ -141,7 +133,6 @@ def test_refine_from_the_default_frame_alone(truth, frames, camera, axis, inject
     assert residual < TARGET_DEG
 
 
-@needs_sample
 def test_scene_b_miscalibration_is_corrected(scene_b, frames):
     """Refined from scene B's own two samples, and from all four samples of the same rig."""
     record, rig_b, frames_b, true_R = scene_b

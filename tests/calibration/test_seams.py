@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -15,10 +13,6 @@ from bevviz.calibration import (
     seams,
 )
 from bevviz.camera import NUSCENES_CAMERAS
-
-NUSCENES_ROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
-needs_sample = pytest.mark.skipif(not (NUSCENES_ROOT / "v1.0-mini").is_dir(),
-                                  reason="sample_data/nuscenes is missing")
 
 
 def test_seam_cost_ignores_exposure_and_sees_misalignment():
@@ -36,7 +30,6 @@ def test_border_weight_is_continuous():
     assert w.tolist() == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0])
 
 
-@needs_sample
 def test_true_rig_has_the_six_ring_seams(truth, frames):
     a = analyze_seams(truth, frames[0], seam_grid(resolution=0.4))
     pairs = {frozenset((p.a, p.b)) for p in a.pairs}
