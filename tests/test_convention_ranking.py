@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bevviz.conventions import Convention, ConventionScore, RawCamera, rank_conventions
+from bevviz.conventions import Convention, ConventionScore, RawCamera, rank_conventions, raw_from_camera
 from bevviz.synthetic import nuscenes_like_rig
 
 ALL = Convention.all()
@@ -59,8 +59,6 @@ def test_quaternion_order_mixup_caught_by_side_cameras(rig):
 
 def test_matrix_storage_gives_honest_ties(rig):
     true = Convention("ego_to_sensor", "wxyz", "FLU")
-    from bevviz.conventions import raw_from_camera
-
     raw = [raw_from_camera(c, true, rotation_as="matrix") for c in rig]
     ranked = rank_conventions(raw)
     top = {ranked[0].label, ranked[1].label}

@@ -1,17 +1,24 @@
 """Tests for bevviz.pipeline: every sampler equals the reference, hit counts, overlap policies,
 edge cases and errors (the formula itself: tests/test_aggregation.py)."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
+from bevviz import synthetic
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.features import rgb_features
 from bevviz.pipeline import (
     SAMPLERS,
     bev_features,
     bev_geometry,
+    ground_truth_bev,
+    ground_visibility,
     point_weights,
+    reconstruction_error,
     resolve_image_size,
 )
 from bevviz.samplers.deformable import DeformableConfig, deformable_bev_reference
@@ -189,17 +196,12 @@ def test_bad_inputs_raise_named_errors(feats, rig, grid):
 
 @pytest.fixture(scope="module")
 def rendered():
-    from bevviz import synthetic
-    from bevviz.features import rgb_features
-
     rig = synthetic.nuscenes_like_rig().resized(0.25)  # 400 x 225 images keep the test fast
     images = synthetic.render(rig, supersample=1, exposure=False)
     return rig, rgb_features(images, rig, 1)
 
 
 def _yawed(cam, degrees):
-    import math
-
     c, s = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
     T = np.eye(4)
     T[:2, :2] = [[c, -s], [s, c]]
@@ -207,8 +209,6 @@ def _yawed(cam, degrees):
 
 
 def test_ground_reconstruction_matches_texture(rendered):
-    from bevviz.pipeline import ground_truth_bev, ground_visibility, reconstruction_error
-
     rig, feats = rendered
     grid = BEVGrid((-15.2, 15.2), (-15.2, 15.2), (0.0,), 0.4)
     truth = ground_truth_bev(grid)

@@ -172,7 +172,7 @@ def _car_colors(front, side) -> tuple[tuple[int, int, int], ...]:
 #: Where the boxes stand. No box stands in the ground wedge (3-30 m) that two neighbouring
 #: cameras share, in any sample of the embedded dataset (ego x = -8, -3, 0, 5): the
 #: calibration doctor compares neighbours on that shared ground, and a box there shows
-#: as a seam mismatch on a correct rig (tested in ``tests/test_synthetic.py``). So the
+#: as a seam mismatch on a correct rig (tested in ``tests/synthetic/test_world.py``). So the
 #: cars park ahead of and behind the ego rather than beside it.
 BOXES = (
     Box("car_0", "car", (32.5, -7.4), (4.5, 1.9, 1.6), 0.0, _car_colors((220, 40, 40), (40, 90, 220))),

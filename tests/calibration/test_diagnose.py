@@ -61,7 +61,7 @@ def test_quick_diagnosis_of_one_frame_points_at_the_faulty_camera_only(truth, sa
 
 
 def test_quick_diagnosis_of_the_true_rig_names_no_camera(truth, samples):
-    # No box stands in a seam of the sample (see tests/test_synthetic.py), so nothing
+    # No box stands in a seam of the sample (see tests/synthetic/test_world.py), so nothing
     # on the true rig may look suspicious.
     for _, _, images in samples:
         quick = diagnose(truth, images, thorough=False)

@@ -11,11 +11,14 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from bevviz.bev_grid import BEVGrid
 from bevviz.export import (
     DEFAULT_RULES_PATH,
     FIELDS,
     ExportSpec,
     check_parity,
+    coarsen_factors,
+    coarsen_grid,
     evaluate_rules,
     export_module,
     inspect_onnx,
@@ -289,9 +292,6 @@ def test_default_dynamo_translations_widen_and_break_int32(tmp_path):
 # ----------------------------------------------------------------------------- export grid
 
 def test_coarsen_factors_tile_the_grid_exactly():
-    from bevviz.bev_grid import BEVGrid
-    from bevviz.export import coarsen_factors, coarsen_grid
-
     grid = BEVGrid()  # BEVFormer: 200 x 200 cells of 0.512 m
     factors, default = coarsen_factors(grid)
     assert factors == [1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 200] and default == 10
