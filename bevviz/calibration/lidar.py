@@ -1,0 +1,437 @@
+"""LiDAR evidence: how far each camera's rotation is from where the LiDAR's edges put it.
+
+Idea (after Levinson & Thrun, RSS 2013): where a camera's extrinsics are right, the LiDAR's
+edge points (:mod:`~bevviz.calibration.lidar_edges`: depth silhouettes and reflectivity
+jumps) project onto image edges. The *alignment score* of a hypothesis is the mean edge
+attraction (:mod:`~bevviz.calibration.edge_maps`) at the projected edge points; this module
+finds the small body-frame rotation of the camera that maximises it and says how sure it is.
+
+Steps, per camera:
+
+1. Edge points are moved to the ego frame at the camera's exposure
+   (:meth:`bevviz.lidar.LidarScan.points_at`: a moving car's cameras fire tens of ms
+   before the lidar timestamp), into the camera, and kept where the camera can see them:
+   in the image and not behind nearer LiDAR points (a coarse depth buffer, because the
+   LiDAR and the camera look from different places).
+2. Search: the score on a grid of rotations (+-``SEARCH_RADIUS_DEG`` in roll, pitch and yaw,
+   ``GRID_STEP_DEG`` apart, coarse attraction), the best ``N_STARTS`` separated peaks plus the
+   stored calibration refined by a pattern search through the attraction scales.
+3. Uncertainty: a cluster bootstrap. Edge points are grouped in image cells (points of one
+   object are not independent); each replicate redraws the cells and lets the best
+   ``BOOTSTRAP_CANDIDATES`` optima compete again, so two near-equal optima show up as a
+   spread, not as a confident pick.
+4. Per-axis profiles: the score along each axis through the optimum (+-3 degrees), for
+   display.
+
+The result is a :class:`CameraEvidence` per camera; :mod:`~bevviz.calibration.consensus`
+compares the cameras with each other.
+
+Convention:
+    Rotations are body-frame (FLU: roll about the optical axis, pitch positive looking down,
+    yaw positive to the left) ``(roll, pitch, yaw)`` in degrees composed
+    ``Rz(yaw) Ry(pitch) Rx(roll)``, as :func:`bevviz.calibration.perturbations.perturb_camera`.
+    A *hypothesis* ``d`` is the rotation applied to the stored camera; the *offset* is
+    ``-d`` at the optimum: the stored camera is turned by ``offset`` away from where the
+    evidence puts it (``perturb_rig(true, cam, *offset)`` gives the stored rig). Pixels at
+    centres; images may be any size (coordinates scale as ``(u + 0.5) * s - 0.5``). See
+    docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from bevviz.calibration.edge_maps import attraction_maps
+from bevviz.calibration.lidar_edges import DEPTH, MIN_RANGE_M, REFLECTIVITY, LidarEdges, lidar_edges
+from bevviz.camera import Camera, Rig
+from bevviz.lidar import LidarScan, as_lidar_scan
+from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrix
+from bevviz.shapes import field_error
+
+__all__ = [
+    "AXES",
+    "BOOTSTRAP",
+    "SEARCH_RADIUS_DEG",
+    "CameraEvidence",
+    "EdgeAlignment",
+    "LidarFrame",
+    "as_lidar_frames",
+    "camera_evidence",
+    "hypothesis_matrix",
+    "lidar_evidence",
+]
+
+AXES = ("roll", "pitch", "yaw")
+#: Half-width (degrees) of the rotation search and of the profiles.
+SEARCH_RADIUS_DEG = 3.0
+#: Grid spacing (degrees) of the coarse search.
+GRID_STEP_DEG = 0.5
+#: Coarse-grid peaks refined (besides the stored calibration).
+N_STARTS = 10
+#: Coarse peaks closer than this (degrees, on every axis) count as one.
+PEAK_SEPARATION_DEG = 0.75
+#: Bootstrap replicates, and how many optima compete in each.
+BOOTSTRAP = 24
+BOOTSTRAP_CANDIDATES = 3
+#: Cluster cells across the image width for the bootstrap (120 px cells at 1600 px).
+CLUSTER_COLUMNS = 13
+#: Depth-buffer cell (pixels at 1600 px width) and tolerance (relative, metres).
+ZBUFFER_CELL_PX = 8.0
+ZBUFFER_REL, ZBUFFER_ABS_M = 0.1, 0.2
+#: Nearest depth (metres) of an edge point in front of the camera.
+MIN_DEPTH_M = 1.0
+#: Step (degrees) of the per-axis profiles.
+PROFILE_STEP_DEG = 0.1
+
+
+def hypothesis_matrix(d_deg: np.ndarray) -> np.ndarray:
+    """``cam'_from_cam`` for the body rotation ``d`` applied to a camera's mounting.
+
+    Args:
+        d_deg: (roll, pitch, yaw) in degrees, shape (3,).
+
+    Returns:
+        (3, 3) rotation taking points in the stored camera's RDF frame to the rotated one's.
+
+    Convention:
+        ``ego_from_cam' = ego_from_cam @ FLU_FROM_RDF.T @ Rb @ FLU_FROM_RDF`` (as
+        :func:`~bevviz.calibration.perturbations.perturb_camera`), hence
+        ``cam'_from_cam = FLU_FROM_RDF.T @ Rb.T @ FLU_FROM_RDF``.
+    """
+    rb = rpy_to_matrix(*np.radians(np.asarray(d_deg, dtype=np.float64)))
+    return FLU_FROM_RDF.T @ rb.T @ FLU_FROM_RDF
+
+
+@dataclass(frozen=True)
+class LidarFrame:
+    """One frame of evidence: the images of a rig and the LiDAR scan taken with them.
+
+    Attributes:
+        images: Camera name -> uint8 RGB image (H, W, 3).
+        scan: The scan (ego frame at its keyframe time, with the exposure motion).
+        edges: Its edge points (computed from ``scan`` when not given).
+    """
+
+    images: Mapping[str, np.ndarray]
+    scan: LidarScan
+    edges: LidarEdges
+
+
+def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+                    lidar: object) -> list[LidarFrame]:
+    """Pair frames of images with their scans.
+
+    Args:
+        images: One frame (camera name -> image) or a list of frames.
+        lidar: One scan for one frame, or a list with one per frame; each a
+            :class:`~bevviz.lidar.LidarScan` (what ``load_lidar`` returns) or an array
+            (N, 3) / (N, 4) in the ego frame (numpy or torch; see
+            :func:`bevviz.lidar.as_lidar_scan`).
+
+    Returns:
+        One :class:`LidarFrame` per frame.
+
+    Raises:
+        ValueError: naming ``lidar`` when the counts differ or a scan is malformed.
+    """
+    frames = [images] if isinstance(images, Mapping) else list(images)
+    scans = list(lidar) if isinstance(lidar, (list, tuple)) else [lidar]
+    if len(scans) != len(frames):
+        raise field_error("lidar", f"{len(scans)} scans", f"must give one scan per frame of images ({len(frames)})")
+    out = []
+    for k, (imgs, s) in enumerate(zip(frames, scans)):
+        scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
+        out.append(LidarFrame(imgs, scan, lidar_edges(scan)))
+    return out
+
+
+def _project(pc: np.ndarray, K: np.ndarray) -> np.ndarray:
+    z = np.maximum(pc[:, 2:3], 1e-6)
+    return (pc @ K.T)[:, :2] / z
+
+
+class EdgeAlignment:
+    """The alignment score of one camera over one or more frames.
+
+    Attributes:
+        camera: The camera (stored calibration).
+        points: Visible edge points in the stored camera's frame, (M, 3) float64.
+        kind: Edge kind per point, (M,) int8.
+        frame: Frame index per point, (M,) int64.
+        cluster: Bootstrap cluster per point, (M,) int64.
+        parity: Checkerboard colour (0 or 1) of each point's cell, (M,): two halves that
+            both cover the image, for held-out checks.
+        scales: Image width / calibrated width per frame.
+    """
+
+    def __init__(self, camera: Camera, frames: Sequence[LidarFrame]) -> None:
+        self.camera = camera
+        pts, kinds, frame_ids, clusters, parities, self.maps, self.scales = [], [], [], [], [], [], []
+        R, t = camera.cam_from_ego[:3, :3], camera.cam_from_ego[:3, 3]
+        for fr in frames:
+            img = fr.images.get(camera.name)
+            if img is None:
+                continue
+            scale = img.shape[1] / camera.width
+            exposure = fr.scan.exposure(camera.name)
+            # cam_from_ego(t_cam) @ ego(t_cam)_from_ego(t_keyframe), as (3, 3) and (3,)
+            Rx, tx = R @ exposure[:3, :3], R @ exposure[:3, 3] + t
+            pc = fr.edges.points @ Rx.T + tx
+            uv = _project(pc, camera.K)
+            inside = ((pc[:, 2] > MIN_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
+                      & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
+            xyz = fr.scan.xyz.astype(np.float64)
+            near = np.linalg.norm(xyz - fr.scan.origin, axis=1) > MIN_RANGE_M
+            keep = inside & _visible(pc, uv, xyz[near] @ Rx.T + tx, camera)
+            cell = camera.width / CLUSTER_COLUMNS
+            cols = int(np.ceil(camera.width / cell)) + 1
+            row = np.floor((uv[keep, 1] + 0.5) / cell).astype(np.int64)
+            col = np.floor((uv[keep, 0] + 0.5) / cell).astype(np.int64)
+            cid = row * cols + col
+            parities.append((row + col) % 2)
+            pts.append(pc[keep])
+            kinds.append(fr.edges.kind[keep])
+            frame_ids.append(np.full(int(keep.sum()), len(self.maps), dtype=np.int64))
+            clusters.append(cid + 100_000 * len(self.maps))
+            self.maps.append(attraction_maps(img, field=f"images[{camera.name!r}]"))
+            self.scales.append(scale)
+        empty = np.zeros((0, 3))
+        self.points = np.concatenate(pts) if pts else empty
+        self.kind = np.concatenate(kinds) if kinds else np.zeros(0, dtype=np.int8)
+        self.frame = np.concatenate(frame_ids) if frame_ids else np.zeros(0, dtype=np.int64)
+        self.cluster = np.concatenate(clusters) if clusters else np.zeros(0, dtype=np.int64)
+        self.parity = np.concatenate(parities) if parities else np.zeros(0, dtype=np.int64)
+        self.levels = len(self.maps[0]) if self.maps else 0
+
+    def __len__(self) -> int:
+        return int(self.points.shape[0])
+
+    def uv(self, d_deg: np.ndarray) -> np.ndarray:
+        """Pixels (calibrated size) of the edge points under hypothesis ``d``, (M, 2)."""
+        return _project(self.points @ hypothesis_matrix(d_deg).T, self.camera.K)
+
+    def score(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None) -> float:
+        """Mean attraction at the projected edge points under hypothesis ``d`` (degrees, (3,))."""
+        if len(self) == 0:
+            return 0.0
+        uv = self.uv(d_deg)
+        vals = np.empty(len(self), dtype=np.float64)
+        for f, maps in enumerate(self.maps):
+            m = self.frame == f
+            s = self.scales[f]
+            u = ((uv[m, 0] + 0.5) * s - 0.5).astype(np.float32)[None]
+            v = ((uv[m, 1] + 0.5) * s - 0.5).astype(np.float32)[None]
+            vals[m] = cv2.remap(maps[level], u, v, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                                borderValue=0)[0]
+        if weights is None:
+            return float(vals.mean())
+        return float(np.sum(weights * vals) / max(float(np.sum(weights)), 1e-12))
+
+    def refine(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None, step: float = 0.25,
+               stop: float = 0.01) -> tuple[np.ndarray, float]:
+        """Pattern search (axis steps, halved when none helps) from ``d``; returns (d, score)."""
+        d = np.array(d_deg, dtype=np.float64)
+        best = self.score(d, level, weights)
+        while step > stop:
+            moved = False
+            for ax in range(3):
+                for sign in (1.0, -1.0):
+                    trial = d.copy()
+                    trial[ax] += sign * step
+                    s = self.score(trial, level, weights)
+                    if s > best:
+                        best, d, moved = s, trial, True
+            if not moved:
+                step /= 2
+        return d, best
+
+    def search(self) -> tuple[list[tuple[np.ndarray, float]], float]:
+        """Optima (hypotheses, best first, each with its finest-level score) and the grid median score."""
+        g = np.arange(-SEARCH_RADIUS_DEG, SEARCH_RADIUS_DEG + 1e-9, GRID_STEP_DEG)
+        grid = np.array(list(itertools.product(g, g, g)))
+        scores = np.array([self.score(d, 0) for d in grid])
+        peaks: list[int] = []
+        for i in np.argsort(-scores):
+            if all(np.max(np.abs(grid[i] - grid[j])) > PEAK_SEPARATION_DEG for j in peaks):
+                peaks.append(int(i))
+            if len(peaks) >= N_STARTS:
+                break
+        starts = [np.zeros(3)] + [grid[i] for i in peaks]
+        found: list[tuple[np.ndarray, float]] = []
+        for d in starts:
+            s = 0.0
+            for level in range(self.levels):
+                d, s = self.refine(d, level, step=0.25 if level == 0 else 0.1)
+            if not any(np.max(np.abs(d - o)) < 0.2 for o, _ in found):
+                found.append((d, s))
+        found.sort(key=lambda x: -x[1])
+        return found, float(np.median(scores))
+
+    def bootstrap(self, candidates: Sequence[np.ndarray], replicates: int = BOOTSTRAP,
+                  seed: int = 0) -> np.ndarray:
+        """Hypotheses of ``replicates`` cluster-bootstrap replicates, (replicates, 3)."""
+        ids, inverse = np.unique(self.cluster, return_inverse=True)
+        rng = np.random.default_rng(seed)
+        last = self.levels - 1
+        out = []
+        for _ in range(replicates):
+            draw = np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids))
+            w = draw[inverse].astype(np.float64)
+            runs = [self.refine(c, last, w, step=0.1) for c in candidates]
+            out.append(runs[int(np.argmax([r[1] for r in runs]))][0])
+        return np.array(out).reshape(-1, 3)
+
+    def profiles(self, d_deg: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Finest-level score along each axis through ``d``: axis -> (offsets (K,), scores (K,))."""
+        offs = np.round(np.arange(-SEARCH_RADIUS_DEG, SEARCH_RADIUS_DEG + 1e-9, PROFILE_STEP_DEG), 6)
+        out = {}
+        for ax, name in enumerate(AXES):
+            vals = []
+            for o in offs:
+                d = np.array(d_deg, dtype=np.float64)
+                d[ax] = -o
+                vals.append(self.score(d, self.levels - 1))
+            out[name] = (offs, np.array(vals))
+        return out
+
+
+def _visible(pc: np.ndarray, uv: np.ndarray, all_pc: np.ndarray, camera: Camera) -> np.ndarray:
+    """Points not hidden behind nearer LiDAR points in the camera's view (coarse depth buffer)."""
+    cell = ZBUFFER_CELL_PX * camera.width / 1600.0
+    nx, ny = int(camera.width / cell) + 1, int(camera.height / cell) + 1
+    auv = _project(all_pc, camera.K)
+    ok = ((all_pc[:, 2] > 0.5) & (auv[:, 0] >= -0.5) & (auv[:, 0] < camera.width - 0.5)
+          & (auv[:, 1] >= -0.5) & (auv[:, 1] < camera.height - 0.5))
+    zb = np.full((ny, nx), np.inf, dtype=np.float32)
+    cx = ((auv[ok, 0] + 0.5) // cell).astype(np.int64)
+    cy = ((auv[ok, 1] + 0.5) // cell).astype(np.int64)
+    np.minimum.at(zb, (cy, cx), all_pc[ok, 2].astype(np.float32))
+    zb = cv2.erode(zb, np.ones((3, 3), np.uint8))  # nearest over the 3 x 3 cells around
+    px = np.clip(((uv[:, 0] + 0.5) // cell).astype(np.int64), 0, nx - 1)
+    py = np.clip(((uv[:, 1] + 0.5) // cell).astype(np.int64), 0, ny - 1)
+    limit = zb[py, px].astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return ~(pc[:, 2] > limit * (1 + ZBUFFER_REL) + ZBUFFER_ABS_M)
+
+
+@dataclass
+class CameraEvidence:
+    """What the LiDAR says about one camera.
+
+    Attributes:
+        camera: Camera name.
+        offset_deg: (roll, pitch, yaw) the stored camera is turned away from the best
+            alignment, (3,) degrees (see the module's convention).
+        replicates_deg: Offsets of the bootstrap replicates, (B, 3).
+        n_points: Visible edge points supporting it (all frames).
+        n_depth: Of which depth edges.
+        n_reflectivity: Of which reflectivity edges.
+        n_clusters: Image cells holding them (the bootstrap's units).
+        score_stored: Alignment score of the stored calibration (finest scale).
+        score_best: Alignment score at the optimum.
+        score_median: Median coarse score over the search grid (the "flat" level).
+        score_best_coarse: Coarse score at the optimum (compare with ``score_median``).
+        candidates: Other optima: (offset (3,), score), best first.
+        profiles: Axis -> (offsets (K,), scores (K,)) through the optimum.
+        uv_stored: Edge points in the first frame at the stored calibration, (M0, 2) pixels.
+        uv_best: The same points at the optimum, (M0, 2).
+        kind_first: Their kinds, (M0,).
+        seconds: Wall time.
+    """
+
+    camera: str
+    offset_deg: np.ndarray
+    replicates_deg: np.ndarray
+    n_points: int
+    n_depth: int = 0
+    n_reflectivity: int = 0
+    n_clusters: int = 0
+    score_stored: float = 0.0
+    score_best: float = 0.0
+    score_median: float = 0.0
+    score_best_coarse: float = 0.0
+    candidates: list[tuple[np.ndarray, float]] = field(default_factory=list)
+    profiles: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    uv_stored: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    uv_best: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    kind_first: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    seconds: float = 0.0
+
+    @property
+    def sd_deg(self) -> np.ndarray:
+        """Bootstrap standard deviation per axis, (3,) degrees (inf without replicates)."""
+        if len(self.replicates_deg) < 2:
+            return np.full(3, np.inf)
+        return self.replicates_deg.std(axis=0)
+
+
+def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: int = BOOTSTRAP,
+                    seed: int = 0) -> CameraEvidence:
+    """Align one camera with the LiDAR edges of ``frames``.
+
+    Args:
+        camera: The camera (stored calibration).
+        frames: Frames with this camera's image (others are skipped).
+        replicates: Bootstrap replicates (0: no uncertainty).
+        seed: Bootstrap seed (results are deterministic for a seed).
+
+    Returns:
+        :class:`CameraEvidence`; with no visible edge point, offsets of 0 and ``n_points`` 0.
+    """
+    t0 = time.perf_counter()
+    al = EdgeAlignment(camera, frames)
+    n = len(al)
+    if n == 0:
+        return CameraEvidence(camera.name, np.zeros(3), np.zeros((0, 3)), 0)
+    found, median = al.search()
+    best = found[0][0]
+    reps = np.zeros((0, 3))
+    if replicates:
+        reps = al.bootstrap([c for c, _ in found[:BOOTSTRAP_CANDIDATES]], replicates, seed)
+    first = al.frame == 0
+    return CameraEvidence(
+        camera=camera.name, offset_deg=-best, replicates_deg=-reps, n_points=n,
+        n_depth=int(np.count_nonzero(al.kind == DEPTH)), n_reflectivity=int(np.count_nonzero(al.kind == REFLECTIVITY)),
+        n_clusters=int(len(np.unique(al.cluster))), score_stored=al.score(np.zeros(3), al.levels - 1),
+        score_best=found[0][1], score_median=median, score_best_coarse=al.score(best, 0),
+        candidates=[(-c, s) for c, s in found[1:]],
+        profiles=al.profiles(best), uv_stored=al.uv(np.zeros(3))[first], uv_best=al.uv(best)[first],
+        kind_first=al.kind[first], seconds=time.perf_counter() - t0)
+
+
+def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,
+                   cameras: Sequence[str] | None = None, replicates: int = BOOTSTRAP,
+                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, CameraEvidence]:
+    """LiDAR evidence for every camera (or ``cameras``) of a rig.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        images: One frame (camera name -> uint8 RGB (H, W, 3)) or a list of frames.
+        lidar: One scan per frame (see :func:`as_lidar_frames`), or already paired
+            :class:`LidarFrame` objects (then ``images`` is ignored).
+        cameras: Cameras to align; default all.
+        replicates: Bootstrap replicates per camera.
+        progress: Optional ``callback(done, total, camera)``.
+
+    Returns:
+        Camera name -> :class:`CameraEvidence`, in rig order.
+    """
+    if isinstance(lidar, (list, tuple)) and lidar and all(isinstance(f, LidarFrame) for f in lidar):
+        frames = list(lidar)
+    else:
+        frames = as_lidar_frames(images, lidar)
+    names = list(rig.names if cameras is None else cameras)
+    out = {}
+    for k, name in enumerate(names):
+        if progress is not None:
+            progress(k, len(names), name)
+        out[name] = camera_evidence(rig[name], frames, replicates)
+    if progress is not None:
+        progress(len(names), len(names), "")
+    return out
