@@ -47,7 +47,7 @@ MIN_CAMERAS = 4
 #: Huber threshold (in units of each offset's uncertainty) and IRLS iterations of the fit:
 #: one camera's large offsets pull the common part linearly, not quadratically.
 HUBER_K = 2.0
-HUBER_ITERATIONS = int(__import__("os").environ.get("HUBER_IT", "8"))
+HUBER_ITERATIONS = 8
 #: Smallest spread used for a camera (degrees), so that no camera gets infinite weight.
 MIN_SD_DEG = 0.05
 
@@ -103,7 +103,7 @@ def _design(rig: Rig, name: str) -> np.ndarray:
 MODELS = ((), (3,), (0, 1, 2), (0, 1, 2, 3))
 #: Chi-square price of each parameter when choosing the model (a parameter must explain
 #: more than a 2-sigma misfit to be kept).
-PARAM_PENALTY = float(__import__("os").environ.get("PARAM_PEN", "4.0"))
+PARAM_PENALTY = 4.0
 
 
 def _fit(names, X, y, sd, exclude, cols=(0, 1, 2, 3)) -> tuple[np.ndarray, float]:
