@@ -18,10 +18,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
+from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.ground_truth import GroundTruth
+from bevviz.calibration.lidar import AXES, BOOTSTRAP, CameraEvidence, lidar_evidence
+from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.pyramid import Sampler, as_pyramids
 from bevviz.calibration.refine import DEFAULT_LEVELS, ROBUST_K, SEARCH_DEG, Level, RefineHistory, refine_camera
 from bevviz.calibration.seams import SEAM_RING, SeamAnalysis, SeamPair, analyze_seams, combine_seams, seam_grid
+from bevviz.calibration.verdicts import (
+    INCONCLUSIVE,
+    MIN_EDGE_POINTS,
+    MISCALIBRATED,
+    OK,
+    STANDOUT_RATIO,
+    VERDICTS,
+    combine,
+    lidar_verdict,
+    seam_verdict,
+)
 from bevviz.camera import Rig
 from bevviz.threads import on_one_thread
 
@@ -35,31 +49,36 @@ __all__ = [
 ]
 
 
-#: Quick score (a camera's better seam / rig median) from which a camera stands out. On
-#: the embedded sample's default frame: 1.02 at most on the true rig; 2.6-11.5 for the
-#: faulty camera under any 1-2 deg roll/pitch/yaw error, every other camera <= 1.03.
-STANDOUT_RATIO = 2.0
-
 
 
 @dataclass
 class CameraFinding:
-    """How suspicious one camera's calibration is.
+    """How suspicious one camera's calibration is, and the verdict.
 
     Attributes:
         camera: Camera name.
-        score: Higher is worse. Thorough diagnosis (default): by how much the seam loss of
-            the camera's seams drops when the camera alone is allowed to rotate (a quick
-            coarse-to-fine refinement); a misaligned camera fixes *both* of its seams, a good
-            neighbour can only trade one seam against the other. Quick diagnosis: its
-            better seam as a multiple of the rig's median seam cost. Ground-truth mode: its
-            cost against the known texture (whole footprint) as a multiple of the rig's
-            median.
-        reason: A readable sentence.
+        score: Higher is worse. With LiDAR: the largest per-axis offset (degrees) of the
+            camera's own rotation error (its residual after the rig consensus). Without:
+            thorough diagnosis (default): by how much the seam loss of the camera's seams
+            drops when the camera alone is allowed to rotate (a quick coarse-to-fine
+            refinement); a misaligned camera fixes *both* of its seams, a good neighbour can
+            only trade one seam against the other. Quick diagnosis: its better seam as a
+            multiple of the rig's median seam cost. Ground-truth mode: its cost against the
+            known texture (whole footprint) as a multiple of the rig's median.
+        reason: A readable sentence: the verdict and the evidence for it.
+        verdict: ``"miscalibrated"``, ``"ok"`` or ``"inconclusive"``
+            (:mod:`bevviz.calibration.verdicts`).
         seams: The camera's seams (costs averaged over the frames).
         quick_score: The quick score (second-worst seam / rig median), always filled.
         correction_deg: Rotation (degrees) the quick refinement applied, or None.
         gt_cost: Cost against the ground truth (ground-truth mode only).
+        offset_deg: LiDAR mode: the camera's own rotation error, axis (``"roll"``,
+            ``"pitch"``, ``"yaw"``) -> degrees (body frame; the stored camera is turned by
+            this much away from where the evidence puts it); None without LiDAR.
+        uncertainty_deg: Its bootstrap standard deviation per axis (degrees), or None.
+        edge_points: LiDAR edge points supporting the offset (0 without LiDAR).
+        witnesses: Witness name (``"lidar"``, ``"seams"``) -> its own verdict.
+        lidar: The full LiDAR evidence (profiles, projected edge points), or None.
     """
 
     camera: str
@@ -69,11 +88,31 @@ class CameraFinding:
     quick_score: float = 0.0
     correction_deg: float | None = None
     gt_cost: float | None = None
+    verdict: str = INCONCLUSIVE
+    offset_deg: dict[str, float] | None = None
+    uncertainty_deg: dict[str, float] | None = None
+    edge_points: int = 0
+    witnesses: dict[str, str] = field(default_factory=dict)
+    lidar: CameraEvidence | None = None
 
     @property
     def seam_ratios(self) -> dict[str, float]:
         """Neighbour name -> that seam's cost as a multiple of the rig median."""
         return {(p.b if p.a == self.camera else p.a): p.ratio for p in self.seams}
+
+
+class Diagnosis(list):
+    """The findings of :func:`diagnose` (a list, worst first) and the rig-level context.
+
+    Attributes:
+        consensus: The rig consensus of the LiDAR offsets (None without LiDAR).
+        seam_median: The rig's median seam cost.
+    """
+
+    def __init__(self, findings=(), consensus: RigConsensus | None = None, seam_median: float = float("nan")):
+        super().__init__(findings)
+        self.consensus = consensus
+        self.seam_median = seam_median
 
 
 #: Quick refinement used by :func:`diagnose` to test each suspect.
@@ -121,68 +160,118 @@ def standout(quick: Sequence[CameraFinding], ratio: float = STANDOUT_RATIO) -> C
 
 
 
+def _order(findings: Sequence[CameraFinding]) -> list[CameraFinding]:
+    """Worst first: miscalibrated, then inconclusive, then ok; by score within each."""
+    return sorted(findings, key=lambda f: (VERDICTS.index(f.verdict), -f.score))
+
+
+def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapping[str, CameraEvidence],
+                    seam_median: float, quick_text: Mapping[str, str]) -> RigConsensus:
+    """Fill the LiDAR fields and verdicts of ``findings`` in place; returns the consensus."""
+    consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)
+    for cam, f in findings.items():
+        ev = evidence[cam]
+        lv = lidar_verdict(ev, consensus)
+        sv = seam_verdict(f.quick_score, len(f.seams), seam_median)
+        f.verdict, text = combine(lv, sv, f.quick_score)
+        f.witnesses = {"lidar": lv.verdict, "seams": sv[0]}
+        f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
+        f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
+        f.edge_points = ev.n_points
+        f.lidar = ev
+        f.score = float(np.max(np.abs(lv.residual_deg)))
+        f.reason = f"{text} ({quick_text[cam]})."
+    return consensus
+
+
 @on_one_thread
 def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-             grid: BEVGrid | None = None, ground_truth: GroundTruth | np.ndarray | None = None, *,
-             thorough: bool = True, suspects: int | None = 3, levels: Sequence[Level] = DIAGNOSE_LEVELS,
+             grid: BEVGrid | None = None, lidar: object = None, *,
+             ground_truth: GroundTruth | np.ndarray | None = None, thorough: bool | None = None,
+             suspects: int | None = 3, levels: Sequence[Level] = DIAGNOSE_LEVELS,
              analyses: Sequence[SeamAnalysis] | None = None, sampler: Sampler | None = None,
-             progress: Callable[[int, int, str], None] | None = None, **kwargs) -> list[CameraFinding]:
-    """Rank the rig's cameras by how likely their extrinsics are wrong; worst first.
+             evidence: Mapping[str, CameraEvidence] | None = None, replicates: int = BOOTSTRAP,
+             progress: Callable[[int, int, str], None] | None = None, **kwargs) -> Diagnosis:
+    """Rank the rig's cameras by how likely their extrinsics are wrong, with a verdict each; worst first.
 
     Args:
         rig: The rig (N_cam cameras).
         images: Camera name -> uint8 RGB image (H, W, 3), or a list of such frames of the
             same rig (seams hidden by objects in one frame may be clear in another).
-        grid: Ground grid (extent and resolution); default :func:`seam_grid`.
+        grid: Ground grid for the seams (extent and resolution); default :func:`seam_grid`.
+        lidar: Optional LiDAR witness: points in the ego frame at the images' time, an
+            array (N, 3) or (N, 4) (x, y, z, intensity; numpy or torch), or what
+            :func:`bevviz.io.nuscenes.load_lidar` returns (a :class:`bevviz.lidar.LidarScan`,
+            which also carries the rings and the ego motion to each camera's exposure); a
+            list with one per frame for several frames. A plain array is taken as seen at
+            every camera's exposure (no ego motion) with rings inferred.
         ground_truth: Optional known BEV texture (:class:`GroundTruth` or an array
             (H_bev, W_bev, 3) on ``grid``) in the first frame's ego frame: ground-truth mode
             (each camera's projection against the texture; ``thorough`` is not needed).
-            Without it: self-consistency (seams only).
-        thorough: Self-consistency mode: test the suspects by letting each rotate alone (a
-            quick refinement) and rank by how much that repairs their seams. ``False``: rank
-            by the seam costs only (fast, for live views; fooled by seams that objects hide).
+        thorough: Seams: test the suspects by letting each rotate alone (a quick
+            refinement) and rank by how much that repairs their seams. ``False``: rank by the
+            seam costs only (fast, for live views; fooled by seams that objects hide).
+            Default: True without LiDAR, False with it (the LiDAR is the stronger witness).
         suspects: How many cameras (highest quick score first) the thorough test tries;
             ``None`` = all.
         levels: Schedule of the quick refinement.
         analyses: Precomputed :func:`analyze_seams` results, one per frame.
         sampler: ``grid_sample``-compatible sampler; default the two-stage gather-scatter sampler.
-        progress: Optional ``callback(done, total, camera)`` for the thorough test.
+        evidence: Precomputed LiDAR evidence (:func:`bevviz.calibration.lidar.lidar_evidence`);
+            ``lidar`` is then not needed.
+        replicates: Bootstrap replicates of the LiDAR evidence per camera.
+        progress: Optional ``callback(done, total, camera)`` for the thorough test and the
+            LiDAR alignment.
         **kwargs: Passed to :func:`analyze_seams` (``stride``, ``blur``, ``ring``, ...).
 
     Returns:
-        One :class:`CameraFinding` per camera, worst (highest score) first.
+        :class:`Diagnosis`: one :class:`CameraFinding` per camera, worst first (verdict
+        ``"miscalibrated"``, then ``"inconclusive"``, then ``"ok"``; by score within each;
+        without LiDAR, by score alone, as before verdicts existed), with the rig consensus.
 
     Convention:
         Seam costs are ``1 -`` normalised-gradient-field correlation (see
         :class:`SeamPair`); the thorough score is the drop of the camera's mean seam cost
         (over its seams in every frame) under the quick refinement, in the same units.
+        LiDAR offsets are body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar`
+        and docs/conventions.md.
     """
     frames = as_pyramids(images)
     grid = seam_grid() if grid is None else grid
+    with_lidar = lidar is not None or evidence is not None
+    thorough = (not with_lidar) if thorough is None else thorough
     if analyses is None:
         analyses = [analyze_seams(rig, f, grid, ground_truth=ground_truth if k == 0 else None,
                                   sampler=sampler, **kwargs) for k, f in enumerate(frames)]
     pairs, med = combine_seams(analyses)
     gt_cost = analyses[0].gt_cost
-    gt_med = None
-    if gt_cost is not None:
-        vals = [v for v in gt_cost.values() if np.isfinite(v)]
-        gt_med = float(np.median(vals)) if vals else float("nan")
     findings: dict[str, CameraFinding] = {}
     quick_text: dict[str, str] = {}
+    seam_why: dict[str, str] = {}
     for cam in rig.names:
         q, quick_text[cam], seams = _quick(cam, pairs, med)
-        findings[cam] = CameraFinding(cam, q, f"{cam}: {quick_text[cam]}", seams, q)
-    if gt_cost is not None:
+        v, seam_why[cam] = seam_verdict(q, len(seams), med)
+        findings[cam] = CameraFinding(cam, q, f"{cam}: {quick_text[cam]}", seams, q, verdict=v, witnesses={"seams": v})
+    if gt_cost is not None and not with_lidar:
         # Ground-truth mode: each camera against the known texture over its whole footprint.
+        vals = [v for v in gt_cost.values() if np.isfinite(v)]
+        gt_med = float(np.median(vals)) if vals else float("nan")
         for cam, f in findings.items():
             g = gt_cost.get(cam, float("nan"))
             ratio = g / max(gt_med, 1e-3) if np.isfinite(g) else 0.0
             f.gt_cost = g
             f.score = float(ratio)
+            f.verdict = MISCALIBRATED if ratio >= STANDOUT_RATIO else (OK if np.isfinite(g) else INCONCLUSIVE)
+            f.witnesses = {"ground truth": f.verdict}
             f.reason = (f"{cam}: against the ground-truth texture {ratio:.1f}x the rig median "
                         f"(cost {g:.3f} vs {gt_med:.3f}); {quick_text[cam]}.")
-        return sorted(findings.values(), key=lambda f: -f.score)
+        return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
+    if with_lidar:
+        if evidence is None:
+            evidence = lidar_evidence(rig, [p.images for p in frames], lidar, replicates=replicates,
+                                      progress=progress)
+        consensus = _lidar_findings(rig, findings, evidence, med, quick_text)
+        return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med)
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
         tested = order if suspects is None else order[:max(1, suspects)]
@@ -211,43 +300,57 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
                 findings[cam].score = 0.0
                 findings[cam].reason += "; not a suspect (its seams are among the rig's better ones)"
     for f in findings.values():
-        f.reason += "."
-    return sorted(findings.values(), key=lambda f: -f.score)
+        f.reason = f"{f.reason}; seams: {f.verdict}, {seam_why[f.camera]}."
+    return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
 
 
 def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                      grid: BEVGrid | None = None, camera: str | None = None, *, translation: bool = False,
-                      levels: Sequence[Level] = DEFAULT_LEVELS, ring: tuple[float, float] = SEAM_RING,
-                      neighbours: Sequence[str] | None = None, robust: float | None = ROBUST_K,
-                      sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
+                      grid: BEVGrid | None = None, camera: str | None = None, lidar: object = None, *,
+                      translation: bool = False, levels: Sequence[Level] = DEFAULT_LEVELS,
+                      ring: tuple[float, float] = SEAM_RING, neighbours: Sequence[str] | None = None,
+                      robust: float | None = ROBUST_K, sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
+                      evidence: Mapping[str, CameraEvidence] | None = None,
                       progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
-    """Refine one camera's extrinsics by minimising its seam inconsistency (self-consistency).
+    """Refine one camera's extrinsics; keep the result only if it passes its own held-out check.
+
+    With ``lidar``: the camera's rotation is aligned with the LiDAR edges relative to the
+    rig consensus and checked on two halves of the evidence
+    (:func:`bevviz.calibration.lidar_refine.refine_with_lidar`). Without: its seam
+    inconsistency is minimised (:func:`bevviz.calibration.refine.refine_camera`) and the
+    result is kept only when every seam improves on its own and ends consistent.
 
     Args:
         rig: The rig; every camera but ``camera`` is held fixed.
         images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
             of the same rig; or :class:`~bevviz.calibration.pyramid.ImagePyramid` objects.
-        grid: Ground grid; only its extent is used. Default :func:`seam_grid` (out to 30 m).
+        grid: Ground grid for the seams; only its extent is used. Default :func:`seam_grid`.
         camera: Camera to refine; default the first finding of :func:`diagnose`.
-        translation, levels, ring, neighbours, robust, sampler, search_deg, progress: As
-            :func:`bevviz.calibration.refine.refine_camera` (the schedule, the ground ring,
-            the cameras compared with, the robust combination, the sampler, the multi-start
-            search and the progress callback).
+        lidar: Optional LiDAR witness, as for :func:`diagnose` (one scan per frame).
+        translation, levels, ring, neighbours, robust, sampler, search_deg: Seam refinement
+            settings, as :func:`bevviz.calibration.refine.refine_camera`.
+        evidence: Precomputed LiDAR evidence of every camera (with ``lidar``; saves aligning
+            them again).
+        progress: Optional ``callback(step, total_steps, loss)``.
 
     Returns:
-        (the rig with the refined camera, :class:`~bevviz.calibration.refine.RefineHistory`).
+        (the rig with the refined camera, or the input rig unchanged when
+        ``history.accepted`` is False; :class:`~bevviz.calibration.refine.RefineHistory`,
+        whose ``check`` says why).
 
     Raises:
-        ValueError: unknown camera, or a camera with no seam to refine against.
+        ValueError: unknown camera, or (seams) a camera with no seam to refine against.
 
     Convention:
-        The correction is a body-frame (FLU) rotation vector in degrees and an ego-frame
-        translation in cm, applied as ``ego_from_body' = ego_from_body @ exp(rot)``. See
-        docs/conventions.md.
+        The correction is a body-frame (FLU) rotation, applied as
+        ``ego_from_body' = ego_from_body @ exp(rot)``. See docs/conventions.md.
     """
     grid = seam_grid() if grid is None else grid
     if camera is None:
-        camera = diagnose(rig, images, grid, sampler=sampler)[0].camera
-    return refine_camera(rig, images, grid, camera, translation=translation, levels=levels, ring=ring,
-                         neighbours=neighbours, robust=robust, sampler=sampler, search_deg=search_deg,
-                         progress=progress)
+        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence)[0].camera
+    if lidar is not None:
+        return refine_with_lidar(rig, [p.images for p in as_pyramids(images)], camera, lidar, evidence=evidence,
+                                 progress=progress)
+    new_rig, hist = refine_camera(rig, images, grid, camera, translation=translation, levels=levels, ring=ring,
+                                  neighbours=neighbours, robust=robust, sampler=sampler, search_deg=search_deg,
+                                  progress=progress)
+    return (new_rig if hist.accepted else rig), hist

@@ -32,6 +32,7 @@ from bevviz.calibration.seams import (
     MIN_SEAM_AREA_M2,
     NGF_EPS,
     SEAM_RING,
+    SEAM_TRUST_COST,
     border_weight,
     ground_points,
     ncc_cost,
@@ -166,6 +167,13 @@ class RefineHistory:
         seconds: Wall time.
         search_start_deg: Start (body FLU roll, pitch, yaw, degrees) of the kept run of the
             coarse stage: zeros unless a scan's start ended lower than the given pose.
+        accepted: Whether the result passed its own held-out check (seams: every seam
+            improves on its own and ends consistent; LiDAR: both halves of the evidence agree
+            and each improves the other). :func:`bevviz.calibration.refine_extrinsics`
+            returns the input rig when False.
+        check: The check's outcome in words.
+        term_losses: Seams: each (frame, neighbour) seam's cost before and after, on the
+            finest level: list of (neighbour, before, after).
     """
 
     camera: str
@@ -176,6 +184,9 @@ class RefineHistory:
     delta: CameraDelta | None = None
     seconds: float = 0.0
     search_start_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    accepted: bool = False
+    check: str = ""
+    term_losses: list[tuple[str, float, float]] = field(default_factory=list)
 
     @property
     def losses(self) -> list[float]:
@@ -520,6 +531,10 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
     with torch.no_grad():
         hist.initial_loss = float(obj.loss(torch.zeros(3), torch.zeros(3)))
         hist.final_loss = float(obj.loss(rot, trans))
+        before = [float(v) for v in obj.pair_losses(torch.zeros(3), torch.zeros(3))]
+        after = [float(v) for v in obj.pair_losses(rot, trans)]
+    hist.term_losses = [(name, b, a) for (_, name), b, a in zip(obj.terms, before, after)]
+    hist.accepted, hist.check = _seam_check(hist.term_losses)
     cam0 = rig[camera]
     new_cam = apply_correction(cam0, rot.detach().double().numpy(), trans.detach().double().numpy())
     new_rig = rig.replace(new_cam)
@@ -527,6 +542,26 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
     hist.seconds = time.perf_counter() - t0
     return new_rig, hist
 
+
+
+def _seam_check(terms: Sequence[tuple[str, float, float]]) -> tuple[bool, str]:
+    """Held-out check of a seam refinement: (accepted, why).
+
+    The seams are each other's held-out evidence: a right correction improves *every* seam
+    on its own (a wrong one trades one against another), and the corrected seams agree
+    (cost at most :data:`~bevviz.calibration.verdicts.SEAM_TRUST_COST`; above it the
+    seams cannot judge, as on real frames with narrow, low-texture overlaps).
+    """
+    if not terms:
+        return False, "no seam to check the correction against"
+    worse = [f"{n} ({b:.3f} -> {a:.3f})" for n, b, a in terms if not a < b]
+    if worse:
+        return False, "not every seam improves on its own: " + ", ".join(worse)
+    weak = [f"{n} ({a:.3f})" for n, _, a in terms if a > SEAM_TRUST_COST]
+    if weak:
+        return False, (f"the corrected seams still disagree (cost above {SEAM_TRUST_COST:g}): " + ", ".join(weak)
+                       + "; seams cannot confirm a correction here")
+    return True, "every seam improves on its own: " + ", ".join(f"{n} {b:.3f} -> {a:.3f}" for n, b, a in terms)
 
 
 def _run_level(obj: _SeamObjective, lv: Level, rot0: torch.Tensor, trans0: torch.Tensor,

@@ -1,0 +1,154 @@
+"""Refinement with the LiDAR as witness, accepted only when its own held-out check passes.
+
+The correction turns the camera by minus its *residual* (its offset against the LiDAR less
+what the rig consensus of the *other* cameras predicts for it,
+:mod:`~bevviz.calibration.consensus`): the camera is brought in line with the others, not
+with a LiDAR that may itself be off. Only the axes on which the residual is beyond the
+tolerance in at least ``CONFIDENCE`` of the bootstrap replicates are corrected; the others
+keep their stored value (what the evidence does not establish is not changed).
+
+Held-out check (both halves of the evidence must agree):
+    The camera's edge points are split into two halves by their image cells (a
+    checkerboard, so both halves cover the whole image). Each half is aligned on its own
+    (from the full-data optimum and from the stored calibration). The correction is
+    accepted when
+
+    * some axis is to be corrected (a camera within the tolerance needs no change),
+    * the correction is known well enough: on every corrected axis twice the bootstrap
+      spread of the residual is within the tolerance (``MAX_SPREAD_DEG``),
+    * the two halves' optima agree within ``HALF_AGREEMENT_DEG`` on every corrected axis, and
+    * each half's correction raises the *other* half's score above the stored calibration's
+      (cross-validation: the correction explains evidence it was not fitted to).
+
+    Otherwise the input rig comes back unchanged (``history.accepted`` False), so a
+    refinement never makes a calibration worse on evidence it cannot confirm.
+
+Convention:
+    Body-frame (FLU) rotations in degrees as :mod:`bevviz.calibration.lidar`; see
+    docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from bevviz.calibration.consensus import rig_consensus
+from bevviz.calibration.lidar import AXES, CameraEvidence, EdgeAlignment, LidarFrame, as_lidar_frames, lidar_evidence
+from bevviz.calibration.perturbations import camera_delta, perturb_camera
+from bevviz.calibration.refine import RefineHistory, RefineStep
+from bevviz.calibration.verdicts import CONFIDENCE, MIN_EDGE_POINTS, TOLERANCE_DEG, lidar_verdict
+from bevviz.camera import Rig
+
+__all__ = ["HALF_AGREEMENT_DEG", "MAX_SPREAD_DEG", "refine_with_lidar"]
+
+#: Largest disagreement (degrees, any corrected axis) between the two halves' optima: the
+#: tolerance itself (halves further apart than what counts as calibrated cannot confirm).
+HALF_AGREEMENT_DEG = TOLERANCE_DEG
+#: Largest bootstrap spread (degrees) of a corrected axis: twice it stays within the tolerance.
+MAX_SPREAD_DEG = TOLERANCE_DEG / 2
+
+
+def _fmt(v: np.ndarray) -> str:
+    return ", ".join(f"{a} {x:+.2f}" for a, x in zip(AXES, v))
+
+
+def _align_half(al: EdgeAlignment, weights: np.ndarray, starts: Sequence[np.ndarray]) -> np.ndarray:
+    best, best_s = None, -np.inf
+    for d in starts:
+        s = 0.0
+        for level in range(al.levels):
+            d, s = al.refine(d, level, weights, step=0.25 if level == 0 else 0.1)
+        if s > best_s:
+            best, best_s = d, s
+    return best
+
+
+def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+                      camera: str, lidar: object, evidence: Mapping[str, CameraEvidence] | None = None,
+                      progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
+    """Refine one camera's rotation against the LiDAR edges, checked on held-out evidence.
+
+    Args:
+        rig: The rig; every camera but ``camera`` is held fixed.
+        images: One frame (camera name -> uint8 RGB (H, W, 3)) or a list of frames.
+        camera: Camera to refine.
+        lidar: One scan per frame (see :func:`bevviz.calibration.lidar.as_lidar_frames`).
+        evidence: Precomputed evidence for every camera of ``rig`` (computed when None;
+            the consensus needs all cameras).
+        progress: Optional ``callback(step, total_steps, loss)``.
+
+    Returns:
+        (the corrected rig, or ``rig`` itself when the check fails; :class:`RefineHistory`
+        with ``accepted``, ``check``, the correction as ``delta``, and ``initial_loss`` /
+        ``final_loss`` = minus the alignment score before / after).
+
+    Raises:
+        ValueError: unknown camera, or malformed ``lidar``.
+    """
+    t0 = time.perf_counter()
+    cam = rig[camera]  # named error for an unknown camera
+    frames: list[LidarFrame] = (list(lidar) if isinstance(lidar, (list, tuple)) and lidar
+                                and all(isinstance(f, LidarFrame) for f in lidar) else as_lidar_frames(images, lidar))
+    if evidence is None or any(n not in evidence for n in rig.names):
+        evidence = lidar_evidence(rig, None, frames)
+    if progress is not None:
+        progress(1, 3, float("nan"))
+    consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=camera)
+    ev = evidence[camera]
+    verdict = lidar_verdict(ev, consensus)
+    expected = consensus.expected_deg.get(camera, np.zeros(3))
+    res = consensus.residual(ev)  # (B, 3) the camera's own offset per replicate
+    own = np.median(res, axis=0)
+    axes = np.mean(np.abs(res) > TOLERANCE_DEG, axis=0) >= CONFIDENCE  # (3,) axes to correct
+    correction = np.where(axes, -own, 0.0)  # hypothesis applied to the stored camera
+    hist = RefineHistory(camera)
+    al = EdgeAlignment(cam, frames)
+    last = max(al.levels - 1, 0)
+    hist.initial_loss = -al.score(np.zeros(3), last)
+    hist.final_loss = -al.score(correction, last)
+    hist.steps = [RefineStep(0, last, hist.initial_loss, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)),
+                  RefineStep(1, last, hist.final_loss, tuple(float(v) for v in correction), (0.0, 0.0, 0.0))]
+    which = ", ".join(a for a, k in zip(AXES, axes) if k)
+    if len(al) < MIN_EDGE_POINTS:
+        hist.check = f"too few LiDAR edge points ({len(al)}, at least {MIN_EDGE_POINTS}) to refine against"
+    elif not axes.any():
+        hist.check = (f"no correction: no axis of the camera's own offset ({_fmt(own)} deg) is beyond "
+                      f"{TOLERANCE_DEG:g} deg in {CONFIDENCE:.0%} of the bootstrap replicates")
+    elif np.max(np.where(axes, res.std(axis=0), 0.0)) > MAX_SPREAD_DEG:
+        spread = res.std(axis=0)
+        hist.check = (f"the correction of {which} is not pinned down: bootstrap spread "
+                      + ", ".join(f"{a} {v:.2f}" for a, v, k in zip(AXES, spread, axes) if k)
+                      + f" deg (at most {MAX_SPREAD_DEG:g})")
+    else:
+        halves = []  # each half's own offset (residual), (3,)
+        for h in (0, 1):
+            w = (al.parity == h).astype(np.float64)
+            halves.append(-_align_half(al, w, [-ev.offset_deg, np.zeros(3)]) - expected)
+        if progress is not None:
+            progress(2, 3, float("nan"))
+        gap = np.where(axes, np.abs(halves[0] - halves[1]), 0.0)
+        gains = []
+        for h in (0, 1):
+            other = (al.parity != h).astype(np.float64)
+            fix = np.where(axes, -halves[h], 0.0)
+            gains.append(al.score(fix, last, other) - al.score(np.zeros(3), last, other))
+        if np.max(gap) > HALF_AGREEMENT_DEG:
+            hist.check = (f"the two halves of the evidence disagree on {which} by up to {np.max(gap):.2f} deg "
+                          f"(half A: {_fmt(halves[0])}, half B: {_fmt(halves[1])}; at most {HALF_AGREEMENT_DEG:g})")
+        elif min(gains) <= 0:
+            hist.check = (f"a half's correction does not improve the other half (score gains {gains[0]:+.4f}, "
+                          f"{gains[1]:+.4f})")
+        else:
+            hist.accepted = True
+            hist.check = (f"corrected {which} by {_fmt(correction)} deg: both halves agree within "
+                          f"{np.max(gap):.2f} deg and each improves the other (score gains {gains[0]:+.4f}, "
+                          f"{gains[1]:+.4f}); {verdict.reason}")
+    new_cam = perturb_camera(cam, *correction)
+    hist.delta = camera_delta(cam, new_cam)
+    hist.seconds = time.perf_counter() - t0
+    if progress is not None:
+        progress(3, 3, hist.final_loss)
+    return (rig.replace(new_cam) if hist.accepted else rig), hist
