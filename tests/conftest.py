@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from bevviz.bev_grid import BEVGrid
+from bevviz.calibration.lidar import lidar_evidence
 from bevviz.camera import Rig
+from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
 from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.synthetic import nuscenes_like_rig
 
@@ -47,3 +49,23 @@ def grid() -> BEVGrid:
     """BEVFormer's extent and pillar heights at 2.048 m: 50 x 50 cells x 4 heights (a file
     that needs a smaller grid overrides this fixture)."""
     return BEVGrid(resolution=2.048)
+
+
+@pytest.fixture(scope="session")
+def real_sample(sample_data):
+    """The embedded real nuScenes keyframe (``sample_data/real_nuscenes``): (rig, images,
+    LidarScan). Skips when it is missing."""
+    root = sample_data / "real_nuscenes"
+    if not (root / "v1.0-mini").is_dir():
+        pytest.skip("sample_data/real_nuscenes is missing")
+    nusc = open_dataset(root, "v1.0-mini")
+    token = nusc.sample[0]["token"]
+    rig, images = load_sample_from(nusc, token)
+    return rig, images, load_lidar_from(nusc, token)
+
+
+@pytest.fixture(scope="session")
+def real_evidence(real_sample):
+    """LiDAR evidence of every camera of the real keyframe's dataset calibration."""
+    rig, images, scan = real_sample
+    return lidar_evidence(rig, images, scan)

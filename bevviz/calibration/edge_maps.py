@@ -33,12 +33,12 @@ ATTRACTION_SCALES_PX = (16.0, 8.0)
 
 def _grey(image: np.ndarray, field: str) -> np.ndarray:
     arr = np.asarray(image)
-    if arr.ndim == 3 and arr.shape[2] == 3:
-        arr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2GRAY)
-    elif arr.ndim != 2:
+    if not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] == 3)):
         raise field_error(field, f"shape {arr.shape}", "must be an RGB image (H, W, 3) or a grey image (H, W)")
     if arr.dtype != np.uint8:
         raise field_error(field, f"dtype {arr.dtype}", "must be uint8")
+    if arr.ndim == 3:
+        arr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2GRAY)
     return arr.astype(np.float32) / 255.0
 
 

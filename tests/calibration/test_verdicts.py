@@ -1,0 +1,80 @@
+"""Verdict rules: each witness, and both together."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bevviz.calibration.consensus import RigConsensus
+from bevviz.calibration.lidar import CameraEvidence
+from bevviz.calibration.verdicts import (
+    INCONCLUSIVE,
+    MIN_CLUSTERS,
+    MIN_EDGE_POINTS,
+    MISCALIBRATED,
+    OK,
+    SEAM_TRUST_COST,
+    STANDOUT_RATIO,
+    TOLERANCE_DEG,
+    combine,
+    lidar_verdict,
+    seam_verdict,
+)
+
+NONE = RigConsensus()
+
+
+def _ev(offset, sd=0.05, n=400, clusters=40, flat=False, seed=0) -> CameraEvidence:
+    rng = np.random.default_rng(seed)
+    off = np.asarray(offset, dtype=np.float64)
+    return CameraEvidence("CAM_X", off, off + rng.normal(0, sd, (24, 3)), n_points=n, n_clusters=clusters,
+                          score_best_coarse=0.70 if flat else 0.80, score_median=0.70)
+
+
+def test_far_beyond_the_tolerance_is_miscalibrated_and_says_by_how_much():
+    v = lidar_verdict(_ev([0.0, 0.0, 1.5]), NONE)
+    assert v.verdict == MISCALIBRATED
+    assert v.residual_deg[2] == pytest.approx(1.5, abs=0.05)
+    assert "yaw +1.5" in v.reason and "400 edge points" in v.reason
+
+
+def test_well_within_the_tolerance_is_ok():
+    assert lidar_verdict(_ev([0.1, -0.2, 0.0]), NONE).verdict == OK
+
+
+def test_at_the_tolerance_the_evidence_is_split():
+    v = lidar_verdict(_ev([0.0, TOLERANCE_DEG, 0.0], sd=0.1), NONE)
+    assert v.verdict == INCONCLUSIVE and 0.2 < v.beyond < 0.8 and "split" in v.reason
+
+
+def test_too_little_evidence_or_a_flat_score_is_inconclusive_whatever_the_offset():
+    assert lidar_verdict(_ev([0, 0, 2.0], n=MIN_EDGE_POINTS - 1), NONE).verdict == INCONCLUSIVE
+    assert lidar_verdict(_ev([0, 0, 2.0], clusters=MIN_CLUSTERS - 1), NONE).verdict == INCONCLUSIVE
+    v = lidar_verdict(_ev([0, 0, 2.0], flat=True), NONE)
+    assert v.verdict == INCONCLUSIVE and "flat" in v.reason
+
+
+def test_a_camera_off_only_by_what_the_whole_rig_shares_points_at_the_lidar():
+    ev = _ev([0.0, -0.9, 0.0])
+    con = RigConsensus(common_pitch_deg=-0.9, cameras=["CAM_X", "A", "B", "C"], fitted=True,
+                       expected_deg={"CAM_X": np.array([0.0, -0.9, 0.0])})
+    v = lidar_verdict(ev, con)
+    assert v.verdict == INCONCLUSIVE and "LiDAR-to-ego" in v.reason
+    assert abs(v.residual_deg[1]) < 0.1
+
+
+def test_seams_judge_only_where_they_can():
+    assert seam_verdict(5.0, 2, SEAM_TRUST_COST + 0.3)[0] == INCONCLUSIVE
+    assert seam_verdict(STANDOUT_RATIO + 0.1, 2, 0.06)[0] == MISCALIBRATED
+    assert seam_verdict(1.0, 2, 0.06)[0] == OK
+    assert seam_verdict(5.0, 1, 0.06)[0] == INCONCLUSIVE
+
+
+def test_witnesses_that_disagree_give_inconclusive():
+    lidar_bad = lidar_verdict(_ev([0, 0, 2.0]), NONE)
+    lidar_ok = lidar_verdict(_ev([0, 0, 0.0]), NONE)
+    assert combine(lidar_bad, (OK, "fine"), 1.0)[0] == INCONCLUSIVE
+    assert combine(lidar_ok, (MISCALIBRATED, "stands out"), 3.0)[0] == INCONCLUSIVE
+    assert combine(lidar_bad, (INCONCLUSIVE, "cannot judge"), 1.0)[0] == MISCALIBRATED
+    assert combine(lidar_bad, (MISCALIBRATED, "stands out"), 3.0)[0] == MISCALIBRATED
+    assert combine(None, (OK, "fine"), 1.0) == (OK, "fine")
