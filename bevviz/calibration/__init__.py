@@ -1,6 +1,13 @@
 """Seam consistency: find the miscalibrated camera of a rig and refine its extrinsics.
 
-A package of one concept per module: :mod:`~bevviz.calibration.perturbations` (body-frame
+A package of one concept per module. The LiDAR witness: :mod:`~bevviz.calibration.lidar_edges`
+(depth and reflectivity edges along the rings), :mod:`~bevviz.calibration.edge_maps` (image
+edge attraction), :mod:`~bevviz.calibration.lidar` (per-camera alignment with a bootstrap),
+:mod:`~bevviz.calibration.consensus` (what all cameras share: the LiDAR's own error),
+:mod:`~bevviz.calibration.verdicts` ("miscalibrated" / "ok" / "inconclusive"),
+:mod:`~bevviz.calibration.lidar_refine` (refinement with a held-out check) and
+:mod:`~bevviz.calibration.evaluate` (injected faults on a real frame). The seam witness:
+:mod:`~bevviz.calibration.perturbations` (body-frame
 perturbations and deltas), :mod:`~bevviz.calibration.pyramid` (image levels and sampling at
 pixels), :mod:`~bevviz.calibration.ground_truth` (a known texture),
 :mod:`~bevviz.calibration.seams` (ground projections and seam costs),
@@ -50,63 +57,85 @@ Convention:
     positive to the left), composed ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 """
 
-from bevviz.calibration.diagnose import (
-                                         DIAGNOSE_LEVELS,
-                                         STANDOUT_RATIO,
-                                         CameraFinding,
-                                         diagnose,
-                                         refine_extrinsics,
-                                         standout,
-)
+from bevviz.calibration.consensus import RigConsensus, rig_consensus
+from bevviz.calibration.diagnose import DIAGNOSE_LEVELS, CameraFinding, Diagnosis, diagnose, refine_extrinsics, standout
+from bevviz.calibration.edge_maps import attraction_maps, edge_mask, edge_strength
 from bevviz.calibration.ground_truth import GroundTruth
+from bevviz.calibration.lidar import (
+    AXES,
+    BOOTSTRAP,
+    SEARCH_RADIUS_DEG,
+    CameraEvidence,
+    EdgeAlignment,
+    LidarFrame,
+    as_lidar_frames,
+    camera_evidence,
+    hypothesis_matrix,
+    lidar_evidence,
+)
+from bevviz.calibration.lidar_edges import LidarEdges, infer_rings, lidar_edges
+from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.perturbations import (
-                                         PERTURBATION_KEYS,
-                                         CameraDelta,
-                                         apply_correction,
-                                         apply_perturbations,
-                                         camera_delta,
-                                         deltas_json,
-                                         perturb_camera,
-                                         perturb_rig,
-                                         rig_deltas,
+    PERTURBATION_KEYS,
+    CameraDelta,
+    apply_correction,
+    apply_perturbations,
+    camera_delta,
+    deltas_json,
+    perturb_camera,
+    perturb_rig,
+    rig_deltas,
 )
 from bevviz.calibration.pyramid import (
-                                         ImagePyramid,
-                                         Sampler,
-                                         as_frames,
-                                         as_pyramids,
-                                         gaussian_blur,
-                                         pixel_table,
-                                         sample_at_pixels,
+    ImagePyramid,
+    Sampler,
+    as_frames,
+    as_pyramids,
+    gaussian_blur,
+    pixel_table,
+    sample_at_pixels,
 )
 from bevviz.calibration.refine import (
-                                         DEFAULT_LEVELS,
-                                         FAST_LEVELS,
-                                         ROBUST_K,
-                                         SEARCH_DEG,
-                                         SEARCH_LEVELS,
-                                         SEARCH_STEP_DEG,
-                                         Level,
-                                         RefineHistory,
-                                         RefineStep,
-                                         refine_camera,
+    DEFAULT_LEVELS,
+    FAST_LEVELS,
+    ROBUST_K,
+    SEARCH_DEG,
+    SEARCH_LEVELS,
+    SEARCH_STEP_DEG,
+    Level,
+    RefineHistory,
+    RefineStep,
+    refine_camera,
 )
 from bevviz.calibration.seams import (
-                                         COSTS,
-                                         MIN_SEAM_AREA_M2,
-                                         MIN_SEAM_CELLS,
-                                         NGF_EPS,
-                                         SEAM_RING,
-                                         SeamAnalysis,
-                                         SeamPair,
-                                         analyze_seams,
-                                         combine_seams,
-                                         rig_centre,
-                                         rig_seam_cost,
-                                         ring_mask,
-                                         seam_cost,
-                                         seam_grid,
-                                         seam_neighbours,
+    COSTS,
+    MIN_SEAM_AREA_M2,
+    MIN_SEAM_CELLS,
+    NGF_EPS,
+    SEAM_RING,
+    SEAM_TRUST_COST,
+    SeamAnalysis,
+    SeamPair,
+    analyze_seams,
+    combine_seams,
+    rig_centre,
+    rig_seam_cost,
+    ring_mask,
+    seam_cost,
+    seam_grid,
+    seam_neighbours,
+)
+from bevviz.calibration.verdicts import (
+    CONFIDENCE,
+    INCONCLUSIVE,
+    MISCALIBRATED,
+    OK,
+    STANDOUT_RATIO,
+    TOLERANCE_DEG,
+    VERDICTS,
+    LidarVerdict,
+    lidar_verdict,
+    seam_verdict,
 )
 
 __all__ = [
@@ -118,12 +147,19 @@ __all__ = [
     # ground truth
     "GroundTruth",
     # seams
-    "COSTS", "MIN_SEAM_AREA_M2", "MIN_SEAM_CELLS", "NGF_EPS", "SEAM_RING", "SeamAnalysis", "SeamPair",
-    "analyze_seams", "combine_seams", "rig_centre", "rig_seam_cost", "ring_mask", "seam_cost", "seam_grid",
-    "seam_neighbours",
+    "COSTS", "MIN_SEAM_AREA_M2", "MIN_SEAM_CELLS", "NGF_EPS", "SEAM_RING", "SEAM_TRUST_COST", "SeamAnalysis",
+    "SeamPair", "analyze_seams", "combine_seams", "rig_centre", "rig_seam_cost", "ring_mask", "seam_cost",
+    "seam_grid", "seam_neighbours",
     # refinement
     "DEFAULT_LEVELS", "FAST_LEVELS", "ROBUST_K", "SEARCH_DEG", "SEARCH_LEVELS", "SEARCH_STEP_DEG", "Level",
     "RefineHistory", "RefineStep", "refine_camera",
+    # LiDAR witness
+    "AXES", "BOOTSTRAP", "SEARCH_RADIUS_DEG", "CameraEvidence", "EdgeAlignment", "LidarEdges", "LidarFrame",
+    "as_lidar_frames", "attraction_maps", "camera_evidence", "edge_mask", "edge_strength", "hypothesis_matrix",
+    "infer_rings", "lidar_edges", "lidar_evidence", "refine_with_lidar",
+    # consensus and verdicts
+    "CONFIDENCE", "INCONCLUSIVE", "MISCALIBRATED", "OK", "TOLERANCE_DEG", "VERDICTS", "LidarVerdict", "RigConsensus",
+    "lidar_verdict", "rig_consensus", "seam_verdict",
     # diagnosis
-    "DIAGNOSE_LEVELS", "STANDOUT_RATIO", "CameraFinding", "diagnose", "refine_extrinsics", "standout",
+    "DIAGNOSE_LEVELS", "STANDOUT_RATIO", "CameraFinding", "Diagnosis", "diagnose", "refine_extrinsics", "standout",
 ]
