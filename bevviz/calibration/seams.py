@@ -505,3 +505,26 @@ def combine_seams(analyses: Sequence[SeamAnalysis]) -> tuple[list[SeamPair], flo
     for p in pairs:
         p.ratio = p.cost / max(med, 1e-3)
     return pairs, med
+
+
+def seam_check(terms: Sequence[tuple[str, float, float]]) -> tuple[bool, str]:
+    """Held-out check of a seam refinement: (accepted, why).
+
+    Args:
+        terms: Each seam of the refined camera: (neighbour, cost before, cost after).
+
+    The seams are each other's held-out evidence: a right correction improves *every* seam
+    on its own (a wrong one trades one against another), and the corrected seams agree
+    (cost at most :data:`SEAM_TRUST_COST`; above it the
+    seams cannot judge, as on real frames with narrow, low-texture overlaps).
+    """
+    if not terms:
+        return False, "no seam to check the correction against"
+    worse = [f"{n} ({b:.3f} -> {a:.3f})" for n, b, a in terms if not a < b]
+    if worse:
+        return False, "not every seam improves on its own: " + ", ".join(worse)
+    weak = [f"{n} ({a:.3f})" for n, _, a in terms if a > SEAM_TRUST_COST]
+    if weak:
+        return False, (f"the corrected seams still disagree (cost above {SEAM_TRUST_COST:g}): " + ", ".join(weak)
+                       + "; seams cannot confirm a correction here")
+    return True, "every seam improves on its own: " + ", ".join(f"{n} {b:.3f} -> {a:.3f}" for n, b, a in terms)

@@ -18,6 +18,7 @@ from bevviz.calibration import (
     refine,
     refine_extrinsics,
     seam_grid,
+    seam_objective,
 )
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.rotations import rotation_angle_deg
@@ -34,9 +35,9 @@ def test_refinement_gradient_matches_finite_differences(truth, frames):
     bad = perturb_rig(truth, "CAM_FRONT_RIGHT", yaw_deg=1.0, pitch_deg=0.5)
     lv = cal.Level(stride=4, blur=2.0, cell=0.5, steps=0, lr_deg=0.1)
     nbrs = cal.seam_neighbours(bad, "CAM_FRONT_RIGHT")
-    obj = refine._SeamObjective(bad, [frames[1].levels(bad, ["CAM_FRONT_RIGHT", *nbrs], lv.stride, lv.blur)],
-                             refine._level_grid(seam_grid(), lv.cell), "CAM_FRONT_RIGHT", nbrs, cal.SEAM_RING, None,
-                             kind="ncc", ramp=lv.ramp)
+    obj = seam_objective.SeamObjective(bad, [frames[1].levels(bad, ["CAM_FRONT_RIGHT", *nbrs], lv.stride, lv.blur)],
+                                       seam_objective.level_grid(seam_grid(), lv.cell), "CAM_FRONT_RIGHT", nbrs,
+                                       cal.SEAM_RING, None, kind="ncc", ramp=lv.ramp)
     calls = []
     original = gs_taps.compute_taps
     gs_taps.compute_taps = lambda *a, **k: calls.append(1) or original(*a, **k)
