@@ -14,7 +14,10 @@ Convention:
     ``inv(global_from_ego(t_cam)) @ global_from_ego(t_keyframe)``. A camera without an
     entry has no motion (identity).
 
-This is a core module: it imports numpy, torch and :mod:`bevviz.shapes` only.
+The most points a scan may hold is :data:`bevviz.limits.MAX_LIDAR_POINTS` (also importable
+as ``bevviz.lidar.MAX_LIDAR_POINTS``); readers check it before they allocate.
+
+This is a core module: it imports numpy, torch, :mod:`bevviz.limits` and :mod:`bevviz.shapes` only.
 """
 
 from __future__ import annotations
@@ -26,14 +29,10 @@ from typing import Mapping
 import numpy as np
 import torch
 
+from bevviz.limits import MAX_LIDAR_POINTS, limit_error
 from bevviz.shapes import check_shape, field_error
 
 __all__ = ["MAX_LIDAR_POINTS", "RIGID_TOL", "LidarScan", "as_lidar_scan"]
-
-#: Most points one scan may hold. A nuScenes LIDAR_TOP sweep has about 35,000 points, ten
-#: motion-compensated sweeps about 350,000; 5 million float32 x 4 is 80 MB. Readers check
-#: the count before they allocate.
-MAX_LIDAR_POINTS = 5_000_000
 
 #: Largest |R R^T - I| of an ``exposure_from_keyframe`` rotation (float32-rounded poses
 #: from other tools are accepted).
@@ -72,7 +71,7 @@ def _check_finite_rows(arr: np.ndarray, field_name: str) -> None:
 
 def _check_count(n: int, field_name: str) -> None:
     if n > MAX_LIDAR_POINTS:
-        raise field_error(field_name, f"{n} points", f"more than MAX_LIDAR_POINTS = {MAX_LIDAR_POINTS}")
+        raise limit_error(field_name, f"{n} points", "MAX_LIDAR_POINTS", MAX_LIDAR_POINTS)
 
 
 def _index_column(value: object, n: int, field_name: str) -> np.ndarray:

@@ -21,8 +21,14 @@ def _fmt_value(value: object, limit: int = 120) -> str:
     if isinstance(value, np.ndarray):
         text = np.array2string(value, precision=6, separator=", ", threshold=20)
         text = " ".join(text.split())
+    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        # 2**63 still shows in full; 10**400 (or past Python's 4300-digit str limit) does not
+        text = f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'over 4000'} digits"
     else:
-        text = repr(value)
+        try:
+            text = repr(value)
+        except ValueError:  # holds an int past Python's 4300-digit str limit
+            text = f"a {type(value).__name__} holding an integer too long to print"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -104,7 +110,7 @@ def as_float_array(value: object, field: str, camera: str | None = None) -> np.n
         if isinstance(value, torch.Tensor):
             return value.detach().cpu().numpy().astype(np.float64)
         return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64
         raise field_error(field, value, "must be numeric", camera) from None
 
 
@@ -125,8 +131,9 @@ def as_int(value: object, field: str, camera: str | None = None, minimum: int | 
         "a positive integer" if minimum == 1 else f"an integer >= {minimum}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
         raise field_error(field, value, f"must be {what}", camera)
-    if not np.isfinite(float(value)) or float(value) != int(value) or (
-            minimum is not None and int(value) < minimum):
+    # Ints are compared as ints: float(10**400) would raise OverflowError.
+    whole = isinstance(value, (int, np.integer)) or (np.isfinite(value) and float(value) == int(value))
+    if not whole or (minimum is not None and int(value) < minimum):
         raise field_error(field, value, f"must be {what}", camera)
     return int(value)
 

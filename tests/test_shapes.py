@@ -122,3 +122,14 @@ def test_as_int_accepts_whole_numbers_of_any_sign_and_honours_minimum():
             as_int(bad, "x0")
     with pytest.raises(ValueError, match=r"field 'n': must be an integer >= 2 \(got 1\)"):
         as_int(1, "n", minimum=2)
+
+
+@pytest.mark.parametrize("huge", [10 ** 400, -(10 ** 400), 10 ** 5000], ids=["1e400", "-1e400", "1e5000"])
+def test_huge_ints_are_named_errors_not_overflow(huge):
+    assert as_int(huge, "n") == huge
+    with pytest.raises(ValueError, match=r"field 'n': must be an integer >= 0 \(got an integer of (\d+|over 4000) "
+                                         r"digits\)"):
+        as_int(-abs(huge), "n", minimum=0)
+    with pytest.raises(ValueError, match=r"field 'K': must be numeric \(got (\[-?1000|a list holding an integer too)"):
+        as_float_array([huge], "K")
+    assert "digits" in str(field_error("n", huge, "bad")) and len(str(field_error("n", huge, "bad"))) < 200
