@@ -13,12 +13,23 @@ Convention:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+import itertools
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from bevviz.limits import (
+    MAX_CAMERAS,
+    MAX_IMAGE_SIDE,
+    check_at_most,
+    check_camera_name,
+    check_image_size,
+    image_side,
+    limit_error,
+)
 from bevviz.rotations import ROTATION_TOL, invert_transform, make_transform, validate_rotation
 from bevviz.shapes import as_float_array, as_int, check_shape, field_error, positive_int
 from bevviz.storage import Convention, RawCamera
@@ -43,6 +54,25 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=np.float64, copy=True)
     a.setflags(write=False)
     return a
+
+
+def _rounded(size: float) -> float:
+    """A resized image side rounded to whole pixels (at least 1); inf stays inf, for the
+    camera's own check to name."""
+    return max(1, round(size)) if math.isfinite(size) else size
+
+
+def _camera_list(items: object, field_name: str) -> list:
+    """The entries of ``items`` as a list of at most :data:`~bevviz.limits.MAX_CAMERAS`,
+    read no further than one past the limit; a mapping or a string is a named error."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise field_error(field_name, type(items).__name__,
+                          "must be a list of cameras in rig order (for a dict, pass list(d.values()))")
+    out = list(itertools.islice(items, MAX_CAMERAS + 1))
+    if len(out) > MAX_CAMERAS:
+        count = f"{len(items)} cameras" if isinstance(items, Sized) else f"more than {MAX_CAMERAS} cameras"
+        raise limit_error(field_name, count, "MAX_CAMERAS", MAX_CAMERAS)
+    return out
 
 
 def validate_intrinsics(K: object, camera: str | None = None) -> np.ndarray:
@@ -74,11 +104,17 @@ class Camera:
     """A pinhole camera: name, intrinsics, extrinsics and image size.
 
     Args:
-        name: Camera name, e.g. ``"CAM_FRONT"``.
+        name: Camera name, e.g. ``"CAM_FRONT"``, following the rule of
+            :func:`bevviz.limits.check_camera_name` (1 to 64 letters, digits, ``_-.`` and
+            spaces).
         K: Intrinsics, shape (3, 3).
         cam_from_ego: Rigid transform ego -> camera (RDF), shape (4, 4).
-        width: Image width W in pixels.
-        height: Image height H in pixels.
+        width: Image width W in pixels, at most :data:`bevviz.limits.MAX_IMAGE_SIDE`.
+        height: Image height H in pixels, at most ``MAX_IMAGE_SIDE``; W x H at most
+            :data:`bevviz.limits.MAX_IMAGE_PIXELS`.
+
+    Raises:
+        ValueError: naming the camera, the field and the value (and the limit, for a size).
 
     Convention:
         See the module docstring: ego FLU-style (x fwd, y left, z up), camera RDF, pixel
@@ -93,9 +129,7 @@ class Camera:
     _hash: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise field_error("name", self.name, "must be a non-empty string")
-        cam = self.name
+        cam = check_camera_name(self.name)
         K = validate_intrinsics(self.K, cam)
         T = as_float_array(self.cam_from_ego, "cam_from_ego", cam)
         check_shape(T, (4, 4), "cam_from_ego", cam)
@@ -106,8 +140,10 @@ class Camera:
         validate_rotation(T[:3, :3], "cam_from_ego rotation", cam)
         object.__setattr__(self, "K", _readonly(K))
         object.__setattr__(self, "cam_from_ego", _readonly(T))
-        object.__setattr__(self, "width", positive_int(self.width, "width", cam))
-        object.__setattr__(self, "height", positive_int(self.height, "height", cam))
+        width, height = image_side(self.width, "width", cam), image_side(self.height, "height", cam)
+        check_image_size(width, height, "width x height", cam)
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "height", height)
         digest = hashlib.sha1(
             self.name.encode() + self.K.tobytes() + self.cam_from_ego.tobytes()
             + np.array([self.width, self.height]).tobytes()
@@ -163,14 +199,15 @@ class Camera:
             raise field_error("sx", sx, "resize factor must be finite and > 0", self.name)
         if not (np.isfinite(sy) and sy > 0):
             raise field_error("sy", sy, "resize factor must be finite and > 0", self.name)
+        width = image_side(_rounded(self.width * sx), "width", self.name)  # before K: a huge factor overflows it
+        height = image_side(_rounded(self.height * sy), "height", self.name)
         S = np.array([[sx, 0.0, 0.5 * (sx - 1.0)], [0.0, sy, 0.5 * (sy - 1.0)], [0.0, 0.0, 1.0]])
-        return self.replace(K=S @ self.K, width=max(1, round(self.width * sx)),
-                            height=max(1, round(self.height * sy)))
+        return self.replace(K=S @ self.K, width=width, height=height)
 
     def resized_to(self, width: int, height: int) -> Camera:
         """The camera after resizing its image to exactly (width, height) pixels."""
-        width = positive_int(width, "width", self.name)
-        height = positive_int(height, "height", self.name)
+        width = image_side(width, "width", self.name)
+        height = image_side(height, "height", self.name)
         cam = self.resized(width / self.width, height / self.height)
         return cam.replace(width=width, height=height)
 
@@ -190,8 +227,10 @@ class Camera:
         """
         x0 = as_int(x0, "x0", self.name)
         y0 = as_int(y0, "y0", self.name)
-        width = positive_int(width, "width", self.name)
-        height = positive_int(height, "height", self.name)
+        check_at_most(abs(x0), MAX_IMAGE_SIDE, "MAX_IMAGE_SIDE", "x0", self.name)
+        check_at_most(abs(y0), MAX_IMAGE_SIDE, "MAX_IMAGE_SIDE", "y0", self.name)
+        width = image_side(width, "width", self.name)
+        height = image_side(height, "height", self.name)
         S = np.array([[1.0, 0.0, -float(x0)], [0.0, 1.0, -float(y0)], [0.0, 0.0, 1.0]])
         return self.replace(K=S @ self.K, width=width, height=height)
 
@@ -202,6 +241,7 @@ class Camera:
             u_feat = (u + 0.5) / s - 0.5 (a resize by 1/s with pixel centres kept).
         """
         s = positive_int(stride, "stride", self.name)
+        check_at_most(s, MAX_IMAGE_SIDE, "MAX_IMAGE_SIDE", "stride", self.name)
         cam = self.resized(1.0 / s)
         return cam.replace(width=max(1, self.width // s), height=max(1, self.height // s))
 
@@ -210,14 +250,15 @@ class Rig:
     """An ordered set of cameras with unique names.
 
     Args:
-        cameras: Cameras in rig order.
+        cameras: Cameras in rig order, at most :data:`bevviz.limits.MAX_CAMERAS`.
 
     Raises:
-        ValueError: empty rig or duplicate camera names.
+        ValueError: not a list of cameras, empty, more than ``MAX_CAMERAS`` (found without
+            reading past the limit), or duplicate camera names.
     """
 
     def __init__(self, cameras: Iterable[Camera]) -> None:
-        cams = list(cameras)
+        cams = _camera_list(cameras, "cameras")
         if not cams:
             raise field_error("cameras", cams, "a rig needs at least one camera")
         seen: set[str] = set()
@@ -327,13 +368,19 @@ class Rig:
         """Build a rig from raw stored calibration and the convention it was stored in.
 
         Args:
-            raw_cameras: Stored calibration, one :class:`bevviz.storage.RawCamera` per camera.
+            raw_cameras: Stored calibration, one :class:`bevviz.storage.RawCamera` per camera,
+                in rig order (a list; a dict is refused, pass its ``values()``).
             convention: How it was stored (:class:`bevviz.storage.Convention`).
+
+        Raises:
+            ValueError: ``raw_cameras`` not a list of ``RawCamera`` (or more than
+                ``MAX_CAMERAS``), ``convention`` not a ``Convention``, or anything
+                :func:`camera_from_raw` and :class:`Rig` refuse.
 
         Convention:
             See :func:`camera_from_raw` and docs/conventions.md.
         """
-        return cls(camera_from_raw(r, convention) for r in raw_cameras)
+        return cls([camera_from_raw(r, convention) for r in _camera_list(raw_cameras, "raw_cameras")])
 
     def to_raw(self, convention: Convention) -> list[RawCamera]:
         """The rig stored in ``convention``: one :class:`bevviz.storage.RawCamera` per camera."""
@@ -350,12 +397,21 @@ def camera_from_raw(raw: RawCamera, convention: Convention) -> Camera:
     Returns:
         The camera.
 
+    Raises:
+        ValueError: ``raw`` not a ``RawCamera``, ``convention`` not a ``Convention``, a name
+            outside the rule, or a field the camera refuses (a non-unit quaternion among them).
+
     Convention:
         ``sensor_to_ego``: stored (R, t) is ``ego_from_sensor``;
         ``ego_to_sensor``: stored (R, t) is ``sensor_from_ego``. The sensor frame has the
         stored axes; ``cam_from_ego = rdf_from_stored @ stored_from_ego``. See
         docs/conventions.md.
     """
+    if not isinstance(raw, RawCamera):
+        raise field_error("raw_cameras", type(raw).__name__, "every entry must be a bevviz.storage.RawCamera")
+    if not isinstance(convention, Convention):
+        raise field_error("convention", type(convention).__name__, "must be a bevviz.storage.Convention")
+    check_camera_name(raw.name)  # before the name prefixes any other message
     return Camera(raw.name, raw.K, raw.cam_from_ego(convention), raw.width, raw.height)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bevviz.limits import QUATERNION_NORM_TOL
 from bevviz.rotations import (
     QUATERNION_ORDERS,
     STORED_FROM_RDF,
@@ -104,10 +105,22 @@ class RawCamera:
     height: int
 
     def rotation_matrix(self, quaternion_order: str) -> np.ndarray:
-        """The stored rotation as a (3, 3) matrix (a quaternion is read in ``quaternion_order``)."""
+        """The stored rotation as a (3, 3) matrix (a quaternion is read in ``quaternion_order``).
+
+        Raises:
+            ValueError: field ``rotation``: not a (4,) quaternion or a (3, 3) rotation, not
+                finite, a zero quaternion, or one whose norm is off 1 by more than
+                :data:`bevviz.limits.QUATERNION_NORM_TOL` (the message names the norm).
+        """
         rot = as_float_array(self.rotation, "rotation", self.name)
         if rot.shape == (4,):
-            return quaternion_to_matrix(rot, quaternion_order, "rotation", self.name)
+            R = quaternion_to_matrix(rot, quaternion_order, "rotation", self.name)
+            norm = float(np.linalg.norm(rot))
+            if abs(norm - 1.0) > QUATERNION_NORM_TOL:
+                raise field_error("rotation", rot, f"quaternion norm is {norm:.6g}, not 1 (off by more than "
+                                                   f"QUATERNION_NORM_TOL = {QUATERNION_NORM_TOL}); store a unit "
+                                                   "quaternion", self.name)
+            return R
         check_shape(rot, (3, 3), "rotation", self.name)
         return validate_rotation(rot, "rotation", self.name)
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
+
 import cv2
 import numpy as np
 import pytest
 import torch
 
 from bevviz.camera import Camera, Rig, invert_transform, make_transform
+from bevviz.limits import MAX_CAMERAS, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, check_camera_name
 from bevviz.projection import project_points
 from bevviz.rotations import rpy_to_matrix
+from bevviz.storage import NUSCENES, RawCamera
 
 W, H = 1600, 900
 K0 = np.array([[1266.417, 0.0, 816.267], [0.0, 1266.417, 491.507], [0.0, 0.0, 1.0]])
@@ -400,3 +404,91 @@ def test_rig_display_grid():
     assert rig.subset(["CAM_FRONT", "CAM_BACK"]).display_grid() == [[None, "CAM_FRONT", None], [None, "CAM_BACK", None]]
     other = Rig([front_camera(name=f"cam{i}") for i in range(4)])
     assert other.display_grid() == [["cam0", "cam1", "cam2"], ["cam3", None, None]]
+
+
+# --- limits (issue 14): sizes, the name rule, the number of cameras, raw input ------------------
+
+@pytest.mark.parametrize("field", ["width", "height"])
+@pytest.mark.parametrize("huge", [2 ** 63, 10 ** 20, 10 ** 9, 1e9, 1e20, 10 ** 400])
+def test_sizes_beyond_max_image_side_are_refused_before_numpy_sees_them(field, huge):
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=rf"camera CAM_FRONT: field '{field}': more than MAX_IMAGE_SIDE = 8192 "
+                                         r"\(got "):
+        front_camera(**{field: huge})
+    assert time.perf_counter() - t0 < 0.1
+
+
+def test_image_size_limits_on_a_camera():
+    assert front_camera(width=MAX_IMAGE_SIDE, height=MAX_IMAGE_PIXELS // MAX_IMAGE_SIDE).size == (8192, 4096)
+    with pytest.raises(ValueError, match=r"field 'width x height': more than MAX_IMAGE_PIXELS = 33554432 "
+                                         r"\(got '8192 x 8192 px'\)"):
+        front_camera(width=8192, height=8192)
+
+
+def test_image_operations_cannot_overflow_the_size():
+    cam = front_camera()
+    with pytest.raises(ValueError, match=r"field 'width': more than MAX_IMAGE_SIDE"):
+        cam.resized(100.0)
+    with pytest.raises(ValueError, match=r"field 'width': must be a positive integer \(got inf\)"):
+        cam.resized(1e308)  # 1600 * 1e308 is inf: refused, never an OverflowError
+    with pytest.raises(ValueError, match=r"field 'width': more than MAX_IMAGE_SIDE"):
+        cam.resized_to(2 ** 63, 900)
+    with pytest.raises(ValueError, match=r"field 'stride': more than MAX_IMAGE_SIDE"):
+        cam.at_stride(10 ** 400)
+    with pytest.raises(ValueError, match=r"field 'x0': more than MAX_IMAGE_SIDE"):
+        cam.cropped(10 ** 400, 0, 10, 10)
+
+
+@pytest.mark.parametrize("name", ["x" * 10_000, "CAM\x00FRONT", "CAM\x1b[31mFRONT", "**CAM**", "<img src=x>",
+                                  "CAM_FRONT\n# heading", "[CAM](javascript:alert(1))"])
+def test_camera_names_follow_the_rule(name):
+    with pytest.raises(ValueError, match=r"field 'name': .*a camera name is 1 to 64 characters"):
+        front_camera(name=name)
+
+
+def test_every_embedded_camera_name_follows_the_rule(embedded_sample, real_sample):
+    from bevviz.synthetic import nuscenes_like_rig
+
+    for rig in (embedded_sample[0], real_sample[0], nuscenes_like_rig()):
+        assert all(check_camera_name(n) == n for n in rig.names)
+
+
+def test_a_rig_holds_at_most_max_cameras():
+    cams = [front_camera(name=f"cam{i}") for i in range(MAX_CAMERAS)]
+    assert len(Rig(cams)) == MAX_CAMERAS
+    with pytest.raises(ValueError, match=r"field 'cameras': more than MAX_CAMERAS = 32 \(got '33 cameras'\)"):
+        Rig(cams + [front_camera(name="one_more")])
+    made = []
+
+    def endless():
+        while True:
+            made.append(front_camera(name=f"cam{len(made)}"))
+            yield made[-1]
+
+    with pytest.raises(ValueError, match=r"more than MAX_CAMERAS = 32 \(got 'more than 32 cameras'\)"):
+        Rig(endless())
+    assert len(made) == MAX_CAMERAS + 1  # read no further than one past the limit
+
+
+def _raw(name: str = "CAM_FRONT", rotation=(0.5, -0.5, 0.5, -0.5)) -> RawCamera:
+    return RawCamera(name, K0, np.array(rotation, float), np.array([1.7, 0.0, 1.5]), W, H)
+
+
+def test_from_raw_given_a_dict_is_a_named_error():
+    raws = {"CAM_FRONT": _raw()}
+    with pytest.raises(ValueError, match=r"field 'raw_cameras': must be a list of cameras in rig order \(for a dict, "
+                                         r"pass list\(d.values\(\)\)\) \(got 'dict'\)"):
+        Rig.from_raw(raws, NUSCENES)
+    assert Rig.from_raw(list(raws.values()), NUSCENES).names == ["CAM_FRONT"]
+    for bad, pattern in ((["CAM_FRONT"], r"field 'raw_cameras': every entry must be a bevviz\.storage\.RawCamera "
+                                         r"\(got 'str'\)"),
+                         ("CAM_FRONT", r"field 'raw_cameras': must be a list"), (5, r"field 'raw_cameras'")):
+        with pytest.raises(ValueError, match=pattern):
+            Rig.from_raw(bad, NUSCENES)
+    with pytest.raises(ValueError, match=r"field 'convention': must be a bevviz\.storage\.Convention \(got 'str'\)"):
+        Rig.from_raw([_raw()], "nuscenes")
+
+
+def test_from_raw_checks_the_name_before_it_prefixes_messages():
+    with pytest.raises(ValueError, match=r"^field 'name': has 10000 characters"):
+        Rig.from_raw([_raw("x" * 10_000, rotation=(2, 0, 0, 0))], NUSCENES)

@@ -266,6 +266,27 @@ def test_bad_raw_input_raises_named_error(raw, pattern):
         Rig.from_raw([_raw(name="CAM_OK"), raw], NUSCENES)
 
 
+@pytest.mark.parametrize("scale", [2.0, 0.5, 1.0011, 0.9989])
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_non_unit_quaternion_is_refused_naming_its_norm(scale, order):
+    q = np.asarray(NUSCENES_RECORDS[0][2]) * scale
+    norm = f"{np.linalg.norm(q):.6g}".replace(".", r"\.")
+    with pytest.raises(ValueError, match=rf"camera CAM_FRONT: field 'rotation': quaternion norm is {norm}, not 1 "
+                                         r"\(off by more than QUATERNION_NORM_TOL = 0\.001\); store a unit quaternion"):
+        camera_from_raw(_raw(rotation=q), Convention(quaternion=order))
+
+
+@pytest.mark.parametrize("off", [1e-9, -1e-7, 5e-4, -9e-4])
+def test_rounded_quaternions_are_accepted(off):
+    """nuScenes stores unit quaternions to ~1e-9, float32 files to ~1e-7; both are well inside the tolerance."""
+    q = np.asarray(NUSCENES_RECORDS[0][2])
+    q = q / np.linalg.norm(q) * (1 + off)
+    assert np.allclose(camera_from_raw(_raw(rotation=q), NUSCENES).cam_from_ego,
+                       camera_from_raw(_raw(rotation=q / np.linalg.norm(q)), NUSCENES).cam_from_ego, atol=1e-12)
+    f32 = camera_from_raw(_raw(rotation=q.astype(np.float32)), NUSCENES)
+    assert np.isfinite(f32.cam_from_ego).all()
+
+
 def test_from_raw_rejects_duplicate_names():
     with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'name': duplicate camera name"):
         Rig.from_raw([_raw(), _raw()], NUSCENES)
