@@ -10,11 +10,13 @@ Convention:
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from bevviz.limits import MAX_BEV_POINTS, MAX_BEV_SIDE, MIN_BEV_RESOLUTION, check_at_most, limit_error
 from bevviz.shapes import as_float_array, field_error
 
 # BEVFormer on nuScenes: pc_range z in [-5, 3] with 4 points per pillar.
@@ -49,6 +51,14 @@ class BEVGrid:
 
     Defaults are BEVFormer's nuScenes setting: 200 x 200 cells of 0.512 m over
     [-51.2, 51.2] m, 4 pillar points over z in [-5, 3].
+
+    Raises:
+        ValueError: naming the field and the value: a range not (min, max) or not a whole
+            number of at least one cell, no finite height, a resolution not finite or finer
+            than :data:`bevviz.limits.MIN_BEV_RESOLUTION`, more than
+            :data:`bevviz.limits.MAX_BEV_SIDE` cells along a side, or more than
+            :data:`bevviz.limits.MAX_BEV_POINTS` points (cells x heights). Nothing of the
+            grid's size is allocated before these checks.
     """
 
     x_range: tuple[float, float] = (-51.2, 51.2)
@@ -63,20 +73,34 @@ class BEVGrid:
             if arr.shape != (2,) or not np.isfinite(arr).all() or arr[1] <= arr[0]:
                 raise field_error(name, value, "must be (min, max) with max > min, finite")
             object.__setattr__(self, name, (float(arr[0]), float(arr[1])))
-        zs = tuple(float(z) for z in np.atleast_1d(np.asarray(self.z_values, dtype=float)))
+        if isinstance(self.z_values, Sized):  # before converting: a huge sequence fails fast
+            check_at_most(len(self.z_values), MAX_BEV_POINTS, "MAX_BEV_POINTS", "z_values",
+                          shown=f"{len(self.z_values)} heights")
+        zs = tuple(float(z) for z in np.atleast_1d(as_float_array(self.z_values, "z_values")))
         if not zs or not all(np.isfinite(zs)):
             raise field_error("z_values", self.z_values, "need at least one finite height")
         object.__setattr__(self, "z_values", zs)
-        res = float(self.resolution)
-        if not np.isfinite(res) or res <= 0:
+        res = as_float_array(self.resolution, "resolution")
+        if res.shape != () or not np.isfinite(res) or res <= 0:
             raise field_error("resolution", self.resolution, "must be finite and > 0")
+        res = float(res)
+        if res < MIN_BEV_RESOLUTION:
+            raise field_error("resolution", res, f"finer than MIN_BEV_RESOLUTION = {MIN_BEV_RESOLUTION} m")
         object.__setattr__(self, "resolution", res)
         for name, (lo, hi) in (("x_range", self.x_range), ("y_range", self.y_range)):
-            cells = (hi - lo) / res
+            cells = (hi - lo) / res  # finite ranges can still span inf (-1e308, 1e308)
+            if not np.isfinite(cells):
+                raise field_error(name, (lo, hi), f"span is not a finite number of {res} m cells")
+            if cells < 1 - 1e-6:
+                raise field_error(name, (lo, hi), f"span of {hi - lo} m is less than one {res} m cell; "
+                                                  "a grid needs at least one cell")
             if abs(cells - round(cells)) > 1e-6:
                 raise field_error(name, (lo, hi), f"span is not a whole number of {res} m cells ({cells:.4f})")
-            if round(cells) > 4096:
-                raise field_error(name, (lo, hi), f"{round(cells)} cells is more than 4096")
+            if round(cells) > MAX_BEV_SIDE:
+                raise limit_error(name, f"{round(cells)} cells", "MAX_BEV_SIDE", MAX_BEV_SIDE)
+        points = self.height * self.width * self.num_z
+        check_at_most(points, MAX_BEV_POINTS, "MAX_BEV_POINTS", "resolution",
+                      shown=f"{self.height} x {self.width} cells x {self.num_z} heights = {points} points")
 
     @property
     def height(self) -> int:

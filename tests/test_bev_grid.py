@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -159,13 +161,46 @@ def test_cell_of_outside_and_edges():
     ({"resolution": -0.5}, r"field 'resolution': must be finite and > 0 \(got -0\.5\)"),
     ({"resolution": np.nan}, r"field 'resolution'"),
     ({"resolution": 0.3}, r"field 'x_range': span is not a whole number of 0\.3 m cells \(341\.3333\)"),
-    ({"resolution": 0.01}, r"field 'x_range': 10240 cells is more than 4096"),
+    ({"resolution": 0.01}, r"field 'x_range': more than MAX_BEV_SIDE = 4096 \(got '10240 cells'\)"),
     ({"z_values": ()}, r"field 'z_values': need at least one finite height"),
     ({"z_values": (0.0, np.inf)}, r"field 'z_values'"),
 ])
 def test_bad_grid_raises_named_error(kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
         BEVGrid(**kwargs)
+
+
+# --- limits (issue 14) -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    ({"resolution": 1e9}, r"field 'x_range': span of 102\.4 m is less than one 1000000000\.0 m cell; a grid needs at "
+                          r"least one cell"),
+    ({"resolution": 200.0}, r"field 'x_range': span of 102\.4 m is less than one 200\.0 m cell"),
+    ({"resolution": 1e-3}, r"field 'resolution': finer than MIN_BEV_RESOLUTION = 0\.01 m \(got 0\.001\)"),
+    ({"resolution": 1e-300}, r"field 'resolution': finer than MIN_BEV_RESOLUTION"),
+    ({"x_range": (-1e308, 1e308), "resolution": 1e300},
+     r"field 'x_range': span is not a finite number of 1e\+300 m cells"),
+    ({"x_range": (-100.0, 100.0), "y_range": (-100.0, 100.0), "resolution": 0.05},
+     r"field 'resolution': more than MAX_BEV_POINTS = 4194304 "
+     r"\(got '4000 x 4000 cells x 4 heights = 64000000 points'\)"),
+    ({"z_values": tuple(np.linspace(-5, 3, 4096)), "resolution": 0.8},
+     r"field 'resolution': more than MAX_BEV_POINTS.*128 x 128 cells x 4096 heights"),
+    ({"z_values": range(10 ** 8)},
+     r"field 'z_values': more than MAX_BEV_POINTS = 4194304 \(got '100000000 heights'\)"),
+    ({"resolution": "fine"}, r"field 'resolution': must be numeric"),
+    ({"resolution": [0.5, 0.5]}, r"field 'resolution': must be finite and > 0"),
+])
+def test_grid_limits_fail_fast_with_a_named_error(kwargs, pattern):
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=pattern):
+        BEVGrid(**kwargs)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_the_largest_grids_within_the_limits_still_build():
+    assert BEVGrid((-1024 * 0.1, 1024 * 0.1), (-1024 * 0.1, 1024 * 0.1), (0.0,), 0.1).shape == (2048, 2048)
+    assert BEVGrid((0.0, 40.96), (0.0, 0.01), (0.0,), 0.01).shape == (4096, 1)
+    assert BEVGrid((0.0, 1e6), (0.0, 1e6), (0.0,), 1e6).shape == (1, 1)
 
 
 def test_with_z_and_to_dict():
