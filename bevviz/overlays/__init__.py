@@ -3,9 +3,11 @@
 Everything here is numbers, not figures: the horizon line of a camera, the ground grid
 projected into an image, camera frustums and axes in the ego frame, the validity status of
 every projected point, BEV footprints and overlap counts, and the small experiments of the
-padding lab. Split by what they draw: :mod:`~bevviz.overlays.status` (point status),
-:mod:`~bevviz.overlays.camera_geometry`, :mod:`~bevviz.overlays.coverage` (BEV cells) and
-:mod:`~bevviz.overlays.padding`; every public name is re-exported here. The plotly builders
+padding lab, the LiDAR points each camera sees and the annotation boxes' wireframes. Split
+by what they draw: :mod:`~bevviz.overlays.status` (point status),
+:mod:`~bevviz.overlays.camera_geometry`, :mod:`~bevviz.overlays.coverage` (BEV cells),
+:mod:`~bevviz.overlays.padding` and :mod:`~bevviz.overlays.lidar`; every public name is
+re-exported here. The plotly builders
 in :mod:`bevviz.viz` draw what this package computes, and the app's pages only wire the two
 together.
 
@@ -40,6 +42,19 @@ from bevviz.overlays.coverage import (
     overlap_summary,
     subsample_indices,
 )
+from bevviz.overlays.lidar import (
+    BOX_EDGES,
+    MAX_LIDAR_POINTS,
+    BoxWireframes,
+    CameraLidar,
+    box_corners,
+    box_wireframe,
+    boxes_in_cameras,
+    camera_lidar,
+    depth_buffer,
+    lidar_in_cameras,
+    unoccluded,
+)
 from bevviz.overlays.padding import (
     PaddingCase,
     half_pixel_mismatch,
@@ -66,5 +81,7 @@ __all__ = [
     "GroundGridLines", "horizon_line", "image_corners", "cell_center", "cell_report", "channel_view",
     "compare_validity", "disagreement", "error_table", "footprints", "grid_projection", "overlap_count",
     "overlap_summary", "subsample_indices", "ValidityComparison", "half_pixel_mismatch", "margin_grid",
-    "margin_grid_pixels", "padding_cases", "PaddingCase", "pixel_grid", "test_pattern", "to_numpy"
+    "margin_grid_pixels", "padding_cases", "PaddingCase", "pixel_grid", "test_pattern", "to_numpy",
+    "BOX_EDGES", "MAX_LIDAR_POINTS", "BoxWireframes", "CameraLidar", "box_corners", "box_wireframe", "boxes_in_cameras",
+    "camera_lidar", "depth_buffer", "lidar_in_cameras", "unoccluded",
 ]
