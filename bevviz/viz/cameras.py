@@ -1,4 +1,4 @@
-"""Camera image figures with projected BEV points and geometric overlays.
+"""Camera image figures with projected BEV points, LiDAR points, boxes and geometric overlays.
 
 Convention:
     Axes are in full-resolution pixel coordinates (u right, v down; integer values at pixel
@@ -36,6 +36,11 @@ class CameraOverlay:
         grid_label_uv: Label positions, shape (L, 2), NaN when not visible.
         horizon: Horizon segment end points, shape (2, 2), or None.
         picks: Markers for a picked BEV cell: list of dicts with u, v, z, status.
+        lidar_uv: LiDAR points the camera sees, shape (Q, 2).
+        lidar_color: Colour value per LiDAR point, shape (Q,).
+        lidar_customdata: Per LiDAR point (depth, intensity), shape (Q, 2), for hover.
+        box_segments: Annotation box edges, shape (E, 2, 2) (end points).
+        box_labels: Category of each edge's box, length E (hover).
     """
 
     points_uv: np.ndarray | None = None
@@ -47,6 +52,15 @@ class CameraOverlay:
     grid_label_uv: np.ndarray | None = None
     horizon: np.ndarray | None = None
     picks: list[dict] = field(default_factory=list)
+    lidar_uv: np.ndarray | None = None
+    lidar_color: np.ndarray | None = None
+    lidar_customdata: np.ndarray | None = None
+    box_segments: np.ndarray | None = None
+    box_labels: list[str] = field(default_factory=list)
+
+
+#: Colour of the annotation boxes' wireframes.
+BOX_COLOR = "#00ff66"
 
 
 @dataclass
@@ -59,8 +73,35 @@ class _Panel:
     notes: list[dict] = field(default_factory=list)
 
 
+def _segments_polyline(segments: np.ndarray, labels: list[str]) -> tuple[np.ndarray, list[str]]:
+    """(E, 2, 2) segments -> one (3E, 2) polyline with NaN gaps, and a label per vertex."""
+    E = segments.shape[0]
+    line = np.concatenate([segments, np.full((E, 1, 2), np.nan)], axis=1).reshape(-1, 2)
+    return line, [lab for lab in labels for _ in range(3)]
+
+
+def _lidar_and_boxes(camera: Camera, ov: CameraOverlay, axes: dict, lidar_marker: dict | None,
+                     marker_size: float) -> list[dict]:
+    """The "boxes" and "lidar" traces of one camera."""
+    data = []
+    if ov.box_segments is not None and len(ov.box_segments):
+        line, text = _segments_polyline(np.asarray(ov.box_segments, dtype=np.float64), ov.box_labels)
+        data.append(dict(type="scatter", x=line[:, 0], y=line[:, 1], mode="lines", name="boxes", text=text,
+                         line=dict(color=BOX_COLOR, width=1.3), connectgaps=False,
+                         hovertemplate=f"<b>{camera.name}</b><br>%{{text}}<extra></extra>", **axes))
+    if ov.lidar_uv is not None and len(ov.lidar_uv):
+        data.append(dict(
+            type="scattergl", x=ov.lidar_uv[:, 0], y=ov.lidar_uv[:, 1], mode="markers", name="lidar",
+            customdata=ov.lidar_customdata, marker=dict(lidar_marker or {}, size=marker_size - 0.5,
+                                                        color=ov.lidar_color, opacity=0.9),
+            hovertemplate=(f"<b>{camera.name}</b> LiDAR<br>(u, v) = (%{{x:.1f}}, %{{y:.1f}})<br>depth "
+                           "%{customdata[0]:.2f} m, intensity %{customdata[1]:.0f}<extra></extra>"), **axes))
+    return data
+
+
 def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOverlay, xref: str, yref: str,
-                  marker: dict, max_width: int, marker_size: float, label_spacing: float) -> _Panel:
+                  marker: dict, max_width: int, marker_size: float, label_spacing: float,
+                  lidar_marker: dict | None = None) -> _Panel:
     """Traces, layout image, shapes and label annotations of one camera on (xref, yref)."""
     W, H = camera.width, camera.height
     panel = _Panel()
@@ -89,6 +130,7 @@ def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOver
                                marker=dict(color=STATUS_COLORS[1], size=marker_size + 1, symbol="x"),
                                hovertemplate=f"<b>{camera.name}</b><br>behind the camera: (%{{x:.0f}}, %{{y:.0f}}) "
                                              "if the depth test were skipped<extra></extra>", **axes))
+    panel.data += _lidar_and_boxes(camera, ov, axes, lidar_marker, marker_size)
     if ov.points_uv is not None and len(ov.points_uv):
         panel.data.append(dict(
             type="scattergl", x=ov.points_uv[:, 0], y=ov.points_uv[:, 1], mode="markers", name="points",
@@ -108,16 +150,19 @@ def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOver
     return panel
 
 
-def _pixel_axes(camera: Camera, x_anchor: str) -> tuple[dict, dict]:
+def pixel_axes(camera: Camera, x_anchor: str) -> tuple[dict, dict]:
+    """Hidden (x, y) axes over a camera's full-resolution pixel extent, v down, equal aspect
+    (``x_anchor``: the x axis reference the y axis scales with, ``"x"``, ``"x2"``, ...)."""
     W, H = camera.width, camera.height
     return (dict(range=[-0.5, W - 0.5], visible=False, constrain="domain"),
             dict(range=[H - 0.5, -0.5], visible=False, scaleanchor=x_anchor, scaleratio=1, constrain="domain"))
 
 
-def _marker_colors(colorscale, cmin, cmax, color_title: str, showscale: bool) -> dict:
-    return dict(colorscale=resolve_colorscale(colorscale), cmin=cmin, cmax=cmax, showscale=showscale,
-                colorbar=dict(title=dict(text=color_title, side="right"), thickness=8, len=0.95, xpad=4,
-                              tickfont=dict(size=9)))
+def _marker_colors(colorscale, cmin, cmax, color_title: str, showscale: bool, x: float | None = None) -> dict:
+    bar = dict(title=dict(text=color_title, side="right"), thickness=8, len=0.95, xpad=4, tickfont=dict(size=9))
+    if x is not None:
+        bar["x"] = x
+    return dict(colorscale=resolve_colorscale(colorscale), cmin=cmin, cmax=cmax, showscale=showscale, colorbar=bar)
 
 
 def camera_figure(camera: Camera, image: np.ndarray | str | None, overlay: CameraOverlay | None = None, *,
@@ -141,13 +186,14 @@ def camera_figure(camera: Camera, image: np.ndarray | str | None, overlay: Camer
             earlier one are left out (labels nearest the camera go first).
 
     Returns:
-        The figure: traces "ground grid", "horizon", "behind camera", "points" and
-        "picked cell" for the overlays given; grid labels are annotations.
+        The figure: traces "ground grid", "horizon", "behind camera", "boxes", "lidar"
+        (default colour scale), "points" and "picked cell" for the overlays given; grid
+        labels are annotations.
     """
     marker = _marker_colors(colorscale, cmin, cmax, color_title, showscale)
     panel = _camera_panel(camera, image, overlay or CameraOverlay(), "x", "y", marker, max_width, marker_size,
                           label_spacing)
-    xaxis, yaxis = _pixel_axes(camera, "x")
+    xaxis, yaxis = pixel_axes(camera, "x")
     layout = base_layout(height, title=camera.name, images=panel.images, shapes=panel.shapes, annotations=panel.notes,
                          xaxis=xaxis, yaxis=yaxis, plot_bgcolor="rgba(0,0,0,0)", dragmode="zoom",
                          uirevision=camera.name)
@@ -158,7 +204,9 @@ def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.
                        overlays: dict[str, CameraOverlay], *, colorscale: str = "Turbo",
                        cmin: float | None = None, cmax: float | None = None, color_title: str = "",
                        max_width: int = 400, row_height: int = 250, marker_size: float = 3.0,
-                       label_spacing: float = 0.06) -> go.Figure:
+                       label_spacing: float = 0.06, lidar_colorscale: str = "Plasma",
+                       lidar_cmin: float | None = None, lidar_cmax: float | None = None,
+                       lidar_title: str = "") -> go.Figure:
     """Every camera of a rig in ONE figure, laid out in rows (e.g. :meth:`Rig.display_grid`).
 
     One figure keeps all WebGL point traces in one WebGL context: browsers allow about 16
@@ -172,13 +220,18 @@ def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.
         colorscale, cmin, cmax, color_title: One colour scale shared by every camera, with
             one colour bar.
         max_width: Width images given as arrays are downsampled to.
+        lidar_colorscale, lidar_cmin, lidar_cmax, lidar_title: The LiDAR points' colour scale
+            (shared by every camera, its own colour bar right of the points' one).
         row_height: Height of each row in pixels.
         marker_size, label_spacing: As in :func:`camera_figure`.
 
     Returns:
-        The figure: per camera the traces of :func:`camera_figure` on their own axes (trace
-        ``meta`` holds the camera name) and a title annotation per camera.
+        The figure: per camera the traces of :func:`camera_figure` (and "lidar" and "boxes"
+        for the overlays that have them) on their own axes (trace ``meta`` holds the camera
+        name) and a title annotation per camera.
     """
+    has_points = any(o is not None and o.points_uv is not None and len(o.points_uv) for o in overlays.values())
+    first_lidar = True
     cols = max((len(r) for r in cameras), default=1)
     flat = [cam for row in cameras for cam in (list(row) + [None] * (cols - len(row)))]
     axes, refs, titles = subplot_grid(len(flat), cols, titles=[c.name if c else "" for c in flat],
@@ -191,14 +244,19 @@ def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.
             xa.update(visible=False)
             ya.update(visible=False)
             continue
-        px, py = _pixel_axes(cam, xr)
+        px, py = pixel_axes(cam, xr)
         xa.update(px)
         ya.update(py)
         ov = overlays.get(cam.name) or CameraOverlay()
         showscale = first_points and ov.points_uv is not None and len(ov.points_uv) > 0
         marker = _marker_colors(colorscale, cmin, cmax, color_title, showscale)
-        panel = _camera_panel(cam, images.get(cam.name), ov, xr, yr, marker, max_width, marker_size, label_spacing)
+        lidar_scale = first_lidar and ov.lidar_uv is not None and len(ov.lidar_uv) > 0
+        lidar_marker = _marker_colors(lidar_colorscale, lidar_cmin, lidar_cmax, lidar_title, lidar_scale,
+                                      x=1.075 if has_points else None)
+        panel = _camera_panel(cam, images.get(cam.name), ov, xr, yr, marker, max_width, marker_size, label_spacing,
+                              lidar_marker)
         first_points = first_points and not showscale
+        first_lidar = first_lidar and not lidar_scale
         for tr in panel.data:
             tr["meta"] = cam.name
             tr["legendgroup"] = tr["name"]
@@ -208,7 +266,7 @@ def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.
         notes += panel.notes
     layout = base_layout(row_height * len(cameras), images=imgs, shapes=shapes, annotations=notes,
                          plot_bgcolor="rgba(0,0,0,0)", dragmode="zoom", uirevision="cameras", **axes)
-    layout["margin"].update(t=24, r=60)
+    layout["margin"].update(t=24, r=120 if has_points and not first_lidar else 60)
     return figure(data, layout)
 
 
