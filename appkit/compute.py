@@ -14,11 +14,13 @@ import torch
 from appkit.state import HASH_FUNCS, Scene
 from bevviz import overlays
 from bevviz.bev_grid import BEVGrid
-from bevviz.camera import Rig
+from bevviz.calibration import CameraEvidence, as_lidar_frames, camera_evidence, edge_strength
+from bevviz.camera import Camera, Rig
 from bevviz.features import conv_features, rgb_features
 from bevviz.pipeline import bev_features
 from bevviz.projection import Projection
 from bevviz.samplers import gather_scatter, lut, reference
+from bevviz.viz import calibration_lidar
 from bevviz.viz.cameras import CameraOverlay
 from bevviz.viz.common import data_uri, downsample
 
@@ -143,6 +145,99 @@ def rig_geometry(rig: Rig, frustum_depth: float) -> tuple[dict, dict, dict]:
 def validity_comparison(rig: Rig, grid: BEVGrid, a: tuple[float, str], b: tuple[float, str]):
     """Footprints under two (eps, bounds) settings and the cells where they differ."""
     return overlays.compare_validity(rig, grid, a, b)
+
+
+# --------------------------------------------------------------------------------------
+# LiDAR points and annotation boxes over the cameras
+# --------------------------------------------------------------------------------------
+
+#: Colour choices of the LiDAR points -> (CameraLidar field, colour-bar title).
+LIDAR_COLOR_BY = {"depth": ("depth", "LiDAR depth (m)"), "intensity": ("intensity", "LiDAR intensity")}
+#: Intensities above this percentile (over every camera) share the top colour: a few
+#: retro-reflectors (plates, signs) would otherwise leave everything else dark.
+INTENSITY_PERCENTILE = 99.0
+
+
+@_cache_data(max_entries=6)
+def lidar_points(scene: Scene, max_points: int = overlays.MAX_LIDAR_POINTS) -> dict:
+    """The LiDAR points every camera sees (depth-buffered, subsampled), or {} without a scan.
+
+    Returns:
+        Camera name -> :class:`bevviz.overlays.CameraLidar`; plus, under ``"_range"``, the
+        shared (min, max) colour range of every choice in :data:`LIDAR_COLOR_BY`.
+    """
+    if scene.lidar is None:
+        return {}
+    out: dict = overlays.lidar_in_cameras(scene.rig, scene.lidar, max_points=max_points)
+    depth = np.concatenate([c.depth for c in out.values()] + [np.zeros(0, np.float32)])
+    inten = np.concatenate([c.intensity for c in out.values()] + [np.zeros(0, np.float32)])
+    out["_range"] = {"depth": (0.0, float(depth.max()) if depth.size else 1.0),
+                     "intensity": (0.0, max(float(np.percentile(inten, INTENSITY_PERCENTILE)), 1.0)
+                                   if inten.size else 1.0)}
+    return out
+
+
+@_cache_data(max_entries=6)
+def box_wireframes(scene: Scene) -> dict[str, overlays.BoxWireframes]:
+    """The scene's annotation boxes as wireframes in every camera (at each camera's exposure
+    when the scene has a scan), or {} without boxes."""
+    if not scene.boxes:
+        return {}
+    return overlays.boxes_in_cameras(scene.rig, scene.boxes, scene.lidar)
+
+
+def lidar_overlay(ov: CameraOverlay, points: overlays.CameraLidar | None, color_by: str,
+                  boxes: overlays.BoxWireframes | None) -> CameraOverlay:
+    """Add one camera's LiDAR points (coloured by ``color_by``) and box edges to ``ov``."""
+    if points is not None and points.drawn:
+        ov.lidar_uv = points.uv
+        ov.lidar_color = getattr(points, LIDAR_COLOR_BY[color_by][0])
+        ov.lidar_customdata = np.column_stack([points.depth, points.intensity])
+    if boxes is not None and len(boxes):
+        ov.box_segments, ov.box_labels = boxes.segments, boxes.categories
+    return ov
+
+
+# --------------------------------------------------------------------------------------
+# The LiDAR witness of the Calibration Doctor
+# --------------------------------------------------------------------------------------
+
+
+@_cache_data(max_entries=64)
+def _camera_evidence(camera: Camera, lidar_key: str, _image: np.ndarray, _scan) -> CameraEvidence:
+    """One camera's LiDAR evidence: a function of the camera, its image and the scan only
+    (``lidar_key`` names the last two), so moving one camera recomputes that camera alone."""
+    return camera_evidence(camera, as_lidar_frames({camera.name: _image}, _scan))
+
+
+def lidar_evidence(scene: Scene, rig: Rig, progress=None) -> dict[str, CameraEvidence]:
+    """LiDAR evidence of every camera of ``rig`` (the scene's rig, perhaps perturbed) against
+    the scene's scan, cached per camera.
+
+    Args:
+        scene: The scene (its images, ``lidar`` and ``lidar_key``).
+        rig: The rig to judge.
+        progress: Optional ``callback(done, total, camera)``.
+
+    Returns:
+        Camera name -> :class:`bevviz.calibration.CameraEvidence`, in rig order (what
+        ``diagnose(..., evidence=)`` and ``refine_extrinsics(..., evidence=)`` take).
+    """
+    out = {}
+    for k, cam in enumerate(rig):
+        if progress is not None:
+            progress(k, len(rig), cam.name)
+        out[cam.name] = _camera_evidence(cam, scene.lidar_key, scene.images[cam.name], scene.lidar)
+    if progress is not None:
+        progress(len(rig), len(rig), "")
+    return out
+
+
+@_cache_data(max_entries=12)
+def edge_picture(scene: Scene, camera: str, max_width: int = 800) -> str:
+    """A camera image's edges (:func:`bevviz.calibration.edge_strength`) as a grey picture
+    for :func:`bevviz.viz.calibration_lidar.lidar_alignment_figure` (a data URI)."""
+    return calibration_lidar.edge_picture(edge_strength(scene.images[camera]), max_width)
 
 
 # --------------------------------------------------------------------------------------

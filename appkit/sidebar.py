@@ -23,9 +23,11 @@ SOURCE_UPLOAD = "JSON rig upload"
 SOURCES = (SOURCE_SAMPLE, SOURCE_NUSCENES, SOURCE_UPLOAD)
 
 SAMPLE_RIG_OPTION = "Sample rig (rig.json)"
+REAL_SAMPLE_OPTION = "Real nuScenes keyframe (scene-0061, with LiDAR and boxes)"
 #: Session-state key through which bytes can be handed to the upload path without a
 #: browser (AppTest cannot drive st.file_uploader): a dict with ``json_name``,
-#: ``json_bytes`` and ``images`` (file name -> bytes).
+#: ``json_bytes``, ``images`` (file name -> bytes) and, optionally, ``lidar_name`` and
+#: ``lidar_bytes`` (a point cloud).
 UPLOAD_BYTES = "upload_bytes"
 
 Z_BEVFORMER = "BEVFormer 4 points"
@@ -76,18 +78,27 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
         return ("synthetic",), sources.synthetic_scene, "the synthetic rig"
     options = [SAMPLE_RIG_OPTION]
     scenes = {}
-    for s in sources.embedded_scene_table():
+    for s in sources.embedded_scene_table(str(sources.SAMPLE_NUSCENES)):
         label = f"nuScenes {s['name']}: {s['description']}" if s["description"] else f"nuScenes {s['name']}"
         scenes[label] = SceneInfo(s["name"], s["token"], s["description"], int(s["nbr_samples"]))
         options.append(label)
+    real = sources.embedded_scene_table(str(sources.REAL_NUSCENES))
+    if real:
+        r = real[0]
+        scenes[REAL_SAMPLE_OPTION] = SceneInfo(r["name"], r["token"], r["description"], int(r["nbr_samples"]))
+        options.append(REAL_SAMPLE_OPTION)
     choice = st.selectbox("Sample", options, key="sample_choice",
                           help="The embedded sample: a rendered street with a known ground truth. "
-                               "Its nuScenes-format copy has a calibrated scene and a miscalibrated one.")
+                               "Its nuScenes-format copy has a calibrated scene and a miscalibrated one. "
+                               "The real keyframe: six photos, the LiDAR sweep and 69 boxes of nuScenes "
+                               "(CC BY-NC-SA 4.0).")
     if choice == SAMPLE_RIG_OPTION:
         path = str(sources.SAMPLE_RIG)
         return ("rigjson", path), lambda: sources.rig_json_scene(path), "the sample rig"
+    root = sources.REAL_NUSCENES if choice == REAL_SAMPLE_OPTION else sources.SAMPLE_NUSCENES
+    key = "real_sample_index" if choice == REAL_SAMPLE_OPTION else "sample_index"
     with st.spinner("Opening the embedded nuScenes sample ..."):
-        return _nuscenes_sample_picker(str(sources.SAMPLE_NUSCENES), "v1.0-mini", scenes[choice], "sample_index")
+        return _nuscenes_sample_picker(str(root), "v1.0-mini", scenes[choice], key)
 
 
 def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
@@ -133,22 +144,31 @@ def _upload_controls():
     st.file_uploader("Camera images", type=["jpg", "jpeg", "png"], accept_multiple_files=True,
                      key="upload_images", help="One per camera, matched by the file name in the JSON, "
                                                "the file stem, or the camera name.")
+    st.file_uploader("Point cloud (optional)", type=["bin", "npy"], key="upload_lidar",
+                     help="LiDAR points in the ego frame (x forward, y left, z up, metres): a nuScenes .bin "
+                          "(5 x float32 per point: x, y, z, intensity, ring) or a .npy float array (N, 3) or "
+                          "(N, 4) with intensity. Read as plain numbers, never unpickled.")
     st.caption(f"Limits: JSON {sources.MAX_JSON_BYTES // sources.MB} MB, "
-               f"{sources.MAX_IMAGE_BYTES // sources.MB} MB per image.")
+               f"{sources.MAX_IMAGE_BYTES // sources.MB} MB per image, "
+               f"{sources.MAX_POINTCLOUD_BYTES // sources.MB} MB point cloud.")
     handed = st.session_state.get(UPLOAD_BYTES)
     js = st.session_state.get("upload_json")
     if js is not None:
         imgs = st.session_state.get("upload_images") or []
-        request = ("upload", js.file_id, tuple(f.file_id for f in imgs))
+        pc = st.session_state.get("upload_lidar")
+        request = ("upload", js.file_id, tuple(f.file_id for f in imgs), pc.file_id if pc is not None else None)
 
         def load():
-            return sources.uploaded_scene(js.name, js.getvalue(), {f.name: f.getvalue() for f in imgs})
+            return sources.uploaded_scene(js.name, js.getvalue(), {f.name: f.getvalue() for f in imgs},
+                                          (pc.name, pc.getvalue()) if pc is not None else None)
 
         return request, load, f"the uploaded rig {js.name}"
     if handed:
-        digest = sources.upload_digest(handed["json_bytes"], handed.get("images", {}))
+        lidar = (handed["lidar_name"], handed["lidar_bytes"]) if handed.get("lidar_bytes") is not None else None
+        digest = sources.upload_digest(handed["json_bytes"], handed.get("images", {}), lidar)
         return (("upload-bytes", digest),
-                lambda: sources.uploaded_scene(handed["json_name"], handed["json_bytes"], handed.get("images", {})),
+                lambda: sources.uploaded_scene(handed["json_name"], handed["json_bytes"], handed.get("images", {}),
+                                               lidar),
                 f"the uploaded rig {handed['json_name']}")
     st.info("Upload a rig JSON and its images; the current rig stays until then.")
     return None, None, ""
@@ -242,7 +262,11 @@ def render_sidebar() -> None:
             request, loader, what = _upload_controls()
         apply_request(request, loader, what)
         scene = current_scene()
-        st.caption(f"Loaded: **{scene.label}** — {len(scene.rig)} cameras")
+        extras = ([f"LiDAR {len(scene.lidar):,} points"] if scene.lidar is not None else []) + \
+            ([f"{len(scene.boxes)} boxes"] if scene.boxes else [])
+        st.caption(f"Loaded: **{scene.label}** — {len(scene.rig)} cameras" + "".join(f", {e}" for e in extras))
+        if scene.attribution:
+            st.caption(scene.attribution)
         st.markdown("### BEV grid")
         _grid_controls()
 

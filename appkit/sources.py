@@ -1,9 +1,11 @@
-"""Rig sources: the embedded sample, a nuScenes dataroot, an uploaded JSON rig with images.
+"""Rig sources: the embedded samples, a nuScenes dataroot, an uploaded JSON rig with images.
 
 Each loader returns a :class:`appkit.state.Scene` or raises ``ValueError`` with the
 library's message (camera, field, value). Dataset handles and loaded scenes are cached with
-``st.cache_resource`` (scenes are read-only: their image arrays are not writeable).
-:func:`uploaded_scene` takes plain bytes, so it is testable without a browser.
+``st.cache_resource`` (scenes are read-only: their image arrays are not writeable, and a
+:class:`bevviz.lidar.LidarScan` is read-only itself). A nuScenes sample with a LIDAR_TOP
+sweep carries its scan and annotation boxes; an uploaded JSON rig may come with a point
+cloud. :func:`uploaded_scene` takes plain bytes, so it is testable without a browser.
 """
 
 from __future__ import annotations
@@ -19,7 +21,17 @@ import streamlit as st
 from appkit.state import Scene
 from bevviz.calibration import GroundTruth
 from bevviz.io.images import read_image
-from bevviz.io.nuscenes import ego_pose, list_samples, list_scenes, load_sample_from, open_dataset
+from bevviz.io.nuscenes import (
+    ego_pose,
+    has_lidar,
+    list_samples,
+    list_scenes,
+    load_boxes_from,
+    load_lidar_from,
+    load_sample_from,
+    open_dataset,
+)
+from bevviz.io.pointcloud import read_pointcloud
 from bevviz.io.rig_json import load_rig_file, load_rig_images, parse_rig
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
@@ -27,13 +39,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = ROOT / "sample_data"
 SAMPLE_RIG = SAMPLE_DIR / "rig.json"
 SAMPLE_NUSCENES = SAMPLE_DIR / "nuscenes"
+#: One real nuScenes keyframe (scene-0061) with its LiDAR sweep and boxes, in v1.0-mini format.
+REAL_NUSCENES = SAMPLE_DIR / "real_nuscenes"
 NUSCENES_VERSIONS = ("v1.0-mini", "v1.0-trainval", "v1.0-test")
+#: What the sidebar shows while the real keyframe (or any data under it) is loaded: its
+#: licence asks for the attribution (sample_data/real_nuscenes/README.md).
+REAL_NUSCENES_ATTRIBUTION = ("Data: nuScenes (Motional), https://www.nuscenes.org, licensed CC BY-NC-SA 4.0 "
+                             "(non-commercial use only).")
 
 MB = 1 << 20
 #: Limits on uploads (Streamlit's own server.maxUploadSize in .streamlit/config.toml caps
 #: any single file first; these are checked again here so the message names the file).
 MAX_JSON_BYTES = 2 * MB
 MAX_IMAGE_BYTES = 25 * MB
+#: A point cloud: 5 million points (bevviz.lidar.MAX_LIDAR_POINTS) of a nuScenes .bin.
+MAX_POINTCLOUD_BYTES = 100 * MB
 MAX_TOTAL_BYTES = 200 * MB
 
 
@@ -108,11 +128,11 @@ def nuscenes_scenes(dataroot: str, version: str) -> list:
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def embedded_scene_table() -> list[dict]:
-    """The embedded dataset's scenes (name, token, description, nbr_samples), read straight
+def embedded_scene_table(dataroot: str = str(SAMPLE_NUSCENES)) -> list[dict]:
+    """An embedded dataset's scenes (name, token, description, nbr_samples), read straight
     from its ``scene.json`` table: listing them must not cost the seconds that opening the
     dataset with nuscenes-devkit takes, since the sidebar shows them on every first load."""
-    path = SAMPLE_NUSCENES / "v1.0-mini" / "scene.json"
+    path = Path(dataroot) / "v1.0-mini" / "scene.json"
     try:
         rows = json.loads(path.read_text())
         return [{k: r[k] for k in ("name", "token", "description", "nbr_samples")} for r in rows]
@@ -139,19 +159,39 @@ def _miscalibration_note(dataroot: str, scene_name: str) -> tuple[str, ...]:
             f"error ({err.get('description', '')}); its images use the true calibration.",)
 
 
+def _lidar_and_boxes(nusc, sample_token: str) -> tuple[object, tuple, tuple[str, ...]]:
+    """(scan or None, boxes, notes) of a sample: a sample without LIDAR_TOP has neither; a
+    scan that cannot be read leaves the cameras loaded and says why in a note."""
+    if not has_lidar(nusc, sample_token):
+        return None, (), ()
+    try:
+        return load_lidar_from(nusc, sample_token), tuple(load_boxes_from(nusc, sample_token)), ()
+    except ValueError as e:
+        return None, (), (f"LiDAR and boxes not loaded: {e}",)
+
+
+def _attribution(dataroot: str) -> str:
+    root, real = Path(dataroot).resolve(), REAL_NUSCENES.resolve()
+    return REAL_NUSCENES_ATTRIBUTION if root == real or real in root.parents else ""
+
+
 @st.cache_resource(show_spinner=False, max_entries=6)
 def nuscenes_scene(dataroot: str, version: str, sample_token: str, scene_name: str = "",
                    sample_index: int = 0) -> Scene:
-    """One sample of a nuScenes-format dataset (rig from calibrated_sensor, camera images)."""
+    """One sample of a nuScenes-format dataset: rig from calibrated_sensor, camera images,
+    and, when the sample has a LIDAR_TOP sweep, the scan and the annotation boxes."""
     nusc = open_nuscenes(dataroot, version)
     rig, images = load_sample_from(nusc, sample_token)
+    scan, boxes, lidar_notes = _lidar_and_boxes(nusc, sample_token)
     embedded = Path(dataroot).resolve() == SAMPLE_NUSCENES.resolve()
     gt = _ground_truth(ego_pose(nusc, sample_token)) if embedded else None
-    where = "embedded sample" if embedded else dataroot
+    real = Path(dataroot).resolve() == REAL_NUSCENES.resolve()
+    where = "embedded sample" if embedded else "embedded real keyframe" if real else dataroot
     label = f"nuScenes {scene_name or '?'} sample {sample_index} ({where})"
-    return Scene(key=f"nuscenes:{Path(dataroot).resolve()}:{version}:{sample_token}", label=label, rig=rig,
-                 images=_freeze(images), ground_truth=gt,
-                 notes=_miscalibration_note(dataroot, scene_name))
+    key = f"nuscenes:{Path(dataroot).resolve()}:{version}:{sample_token}"
+    return Scene(key=key, label=label, rig=rig, images=_freeze(images), ground_truth=gt,
+                 notes=_miscalibration_note(dataroot, scene_name) + lidar_notes, lidar=scan, boxes=boxes,
+                 lidar_key=key if scan is not None else "", attribution=_attribution(dataroot))
 
 
 # --------------------------------------------------------------------------------------
@@ -163,13 +203,18 @@ def _size_text(n: int) -> str:
     return f"{n / MB:.1f} MB" if n >= MB / 10 else f"{n / 1024:.0f} kB"
 
 
-def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, bytes]) -> None:
+def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],
+                       lidar: tuple[str, bytes] | None = None) -> None:
     """Refuse oversized uploads with a message naming the file.
 
     Raises:
         ValueError: the JSON is larger than ``MAX_JSON_BYTES``, an image larger than
-            ``MAX_IMAGE_BYTES``, or everything together larger than ``MAX_TOTAL_BYTES``.
+            ``MAX_IMAGE_BYTES``, the point cloud larger than ``MAX_POINTCLOUD_BYTES``, or
+            everything together larger than ``MAX_TOTAL_BYTES``.
     """
+    if lidar is not None and len(lidar[1]) > MAX_POINTCLOUD_BYTES:
+        raise ValueError(f"field 'upload': point cloud {lidar[0]} is {_size_text(len(lidar[1]))}, more than the "
+                         f"{_size_text(MAX_POINTCLOUD_BYTES)} limit (got {len(lidar[1])} bytes)")
     if len(json_bytes) > MAX_JSON_BYTES:
         raise ValueError(f"field 'upload': rig file {json_name} is {_size_text(len(json_bytes))}, more than "
                          f"the {_size_text(MAX_JSON_BYTES)} limit for a JSON rig (got {len(json_bytes)} bytes)")
@@ -177,41 +222,52 @@ def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, b
         if len(data) > MAX_IMAGE_BYTES:
             raise ValueError(f"field 'upload': image {name} is {_size_text(len(data))}, more than the "
                              f"{_size_text(MAX_IMAGE_BYTES)} limit per image (got {len(data)} bytes)")
-    total = len(json_bytes) + sum(len(d) for d in images.values())
+    total = len(json_bytes) + sum(len(d) for d in images.values()) + (len(lidar[1]) if lidar else 0)
     if total > MAX_TOTAL_BYTES:
         raise ValueError(f"field 'upload': the files add up to {_size_text(total)}, more than the "
                          f"{_size_text(MAX_TOTAL_BYTES)} limit (got {total} bytes)")
 
 
-def upload_digest(json_bytes: bytes, images: Mapping[str, bytes]) -> str:
-    """Content hash of an upload (the JSON and every image), for request and cache keys."""
+def upload_digest(json_bytes: bytes, images: Mapping[str, bytes], lidar: tuple[str, bytes] | None = None) -> str:
+    """Content hash of an upload (the JSON, every image, the point cloud), for request and cache keys."""
     h = hashlib.sha1(json_bytes)
     for name in sorted(images):
         h.update(name.encode() + hashlib.sha1(images[name]).digest())
+    if lidar is not None:
+        h.update(b"lidar:" + lidar[0].encode() + hashlib.sha1(lidar[1]).digest())
     return h.hexdigest()[:16]
 
 
-def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes]) -> Scene:
-    """A scene from an uploaded JSON rig and uploaded image files.
+def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],
+                   lidar: tuple[str, bytes] | None = None) -> Scene:
+    """A scene from an uploaded JSON rig, uploaded image files and an optional point cloud.
 
     Args:
         json_name: File name of the rig JSON (for messages).
         json_bytes: Its contents.
         images: Uploaded image file name -> bytes; matched to cameras by the file name the
             JSON names, by file stem, or by camera name.
+        lidar: Optional ``(file name, bytes)`` of a point cloud in the ego frame: a nuScenes
+            ``.bin`` (5 x float32 per point) or a ``.npy`` (N, 3) / (N, 4) float array (read
+            without unpickling, :func:`bevviz.io.pointcloud.read_pointcloud`).
 
     Returns:
-        The scene.
+        The scene (with ``lidar`` when a point cloud was given; no boxes, no ego motion).
 
     Raises:
-        ValueError: oversized files, or anything :mod:`bevviz.io.rig_json` rejects (the
-            message names the camera, the field and the value).
+        ValueError: oversized files, anything :mod:`bevviz.io.rig_json` rejects (the
+            message names the camera, the field and the value), or a point cloud
+            :func:`~bevviz.io.pointcloud.read_pointcloud` rejects (it names the file and the
+            field).
     """
-    check_upload_sizes(json_name, json_bytes, images)
+    check_upload_sizes(json_name, json_bytes, images, lidar)
     rig_file = parse_rig(bytes(json_bytes), source=json_name)
     loaded = load_rig_images(rig_file, None, uploaded=dict(images))
-    return Scene(key=f"upload:{upload_digest(json_bytes, images)}", label=f"Uploaded rig {json_name}", rig=rig_file.rig,
-                 images=_freeze(loaded), image_files=dict(rig_file.image_files or {}))
+    scan = None if lidar is None else read_pointcloud(bytes(lidar[1]), name=lidar[0])
+    key = f"upload:{upload_digest(json_bytes, images, lidar)}"
+    label = f"Uploaded rig {json_name}" + (f" with point cloud {lidar[0]}" if lidar is not None else "")
+    return Scene(key=key, label=label, rig=rig_file.rig, images=_freeze(loaded),
+                 image_files=dict(rig_file.image_files or {}), lidar=scan, lidar_key=key if scan is not None else "")
 
 
 # --------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ import numpy as np
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.calibration import GroundTruth
-from bevviz.camera import Rig
+from bevviz.camera import Camera, Rig
+from bevviz.io.nuscenes import AnnotationBox
+from bevviz.lidar import LidarScan
 
 SCENE = "scene"            # the loaded Scene
 SCENE_REQUEST = "scene_request"  # what the sidebar asked for when it was last loaded (or tried)
@@ -38,6 +40,14 @@ class Scene:
             when known (embedded sample), else None.
         image_files: Camera name -> image file name (for the JSON rig download).
         notes: Extra facts to show (e.g. which camera of a scene is miscalibrated).
+        lidar: The LiDAR scan taken with the images (ego frame at the keyframe time, with the
+            motion to each camera's exposure), or None.
+        boxes: Annotation boxes in the same frame (:class:`bevviz.io.nuscenes.AnnotationBox`).
+        lidar_key: Identity of the images and the scan, for the caches of what only they and
+            a camera determine (the LiDAR evidence); it stays when the rig is replaced
+            (refined, adopted), unlike ``key``. Empty without a scan.
+        attribution: Source and licence line the sidebar shows while the scene is loaded
+            (the real nuScenes keyframe), or "".
     """
 
     key: str
@@ -47,6 +57,10 @@ class Scene:
     ground_truth: GroundTruth | None = field(default=None, repr=False)
     image_files: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    lidar: LidarScan | None = field(default=None, repr=False)
+    boxes: tuple[AnnotationBox, ...] = field(default=(), repr=False)
+    lidar_key: str = ""
+    attribution: str = ""
 
     @property
     def cache_key(self) -> str:
@@ -58,5 +72,6 @@ class Scene:
 HASH_FUNCS = {
     Scene: lambda s: s.cache_key,
     Rig: lambda r: r.fingerprint,
+    Camera: lambda c: c.fingerprint,
     BEVGrid: lambda g: repr(sorted(g.to_dict().items())),
 }

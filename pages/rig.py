@@ -1,4 +1,5 @@
-"""Rig & Projection: every camera with the projected BEV points, a BEV cell picker, the rig in 3D."""
+"""Rig & Projection: every camera with the projected BEV points (and the LiDAR points and
+annotation boxes when the scene has them), a BEV cell picker, the rig in 3D."""
 
 import pandas as pd
 import streamlit as st
@@ -31,6 +32,15 @@ show_behind = c5.toggle("Behind-camera points", value=False, key="rig_show_behin
                         help="Where points BEHIND a camera would land if the depth test were skipped "
                              "(dividing by a negative depth mirrors them into the image).")
 show_points = c6.toggle("BEV points", value=True, key="rig_show_points")
+show_lidar = show_boxes = False
+lidar_color_by = "depth"
+if scene.lidar is not None or scene.boxes:
+    l1, l2, l3, _ = st.columns([1.2, 1.2, 1, 3])
+    show_lidar = l1.toggle("LiDAR points", value=scene.lidar is not None, key="rig_show_lidar",
+                           disabled=scene.lidar is None)
+    lidar_color_by = l2.selectbox("Colour LiDAR by", tuple(compute.LIDAR_COLOR_BY), key="rig_lidar_color_by",
+                                  disabled=not show_lidar)
+    show_boxes = l3.toggle("Boxes", value=bool(scene.boxes), key="rig_show_boxes", disabled=not scene.boxes)
 
 # ---- the picked BEV cell (number inputs, or a click on the map below) ----
 ss = st.session_state
@@ -55,6 +65,8 @@ with st.spinner("Projecting the BEV grid ..."):
     lines = compute.ground_lines(rig, grid, 10.0) if show_grid else None
     _, _, horizons = compute.rig_geometry(rig, 3.0)
     pictures = compute.display_images(scene)
+    lidar = compute.lidar_points(scene) if show_lidar else {}
+    boxes = compute.box_wireframes(scene) if show_boxes else {}
 cmin, cmax = cams.get("_range", {}).get(color_by, (None, None))
 unit = {"depth": "depth (m)", "pillar z": "z (m)", "BEV x": "x (m)", "BEV y": "y (m)"}[color_by]
 overlays_by_camera = {}
@@ -64,12 +76,24 @@ for ci, name in enumerate(rig.names):
     ov.picks = [r for r in report if r["camera"] == name]
     if lines is not None:
         ov.grid_uv, ov.grid_labels, ov.grid_label_uv = lines.uv[ci], lines.labels, lines.label_uv[ci]
-    overlays_by_camera[name] = ov
+    overlays_by_camera[name] = compute.lidar_overlay(ov, lidar.get(name), lidar_color_by, boxes.get(name))
 layout = [[rig[n] if n is not None else None for n in row] for row in rig.display_grid()]
-st.plotly_chart(camera_grid_figure(layout, pictures, overlays_by_camera, cmin=cmin, cmax=cmax, color_title=unit),
+lmin, lmax = lidar.get("_range", {}).get(lidar_color_by, (None, None))
+st.plotly_chart(camera_grid_figure(layout, pictures, overlays_by_camera, cmin=cmin, cmax=cmax, color_title=unit,
+                                   lidar_cmin=lmin, lidar_cmax=lmax,
+                                   lidar_title=compute.LIDAR_COLOR_BY[lidar_color_by][1]),
                 key="cameras", config={"displaylogo": False})
 st.caption("Hover a point for its BEV cell (x, y, z), pixel (u, v) and depth. Dashed cyan: the horizon; "
            "white: the ground grid at z = 0 every 10 m; magenta rings: the picked cell below.")
+if lidar:
+    seen = [c for n, c in lidar.items() if n != "_range"]
+    st.caption(f"LiDAR: each camera sees the scan at its own exposure time; points hidden behind nearer surfaces "
+               f"(a per-camera depth buffer) are left out ({sum(c.hidden for c in seen):,} of "
+               f"{sum(c.in_view for c in seen):,} in view), and at most {overlays.MAX_LIDAR_POINTS:,} "
+               f"per camera are drawn, an even subsample ({sum(c.drawn for c in seen):,} drawn in all).")
+if boxes:
+    st.caption(f"Green: the {len(scene.boxes)} annotation boxes as 3-D wireframes (edges cut at the near plane "
+               f"of each camera); hover an edge for its category.")
 
 # ---- pick a BEV cell ----
 st.subheader("Where does a BEV cell land?")
