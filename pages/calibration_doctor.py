@@ -1,4 +1,8 @@
-"""Calibration Doctor: perturb cameras, watch the seams break, find the faulty camera, refine it."""
+"""Calibration Doctor: perturb cameras, watch the seams break, find the faulty camera, refine it.
+
+With a LiDAR scan in the scene the LiDAR is a second, stronger witness: each camera is
+aligned with the scan's edges, and a camera is named only when the evidence is clear.
+"""
 
 import dataclasses
 import json
@@ -6,7 +10,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from appkit import current
+from appkit import compute, current, doctor
 from appkit.guards import require_images, shown_errors
 from appkit.sources import SAMPLE_NUSCENES
 from appkit.state import HASH_FUNCS, SCENE
@@ -22,6 +26,7 @@ from bevviz.viz.calibration import (
     ranking_figure,
     seam_matrix_figure,
 )
+from bevviz.viz.calibration_lidar import lidar_alignment_figure, score_profiles_figure
 
 scene, _sidebar_grid = current()
 rig0 = scene.rig
@@ -159,9 +164,87 @@ st.caption("Seam cost = 1 - correlation of the normalised gradient fields of the
            "whatever the calibration). NCC = the same on colours.")
 
 # ---------------------------------------------------------------------------------------
+# The LiDAR witness
+# ---------------------------------------------------------------------------------------
+if scene.lidar is not None:
+    st.subheader("Which camera is off? The LiDAR witness")
+    st.caption(f"{len(scene.lidar):,} LiDAR points. Depth and reflectivity edges of the scan, seen from each camera "
+               "at its own exposure time, must land on image edges; each camera's rotation is searched over "
+               "+-3 deg, its spread measured with a bootstrap, and what all cameras share (the LiDAR's own error) "
+               "taken out by a rig consensus. About a second per camera; cached per camera and scan.")
+    if st.button("Run the LiDAR diagnosis", type="primary", key="cd_lidar_run"):
+        with st.status("Aligning every camera with the LiDAR edges ...", expanded=True) as run_status, \
+                shown_errors("LiDAR diagnosis"):
+            bar = st.progress(0.0, text="Aligning ...")
+            evidence = compute.lidar_evidence(scene, rig, progress=lambda k, n, c: bar.progress(
+                k / max(n, 1), text=f"Aligning {c} ..." if c else "Judging the cameras ..."))
+            found = cal.diagnose(rig, scene.images, grid, evidence=evidence,
+                                 analyses=[analysis.without_ground_truth()])
+            run_status.update(label="LiDAR diagnosis done", state="complete", expanded=False)
+        ss["cd_lidar_diagnosis"] = (rig.fingerprint, found)
+        ss["cd_lidar_cam"] = found[0].camera  # show the worst camera first
+    lidar_diag = ss.get("cd_lidar_diagnosis")
+    if lidar_diag is None:
+        st.caption("Runs on demand.")
+    elif lidar_diag[0] != rig.fingerprint:
+        st.info("The rig changed since the last LiDAR diagnosis: run it again (unchanged cameras are cached).")
+    else:
+        found = lidar_diag[1]
+        named = [f.camera for f in found if f.verdict == cal.MISCALIBRATED]
+        st.markdown(f"Miscalibrated: **{', '.join(named) or 'no camera'}** "
+                    f"(tolerance {cal.TOLERANCE_DEG:g} deg, in {cal.CONFIDENCE:.0%} of the bootstrap replicates).")
+        st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts")
+        st.caption("Offsets: each camera's own rotation error (body frame: roll about the optical axis, pitch "
+                   "positive looking down, yaw positive to the left) after the rig consensus, +- its bootstrap spread.")
+        summary = doctor.consensus_summary(found.consensus)
+        k1, k2, k3 = st.columns(3)
+        k1.metric("LiDAR rotation (ego x, y, z)", summary["rotation"])
+        k2.metric("Common pitch", summary["pitch"])
+        k3.metric("Set aside from the consensus", ", ".join(summary["set_aside"]) or "none")
+        if summary["suspect"]:
+            st.warning(summary["suspect"])
+        elif not summary["fitted"]:
+            st.caption(f"No rig consensus: {summary['why']}.")
+
+        by_name = {f.camera: f for f in found}
+        ss.setdefault("cd_lidar_cam", found[0].camera)
+        look = st.selectbox("Camera", rig.names, key="cd_lidar_cam")
+        ev = by_name[look].lidar
+        f1, f2 = st.columns([1.4, 1])
+        f1.plotly_chart(lidar_alignment_figure(rig[look], compute.edge_picture(scene, look), ev.uv_stored, ev.uv_best,
+                                               title=f"{look}: LiDAR edge points over the image edges"),
+                        key="cd_lidar_edges")
+        f2.plotly_chart(score_profiles_figure(ev.profiles, ev.offset_deg, title="Alignment score per axis (+-3 deg)"),
+                        key="cd_lidar_profiles")
+        f2.caption("Red: the edge points with the stored calibration; green: at the optimum. Each curve turns one "
+                   "axis through the optimum (offset 0 = the stored calibration), the others held there.")
+
+        if st.button(f"Refine {look} against the LiDAR", key="cd_lidar_refine"):
+            with st.spinner(f"Refining {look} ..."), shown_errors("LiDAR refinement"):
+                refined, lidar_hist = cal.refine_extrinsics(rig, scene.images, grid, look, lidar=scene.lidar,
+                                                            evidence=compute.lidar_evidence(scene, rig))
+            ss["cd_lidar_result"] = {"rig_in": rig.fingerprint, "camera": look, "rig": refined, "hist": lidar_hist}
+        lres = ss.get("cd_lidar_result")
+        if lres and lres["rig_in"] == rig.fingerprint and lres["camera"] == look:
+            lh = lres["hist"]
+            if lh.accepted:
+                st.success(f"Accepted: {lh.check}")
+                d = lh.delta
+                st.metric("Correction", f"{d.angle_deg:.2f} deg",
+                          help=f"roll {d.roll_deg:+.2f}, pitch {d.pitch_deg:+.2f}, yaw {d.yaw_deg:+.2f} deg")
+                a1, a2 = st.columns(2)
+                a1.button("Apply to the session rig", key="cd_lidar_apply", on_click=adopt, args=(lres["rig"], look),
+                          help="Replace the loaded rig for every page (until another source is loaded).")
+                a2.download_button("Refined rig (JSON)",
+                                   downloads.rig_json(lres["rig"], dict(scene.image_files) or None),
+                                   file_name="rig_refined.json", mime="application/json", key="cd_lidar_dl")
+            else:
+                st.warning(f"Not accepted (the rig is left as it is): {lh.check}")
+
+# ---------------------------------------------------------------------------------------
 # Diagnosis
 # ---------------------------------------------------------------------------------------
-st.subheader("Which camera is off?")
+st.subheader("Which camera is off? The seam witness" if scene.lidar is not None else "Which camera is off?")
 d1, d2 = st.columns([1, 1])
 with d1:
     st.plotly_chart(ranking_figure([f.camera for f in quick], [f.score for f in quick], rig.names,
@@ -171,6 +254,8 @@ with d1:
         st.plotly_chart(ranking_figure([f.camera for f in versus_truth], [f.score for f in versus_truth], rig.names,
                                        title="Against the known ground texture (sample only)",
                                        x_title="x median"), key="cd_truth_rank")
+    st.dataframe(doctor.verdict_table(quick), hide_index=True, key="cd_seam_verdicts",
+                 column_order=("camera", "verdict", "witnesses", "reason"))
 with d2:
     if st.button("Run the full diagnosis", key="cd_diagnose",
                  help="Lets each suspect rotate alone for a moment and measures how much that repairs "
