@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
+import struct
+import time
+import tracemalloc
+import zlib
+from unittest import mock
 
 import cv2
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
 
-from bevviz.io.images import decode_image, read_image, write_image
+from bevviz import limits
+from bevviz.io import images
+from bevviz.io.images import (
+    ImageHeader,
+    decode_image,
+    decode_image_report,
+    image_header,
+    read_image,
+    read_image_report,
+    write_image,
+)
 
 
 def pattern(h: int = 24, w: int = 32) -> np.ndarray:
@@ -212,3 +231,224 @@ def test_failed_write_leaves_old_file_and_no_temporary(tmp_path, monkeypatch):
         write_image(target, 255 - pattern())
     assert target.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["a.png"]
+
+
+# --- limits: the header is read and checked before anything is decoded (issue 14) ----------
+
+def png_header(width: int, height: int, bit_depth: int = 8, colour: int = 2) -> bytes:
+    """The first 33 bytes of a PNG (signature and IHDR with its CRC) declaring ``width`` x ``height``."""
+    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, colour, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+
+
+def png_bomb(width: int = 30000, height: int = 30000, size: int = 900_000) -> bytes:
+    """A ``size``-byte PNG declaring ``width`` x ``height`` RGB pixels: its IDAT is the start of
+    the deflate stream of all-zero rows (what a real bomb holds), cut off at ``size`` bytes."""
+    row = b"\x00" * (1 + 3 * width)
+    z = zlib.compressobj(9)
+    data = b""
+    while len(data) < size:
+        data += z.compress(row * 64)
+    idat = data[:size]
+    chunk = struct.pack(">I", len(idat)) + b"IDAT" + idat + struct.pack(">I", zlib.crc32(b"IDAT" + idat))
+    return png_header(width, height) + chunk
+
+
+@pytest.fixture
+def no_decode(monkeypatch):
+    """cv2.imdecode fails the test: proof that a refusal came from the header alone."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("decoded before the header check refused the file")
+
+    monkeypatch.setattr(cv2, "imdecode", refuse)
+
+
+def test_a_decompression_bomb_is_refused_from_its_header(no_decode):
+    bomb = png_bomb()
+    assert 800_000 < len(bomb) < 1_000_000
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': more than MAX_IMAGE_SIDE = 8192 "
+                                             r"\(got 'bomb\.png: 30000 x 30000 px'\)"):
+            decode_image(bomb, "bomb.png", camera="CAM_FRONT")
+        elapsed = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 0.05 and peak < 2 * len(bomb)  # 2.7 GB of pixels were never allocated
+
+
+def test_a_bomb_on_disk_is_refused_the_same_way(tmp_path, no_decode):
+    path = tmp_path / "bomb.png"
+    path.write_bytes(png_bomb(8000, 8000, 50_000))
+    with pytest.raises(ValueError, match=r"field 'image': more than MAX_IMAGE_PIXELS = 33554432 "
+                                         r"\(got '.*bomb\.png: 8000 x 8000 px'\)"):
+        read_image(path)
+
+
+def test_the_camera_size_is_checked_from_the_header(no_decode):
+    data = png_header(640, 360) + struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND"))
+    with pytest.raises(ValueError, match=r"camera CAM_BACK: field 'image': image is 640 x 360 px but the calibration "
+                                         r"says width x height = 64 x 36; resize the image or rescale K"):
+        decode_image(data, "back.png", camera="CAM_BACK", size=(64, 36))
+
+
+def test_an_oversized_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(images, "MAX_IMAGE_FILE_BYTES", 1000)
+    path = write_image(tmp_path / "a.png", np.random.default_rng(0).integers(0, 256, (64, 64, 3), np.uint8))
+    monkeypatch.setattr(type(path), "read_bytes", lambda self: pytest.fail("read before the size check"))
+    with pytest.raises(ValueError, match=r"field 'image': more than MAX_IMAGE_FILE_BYTES = 1000 \(got '.*a\.png: \d+ "
+                                         r"bytes'\)"):
+        read_image(path)
+    with pytest.raises(ValueError, match=r"field 'image': more than MAX_IMAGE_FILE_BYTES = 1000 \(got 'up\.png: 1001 "):
+        decode_image(b"\x89PNG" + b"\0" * 997, "up.png")
+
+
+def _encoded(ext: str, arr: np.ndarray) -> bytes:
+    ok, enc = cv2.imencode(ext, arr)
+    assert ok
+    return enc.tobytes()
+
+
+@pytest.mark.parametrize("ext, fmt", [(".png", "PNG"), (".jpg", "JPEG"), (".bmp", "BMP"), (".tiff", "TIFF")])
+def test_headers_of_every_read_format(ext, fmt):
+    data = _encoded(ext, pattern(13, 21))
+    assert image_header(data, "x") == ImageHeader(fmt, 21, 13, 3 if fmt == "JPEG" else None)
+    out = decode_image_report(data, f"x{ext}", size=(21, 13))
+    assert out.format == fmt and out.rgb.shape == (13, 21, 3) and out.conversions == () and out.warning is None
+
+
+def test_big_endian_tiff_core_bmp_and_progressive_jpeg_headers():
+    buf = io.BytesIO()
+    Image.fromarray(pattern(9, 11)).save(buf, "TIFF", tiffinfo={}, compression=None)
+    le = buf.getvalue()
+    assert image_header(le, "le.tif") == ImageHeader("TIFF", 11, 9)
+    buf = io.BytesIO()
+    Image.fromarray(pattern(9, 11)).save(buf, "JPEG", progressive=True)
+    assert image_header(buf.getvalue(), "p.jpg") == ImageHeader("JPEG", 11, 9, 3)
+    core = b"BM" + b"\0" * 12 + struct.pack("<IHH", 12, 300, 200) + b"\0" * 8
+    assert image_header(core, "core.bmp") == ImageHeader("BMP", 300, 200)
+    top_down = b"BM" + b"\0" * 12 + struct.pack("<Iii", 40, 300, -200) + b"\0" * 8
+    assert image_header(top_down, "td.bmp") == ImageHeader("BMP", 300, 200)
+    mm = b"MM\x00*" + struct.pack(">I", 8) + struct.pack(">H", 2) + struct.pack(">HHIHH", 256, 3, 1, 5000, 0) \
+        + struct.pack(">HHII", 257, 4, 1, 70000)
+    assert image_header(mm, "mm.tif") == ImageHeader("TIFF", 5000, 70000)
+
+
+@pytest.mark.parametrize("data, why", [
+    (b"GIF89a" + b"\0" * 20, "not a PNG, JPEG, BMP or TIFF file"),
+    (b"RIFF\0\0\0\0WEBPVP8 ", "not a PNG, JPEG, BMP or TIFF file"),
+    (b"\x89PNG\r\n\x1a\n" + b"\0" * 30, "the PNG has no IHDR chunk first"),
+    (png_header(0, 10), r"the PNG header declares 0 x 10 px"),
+    (b"\xff\xd8\xff\xda" + b"\0" * 10, r"the JPEG has no frame header \(SOF\) before its image data"),
+    (b"\xff\xd8" + b"\xff\xd0" * 5000, r"no JPEG frame header \(SOF\) in the first 4096 segments"),
+    (b"\xff\xd8\xff\xc0\x00\x11\x08\x00\x00\x00\x10\x03", r"the JPEG header declares 16 x 0 px"),
+    (b"\xff\xd8\xff\xe0\xff\xff", r"the JPEG ends before its frame header"),
+    (b"\xff\xd8\x00", r"no JPEG marker at byte 2"),
+    (b"BM" + b"\0" * 12 + struct.pack("<I", 20) + b"\0" * 8, r"BMP info header of 20 bytes"),
+    (b"II+\x00" + b"\0" * 12, "BigTIFF files are not read"),
+    (b"II*\x00" + struct.pack("<I", 1 << 30), "the TIFF's first directory lies past the end of the file"),
+    (b"II*\x00" + struct.pack("<IH", 8, 100), "the TIFF's first directory is truncated"),
+    (b"II*\x00" + struct.pack("<IH", 8, 1) + struct.pack("<HHII", 256, 4, 1, 5),
+     "the TIFF's first directory has no ImageWidth and ImageLength"),
+    (b"II*\x00" + struct.pack("<IH", 8, 1) + struct.pack("<HHII", 256, 2, 1, 5), "TIFF tag 256 has type 2"),
+    (b"\xff\xd8\xff\xc0\x00\x11\x08\x00\x10\x00\x10\x07", r"the JPEG declares 7 colour components"),
+    # OpenCV allocates a PNG chunk's declared length before reading it: 37 bytes would take 2 GB.
+    (png_header(7, 6) + b"\x7f\x00\x00\x00IDAT\0\0\0\0",
+     r"PNG chunk b'IDAT' at byte 33 declares 2130706432 bytes, past the end of the file"),
+    (png_header(7, 6) + (struct.pack(">I", 0) + b"tEXt" + b"\0" * 4) * 70000, r"more than 65536 PNG chunks"),
+    (png_header(1, 1) + b"\x17\x00\x00\x00", r"the PNG ends inside the chunk header at byte 33"),
+])
+def test_damaged_headers_are_named_errors(data, why, no_decode):
+    with pytest.raises(ValueError, match=rf"camera CAM_X: field 'image': cannot decode the file as an image \({why}"
+                                         rf".*\(got 'h\.img'\)"):
+        decode_image(data, "h.img", camera="CAM_X")
+
+
+@pytest.mark.parametrize("declared", [(2 ** 32 - 1, 1), (1, 65535), (8193, 8), (65535, 65535)])
+def test_huge_declared_sizes_in_every_format(declared, no_decode):
+    w, h = declared
+    sof = b"\xff\xd8\xff\xc0" + struct.pack(">HBHHB", 17, 8, h & 0xFFFF, w & 0xFFFF, 3) + b"\0" * 9
+    bmp = b"BM" + b"\0" * 12 + struct.pack("<Iii", 40, min(w, 2 ** 31 - 1), h) + b"\0" * 8
+    tif = (b"II*\x00" + struct.pack("<IH", 8, 2) + struct.pack("<HHII", 256, 4, 1, w)
+           + struct.pack("<HHII", 257, 4, 1, h))
+    for data in (png_header(w, h), sof, bmp, tif):
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError, match=r"field 'image': more than MAX_IMAGE_(SIDE|PIXELS)"):
+            decode_image(data, "huge")
+        assert time.perf_counter() - t0 < 0.05
+
+
+# --- conversions are reported (issue 14: no silent grey / RGBA / 16-bit) -----------------------
+
+def test_conversions_are_reported_naming_the_file(tmp_path):
+    rgb = pattern()
+    cases = {
+        "grey.png": (rgb[..., 0], ("greyscale replicated to RGB",)),
+        "rgba.png": (np.dstack([rgb[..., ::-1], np.full(rgb.shape[:2], 7, np.uint8)]), ("alpha channel dropped",)),
+        "deep.png": (np.ascontiguousarray((rgb.astype(np.uint16) * 257)[..., ::-1]), ("16-bit samples cut to 8 bits",)),
+        "deep_grey_alpha.png": (np.dstack([rgb[..., :1].astype(np.uint16) * 257] * 4),
+                                ("16-bit samples cut to 8 bits", "alpha channel dropped")),
+        "plain.png": (rgb[..., ::-1], ()),
+    }
+    for name, (arr, notes) in cases.items():
+        cv2.imwrite(str(tmp_path / name), arr)
+        out = read_image_report(tmp_path / name, size=(32, 24))
+        assert out.conversions == notes, name
+        assert out.rgb.dtype == np.uint8 and out.rgb.shape == (24, 32, 3)
+        assert (out.warning is None) if not notes else out.warning == f"{tmp_path / name}: {', '.join(notes)}"
+    buf = io.BytesIO()
+    Image.fromarray(rgb).convert("CMYK").save(buf, "JPEG")
+    assert decode_image_report(buf.getvalue(), "cmyk.jpg").warning == "cmyk.jpg: CMYK converted to RGB"
+
+
+def test_float_tiffs_are_refused_by_name():
+    data = _encoded(".tiff", np.zeros((4, 5, 3), np.float32))
+    with pytest.raises(ValueError, match=r"field 'image': cannot decode the file as an image \(float32 samples; "
+                                         r"bevviz reads 8- and 16-bit images\) \(got 'f\.tif'\)"):
+        decode_image(data, "f.tif")
+
+
+# --- fuzz: any bytes give an image or a named error, within the budget ----------------------------
+
+_VALID = [_encoded(ext, arr) for ext in (".png", ".jpg", ".bmp", ".tiff")
+          for arr in (pattern(5, 7), pattern(3, 2)[..., 0], (pattern(4, 4).astype(np.uint16) * 200))
+          if not (ext in (".jpg", ".bmp") and arr.dtype == np.uint16)]
+
+
+def _flip(data: bytes, at: int, value: int) -> bytes:
+    i = at % len(data)
+    return data[:i] + bytes([value]) + data[i + 1:]
+
+
+_SIGNATURES = st.sampled_from([b"\x89PNG\r\n\x1a\n", b"\xff\xd8", b"BM", b"II*\x00", b"MM\x00*"])
+
+
+@settings(max_examples=300, deadline=500, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(
+    st.binary(max_size=600),
+    st.builds(lambda sig, tail: sig + tail, _SIGNATURES, st.binary(max_size=300)),  # a real magic, a damaged rest
+    st.builds(lambda v, k: v[: max(1, len(v) - k)], st.sampled_from(_VALID), st.integers(0, 400)),  # truncated
+    st.builds(lambda v, at, b: _flip(v, at, b), st.sampled_from(_VALID), st.integers(0, 400), st.integers(0, 255)),
+    st.builds(lambda w, h, tail: png_header(w, h) + tail, st.integers(0, 2 ** 32 - 1), st.integers(0, 2 ** 32 - 1),
+              st.binary(max_size=64)),
+    st.builds(lambda w, h, n: b"\xff\xd8\xff\xc0" + struct.pack(">HBHHB", 17, 8, h, w, n) + b"\0" * 9,
+              st.integers(0, 65535), st.integers(0, 65535), st.integers(0, 255)),
+), size=st.one_of(st.none(), st.tuples(st.integers(1, 9), st.integers(1, 9))))
+def test_fuzz_image_bytes(data, size):
+    # Smaller limits keep every example fast (a damaged header may declare up to 8192 x 4096
+    # pixels, which then really are decoded); the code paths are the same.
+    with mock.patch.object(limits, "MAX_IMAGE_SIDE", 512), mock.patch.object(limits, "MAX_IMAGE_PIXELS", 1 << 16):
+        _decode_or_named_error(data, size)
+
+
+def _decode_or_named_error(data: bytes, size: tuple[int, int] | None) -> None:
+    try:
+        out = decode_image_report(data, "fuzz.img", camera="CAM_F", size=size)
+    except ValueError as exc:
+        assert str(exc).startswith("camera CAM_F: field 'image': ") and "(got " in str(exc)
+    else:
+        header = image_header(data, "fuzz.img")
+        assert out.rgb.dtype == np.uint8 and out.rgb.shape == (header.height, header.width, 3)
+        assert size is None or out.rgb.shape[1::-1] == size
