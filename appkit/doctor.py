@@ -62,7 +62,7 @@ def consensus_summary(consensus: RigConsensus | None, tolerance: float = TOLERAN
 
     Returns:
         Dict with ``fitted`` (bool), ``rotation`` (the LiDAR's rotation against the cameras,
-        ego x, y, z, degrees, as text), ``pitch`` (the common pitch, text), ``set_aside``
+        ego x / y / z in degrees, as text), ``pitch`` (the common pitch, text), ``set_aside``
         (cameras left out of the fit as outliers), ``magnitude_deg`` (the largest common
         offset a camera sees) and ``suspect``: the sentence that the LiDAR-to-ego
         calibration is the suspect when the common offset is significant, else None.
@@ -72,7 +72,8 @@ def consensus_summary(consensus: RigConsensus | None, tolerance: float = TOLERAN
         return {"fitted": False, "rotation": "-", "pitch": "-", "set_aside": [], "magnitude_deg": 0.0,
                 "suspect": None, "why": f"too few cameras with LiDAR evidence for a rig consensus ({n})"}
     rot = ", ".join(f"{a} {v:+.2f}" for a, v in zip("xyz", consensus.lidar_rotation_deg))
-    out = {"fitted": True, "rotation": f"{rot} deg", "pitch": f"{consensus.common_pitch_deg:+.2f} deg",
+    out = {"fitted": True, "rotation": " / ".join(f"{v:+.2f}" for v in consensus.lidar_rotation_deg),
+           "pitch": f"{consensus.common_pitch_deg:+.2f} deg",
            "set_aside": list(consensus.excluded), "magnitude_deg": consensus.magnitude_deg, "suspect": None,
            "why": ""}
     if consensus.magnitude_deg > tolerance:

@@ -197,8 +197,8 @@ if scene.lidar is not None:
         st.caption("Offsets: each camera's own rotation error (body frame: roll about the optical axis, pitch "
                    "positive looking down, yaw positive to the left) after the rig consensus, +- its bootstrap spread.")
         summary = doctor.consensus_summary(found.consensus)
-        k1, k2, k3 = st.columns(3)
-        k1.metric("LiDAR rotation (ego x, y, z)", summary["rotation"])
+        k1, k2, k3 = st.columns([1.6, 1, 1])
+        k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
         k2.metric("Common pitch", summary["pitch"])
         k3.metric("Set aside from the consensus", ", ".join(summary["set_aside"]) or "none")
         if summary["suspect"]:
@@ -210,12 +210,12 @@ if scene.lidar is not None:
         ss.setdefault("cd_lidar_cam", found[0].camera)
         look = st.selectbox("Camera", rig.names, key="cd_lidar_cam")
         ev = by_name[look].lidar
-        f1, f2 = st.columns([1.4, 1])
+        f1, f2 = st.columns([1.6, 1])
         f1.plotly_chart(lidar_alignment_figure(rig[look], compute.edge_picture(scene, look), ev.uv_stored, ev.uv_best,
                                                title=f"{look}: LiDAR edge points over the image edges"),
                         key="cd_lidar_edges")
-        f2.plotly_chart(score_profiles_figure(ev.profiles, ev.offset_deg, title="Alignment score per axis (+-3 deg)"),
-                        key="cd_lidar_profiles")
+        f2.plotly_chart(score_profiles_figure(ev.profiles, ev.offset_deg, title="Alignment score per axis (+-3 deg)",
+                                              height=480, cols=1), key="cd_lidar_profiles")
         f2.caption("Red: the edge points with the stored calibration; green: at the optimum. Each curve turns one "
                    "axis through the optimum (offset 0 = the stored calibration), the others held there.")
 

@@ -86,7 +86,7 @@ def lidar_alignment_figure(camera: Camera, picture: str | None, uv_stored: np.nd
 
 def score_profiles_figure(profiles: Mapping[str, tuple[np.ndarray, np.ndarray]],
                           optimum_deg: Sequence[float] | Mapping[str, float], title: str | None = None,
-                          height: int = 300) -> go.Figure:
+                          height: int = 300, cols: int = 3) -> go.Figure:
     """The alignment score along each axis through the optimum, stored calibration and optimum marked.
 
     Args:
@@ -96,6 +96,7 @@ def score_profiles_figure(profiles: Mapping[str, tuple[np.ndarray, np.ndarray]],
             mapping axis -> degrees (:attr:`CameraEvidence.offset_deg`).
         title: Figure title.
         height: Figure height in pixels.
+        cols: Panels per row (3: side by side; 1: stacked, for a narrow column).
 
     Returns:
         One panel per axis: trace "score", and markers "stored" (offset 0) and "optimum".
@@ -106,7 +107,9 @@ def score_profiles_figure(profiles: Mapping[str, tuple[np.ndarray, np.ndarray]],
     """
     names = [a for a in AXIS_NAMES if a in profiles]
     opt = optimum_deg if isinstance(optimum_deg, Mapping) else dict(zip(AXIS_NAMES, optimum_deg))
-    axes, refs, notes = subplot_grid(max(len(names), 1), max(len(names), 1), titles=names or [""], hspace=0.06)
+    n = max(len(names), 1)
+    cols = max(1, min(cols, n))
+    axes, refs, notes = subplot_grid(n, cols, titles=names or [""], hspace=0.06, vspace=0.16)
     data, shapes = [], []
     for k, (name, (xr, yr)) in enumerate(zip(names, refs)):
         offs, scores = (np.asarray(v, dtype=np.float64) for v in profiles[name])
@@ -123,9 +126,11 @@ def score_profiles_figure(profiles: Mapping[str, tuple[np.ndarray, np.ndarray]],
                              **here))
             shapes.append(dict(type="line", xref=xr, yref=f"{yr} domain", x0=x, x1=x, y0=0, y1=1,
                                line=dict(color=color, width=1, dash="dot")))
-        axes["xaxis" + xr[1:]].update(title=dict(text="offset (deg)"), zeroline=False)
-        axes["yaxis" + yr[1:]].update(title=dict(text="score") if k == 0 else None)
+        bottom, left = k >= n - cols, k % cols == 0
+        axes["xaxis" + xr[1:]].update(title=dict(text="offset (deg)") if bottom else None, zeroline=False)
+        axes["yaxis" + yr[1:]].update(title=dict(text="score") if left else None)
     layout = base_layout(height, title=title, legend=True, shapes=shapes, annotations=notes, **axes)
-    layout["legend"].update(yanchor="top", y=-0.3)
+    rows = (n + cols - 1) // cols
+    layout["legend"].update(yanchor="top", y=-0.3 / rows)  # below the bottom row's axis title
     layout["margin"].update(t=56 if title else 30, b=70)
     return figure(data, layout)

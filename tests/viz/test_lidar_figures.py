@@ -57,3 +57,6 @@ def test_score_profiles_mark_the_stored_calibration_and_the_optimum():
     assert len(fig.layout.shapes) == 6  # a dotted line at each marker
     seq = calibration_lidar.score_profiles_figure(profiles, (0.0, 0.5, -1.0))
     assert seq.data[8].x[0] == -1.0
+    stacked = calibration_lidar.score_profiles_figure(profiles, (0.0, 0.5, -1.0), cols=1)
+    assert stacked.layout.yaxis.domain[0] > stacked.layout.yaxis3.domain[1]  # roll above yaw
+    assert stacked.layout.xaxis.title.text is None and stacked.layout.xaxis3.title.text == "offset (deg)"
