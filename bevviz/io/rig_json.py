@@ -12,8 +12,15 @@ Format (version 1)::
 ``format`` and ``version`` may be left out; when present they must be ``"bevviz-rig"`` and
 ``1``. The ``convention`` block is optional and so is each of its keys (default nuScenes:
 ``sensor_to_ego``, ``wxyz``, ``RDF``). ``image`` is optional (a path relative to the JSON
-file, or null). Unknown keys are rejected so that a typo (``"translaton"``) or an unsupported
-field (``"distortion"``) cannot be silently ignored.
+file, or null; it must resolve inside the JSON file's folder). Unknown keys are rejected so
+that a typo (``"translaton"``) or an unsupported field (``"distortion"``) cannot be silently
+ignored.
+
+Limits (:mod:`bevviz.limits`, checked before anything of their size is built): the text is
+at most ``MAX_RIG_JSON_BYTES`` and nests at most ``MAX_JSON_DEPTH`` deep (checked on the
+text, before the decoder recurses), at most ``MAX_CAMERAS`` cameras, widths and heights at
+most ``MAX_IMAGE_SIDE`` (compared as integers), quaternions of norm 1 within
+``QUATERNION_NORM_TOL``, camera names by the rule of :func:`bevviz.limits.check_camera_name`.
 
 Every error is a ``ValueError`` that starts with the source (file name) and names the camera,
 the field and the value, e.g. ``rig.json: camera CAM_FRONT: field 'K': fx and fy must be > 0
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -37,9 +45,19 @@ from typing import Any
 
 import numpy as np
 
-from bevviz.camera import Rig, raw_from_camera
-from bevviz.io.images import atomic_write_bytes, decode_image, read_image
-from bevviz.shapes import check_shape, field_error, positive_int
+from bevviz.camera import Camera, Rig, raw_from_camera
+from bevviz.io.images import DecodedImage, atomic_write_bytes, check_camera_size, decode_image_report, read_image_report
+from bevviz.limits import (
+    MAX_CAMERAS,
+    MAX_JSON_DEPTH,
+    MAX_RIG_JSON_BYTES,
+    check_at_most,
+    check_camera_name,
+    check_json_like,
+    image_side,
+    limit_error,
+)
+from bevviz.shapes import check_shape, field_error
 from bevviz.storage import NUSCENES, Convention, RawCamera
 
 FORMAT = "bevviz-rig"
@@ -84,9 +102,40 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
+#: A JSON string literal, or an unterminated one running to the end of the text (possessive
+#: quantifiers: linear time on any text).
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+#: Longest integer literal read: 309 digits already overflow a float64 (and Python's int()
+#: refuses more than 4300).
+_MAX_INT_DIGITS = 309
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of arrays and objects in a JSON text (brackets in strings ignored), in
+    linear time and without recursion: the depth ``json.loads`` would recurse to."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets.encode("ascii"), np.uint8)
+    steps = np.ones(codes.size, np.int32)
+    steps[(codes == ord("]")) | (codes == ord("}"))] = -1
+    return int(np.cumsum(steps, dtype=np.int32).max())
+
+
+def _json_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > _MAX_INT_DIGITS:
+        raise field_error("json", f"an integer of {len(literal.lstrip('-'))} digits",
+                          f"numbers must fit in a float64 (at most {_MAX_INT_DIGITS} digits)")
+    return int(literal)
+
+
 def _load_json_text(text: str) -> Any:
+    check_at_most(len(text), MAX_RIG_JSON_BYTES, "MAX_RIG_JSON_BYTES", "json", shown=f"{len(text)} characters")
+    depth = _json_depth(text)
+    check_at_most(depth, MAX_JSON_DEPTH, "MAX_JSON_DEPTH", "json", shown=f"nested {depth} deep")
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+        return json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_int=_json_int)
     except json.JSONDecodeError as e:
         lines = text.splitlines()
         line = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
@@ -109,6 +158,8 @@ def _numbers(value: Any, shape: tuple[int, ...], field_name: str, camera: str) -
         arr = np.array(value, dtype=np.float64)
     except ValueError:  # ragged nesting
         raise field_error(field_name, value, f"must be an array of shape {shape}", camera) from None
+    except OverflowError:  # an int beyond float64
+        raise field_error(field_name, value, "numbers must fit in a float64", camera) from None
     check_shape(arr, shape, field_name, camera)
     if not np.all(np.isfinite(arr)):
         raise field_error(field_name, arr, "must be finite (no NaN or inf)", camera)
@@ -150,8 +201,7 @@ def _camera(entry: Any, index: int, seen: set[str]) -> tuple[RawCamera, str | No
     name = entry.get("name")
     if "name" not in entry:
         raise field_error("name", sorted(entry), "missing field (keys given are shown)", where)
-    if not isinstance(name, str) or not name.strip():
-        raise field_error("name", name, "must be a non-empty string", where)
+    check_camera_name(name, where)
     if name in seen:
         raise field_error("name", name, "duplicate camera name", name)
     seen.add(name)
@@ -164,8 +214,8 @@ def _camera(entry: Any, index: int, seen: set[str]) -> tuple[RawCamera, str | No
     K = _numbers(entry["K"], (3, 3), "K", name)
     rotation = _rotation(entry["rotation"], name)
     translation = _numbers(entry["translation"], (3,), "translation", name)
-    width = positive_int(entry["width"], "width", name)
-    height = positive_int(entry["height"], "height", name)
+    width = image_side(entry["width"], "width", name)
+    height = image_side(entry["height"], "height", name)
     image = entry.get("image")
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise field_error("image", image, "must be a file path (string) or null", name)
@@ -189,21 +239,27 @@ def parse_rig(data: dict | str | bytes, source: str = "<rig json>") -> RigFile:
     Raises:
         ValueError: ``"<source>: camera <name>: field '<field>': <problem> (got <value>)"``
             for malformed JSON (with line and column), a missing or unknown field, a wrong
-            shape, NaN/inf, a non-orthonormal rotation, a zero quaternion, bad sizes, a
-            duplicate camera name, an unknown convention.
+            shape, NaN/inf, a non-orthonormal rotation, a zero or non-unit quaternion (the
+            message names its norm), bad sizes, a camera name outside the rule, a duplicate
+            camera name, an unknown convention, or a limit of :mod:`bevviz.limits` hit (text
+            size, nesting depth, number of cameras, width / height), named with its value.
 
     Convention:
         See the module docstring.
     """
     try:
         if isinstance(data, (bytes, bytearray, memoryview)):
+            data = bytes(data)
+            check_at_most(len(data), MAX_RIG_JSON_BYTES, "MAX_RIG_JSON_BYTES", "json", shown=f"{len(data)} bytes")
             try:
-                data = bytes(data).decode("utf-8-sig")
+                data = data.decode("utf-8-sig")
             except UnicodeDecodeError as e:
-                raise field_error("json", bytes(data)[max(0, e.start - 10): e.start + 10],
+                raise field_error("json", data[max(0, e.start - 10): e.start + 10],
                                   f"not UTF-8 text (byte {e.start})") from None
         if isinstance(data, str):
             data = _load_json_text(data)
+        elif isinstance(data, dict):  # built in Python: walk it (no recursion) before reading it
+            check_json_like(data, "json")
         if not isinstance(data, dict):
             raise field_error("rig", type(data).__name__, "the top level must be a JSON object")
         unknown = sorted(set(data) - set(TOP_KEYS))
@@ -219,6 +275,8 @@ def parse_rig(data: dict | str | bytes, source: str = "<rig json>") -> RigFile:
         cameras = data["cameras"]
         if not isinstance(cameras, list) or not cameras:
             raise field_error("cameras", cameras, "must be a non-empty array of camera objects")
+        if len(cameras) > MAX_CAMERAS:  # before any camera is read
+            raise limit_error("cameras", f"{len(cameras)} cameras", "MAX_CAMERAS", MAX_CAMERAS)
         seen: set[str] = set()
         raws, images = [], {}
         for i, entry in enumerate(cameras):
@@ -241,13 +299,16 @@ def load_rig_file(path: str | os.PathLike) -> RigFile:
         The :class:`RigFile` (images are not read; see :func:`load_rig_images`).
 
     Raises:
-        ValueError: field ``path`` when the file is missing or unreadable; anything
+        ValueError: field ``path`` when the file is missing, unreadable or larger than
+            :data:`bevviz.limits.MAX_RIG_JSON_BYTES` (checked before reading it); anything
             :func:`parse_rig` rejects, prefixed with the file name.
     """
     p = Path(path)
-    if not p.is_file():
-        raise field_error("path", str(p), "rig file not found" if not p.exists() else "not a file")
     try:
+        if not p.is_file():
+            raise field_error("path", str(p), "rig file not found" if not p.exists() else "not a file")
+        n = p.stat().st_size
+        check_at_most(n, MAX_RIG_JSON_BYTES, "MAX_RIG_JSON_BYTES", "path", shown=f"{p}: {n} bytes")  # before reading
         data = p.read_bytes()
     except OSError as e:
         raise field_error("path", str(p), f"cannot read the rig file ({e.strerror or e})") from None
@@ -300,18 +361,59 @@ def _match_uploads(rig_file: RigFile, uploaded: Mapping[str, Any]) -> dict[str, 
     return out
 
 
-def _as_rgb(value: Any, label: str, camera: str) -> np.ndarray:
+class RigImages(dict):
+    """Camera name -> RGB image, shape (H, W, 3), uint8, in rig order (a ``dict``), plus what
+    reading them did.
+
+    Attributes:
+        conversions: Camera name -> the conversions made to turn its file into RGB uint8
+            (:attr:`bevviz.io.images.DecodedImage.conversions`); only cameras with one.
+        sources: Camera name -> the file (path as the JSON names it, or upload key) read.
+    """
+
+    def __init__(self, images: Mapping[str, np.ndarray] = (), conversions: Mapping[str, tuple[str, ...]] = (),
+                 sources: Mapping[str, str] = ()) -> None:
+        super().__init__(images)
+        self.conversions: dict[str, tuple[str, ...]] = dict(conversions)
+        self.sources: dict[str, str] = dict(sources)
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per converted image, in rig order:
+        ``"camera CAM_FRONT: images/CAM_FRONT.png: 16-bit samples cut to 8 bits"``."""
+        return [f"camera {cam}: {self.sources.get(cam, '?')}: {', '.join(notes)}"
+                for cam, notes in self.conversions.items() if notes]
+
+
+def _as_rgb(value: Any, label: str, camera: Camera) -> DecodedImage:
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return decode_image(value, label, camera)
+        return decode_image_report(value, label, camera.name, size=camera.size)
     arr = np.asarray(value)
     if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
         raise field_error("image", f"{label}: array of shape {arr.shape} and dtype {arr.dtype}",
-                          "must be RGB uint8 of shape (H, W, 3)", camera)
-    return arr
+                          "must be RGB uint8 of shape (H, W, 3)", camera.name)
+    check_camera_size(arr.shape[1], arr.shape[0], camera.size, label, camera.name)
+    return DecodedImage(arr, label, "array")
+
+
+def _image_path(base_dir: str | os.PathLike, label: str, camera: str, allow_outside: bool) -> Path:
+    """``label`` resolved (symlinks too) against ``base_dir``; it must lie inside unless
+    ``allow_outside``."""
+    folder = Path(base_dir)
+    try:
+        root, target = folder.resolve(), (folder / label).resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, a name too long, a symlink loop
+        raise field_error("image", label, f"cannot resolve the path ({exc})", camera) from None
+    if not allow_outside and not target.is_relative_to(root):
+        raise field_error("image", label, f"resolves to {target}, outside the rig's folder {root}; images must "
+                                          "lie inside the JSON file's folder (allow_outside=True reads it anyway)",
+                          camera)
+    return target
 
 
 def load_rig_images(rig_file: RigFile, base_dir: str | os.PathLike | None,
-                    uploaded: Mapping[str, Any] | None = None, require_all: bool = False) -> dict[str, np.ndarray]:
+                    uploaded: Mapping[str, Any] | None = None, require_all: bool = False,
+                    allow_outside: bool = False) -> RigImages:
     """Read the images of a rig: uploaded ones first, then the files the JSON names.
 
     Args:
@@ -323,41 +425,44 @@ def load_rig_images(rig_file: RigFile, base_dir: str | os.PathLike | None,
             name the JSON gives for it, or by either one's stem (``CAM_FRONT.png`` matches
             camera ``CAM_FRONT``). A key that matches no camera is an error.
         require_all: If True, every camera must end up with an image.
+        allow_outside: If True, read image paths that resolve outside ``base_dir`` (an
+            absolute path, ``..``, a symlink out); by default they are refused.
 
     Returns:
-        Camera name -> RGB image, shape (H, W, 3), uint8, in rig order; cameras with no
-        uploaded image and no image path (or no ``base_dir``) are left out unless
+        :class:`RigImages`: camera name -> RGB image, shape (H, W, 3), uint8, in rig order,
+        with the conversions made (``.warnings``: one line per converted file). Cameras
+        with no uploaded image and no image path (or no ``base_dir``) are left out unless
         ``require_all``.
 
     Raises:
         ValueError: naming the camera, the field (``image`` / ``camera``) and the value
-            for an unknown camera name, a missing or unreadable image, or an image whose size
-            disagrees with the calibration's width and height. Nothing is returned then.
+            for an unknown camera name, a missing or unreadable image, a path outside
+            ``base_dir``, an image over a limit of :mod:`bevviz.limits`, or one whose size
+            disagrees with the calibration's width and height (checked from the file's header,
+            before decoding). Nothing is returned then.
 
     Convention:
         Images are RGB uint8 with (H, W) = (height, width) of the camera; no resizing is
         done here (rescale the camera with :meth:`bevviz.camera.Camera.resized` instead).
     """
     matched = _match_uploads(rig_file, uploaded or {})
-    images: dict[str, np.ndarray] = {}
+    images, conversions, sources = {}, {}, {}
     for cam in rig_file.rig:
         if cam.name in matched:
             label, value = matched[cam.name]
-            img = _as_rgb(value, label, cam.name)
+            decoded = _as_rgb(value, label, cam)
         elif rig_file.image_files.get(cam.name) and base_dir is not None:
             label = rig_file.image_files[cam.name]
-            img = read_image(Path(base_dir) / label, camera=cam.name)
+            path = _image_path(base_dir, label, cam.name, allow_outside)
+            decoded = read_image_report(path, camera=cam.name, size=cam.size)
         elif require_all:
             raise field_error("image", rig_file.image_files.get(cam.name), "no image given for this camera", cam.name)
         else:
             continue
-        if img.shape[:2] != (cam.height, cam.width):
-            raise field_error(
-                "image", label,
-                f"image is {img.shape[1]} x {img.shape[0]} px but the calibration says width x height = "
-                f"{cam.width} x {cam.height}; resize the image or rescale K", cam.name)
-        images[cam.name] = img
-    return images
+        images[cam.name], sources[cam.name] = decoded.rgb, label
+        if decoded.conversions:
+            conversions[cam.name] = decoded.conversions
+    return RigImages(images, conversions, sources)
 
 
 # --------------------------------------------------------------------------------------
@@ -429,5 +534,5 @@ def save_rig(rig: Rig, path: str | os.PathLike, image_files: Mapping[str, str | 
     return p
 
 
-__all__ = ["RigFile", "parse_rig", "load_rig_file", "load_rig", "load_rig_images", "rig_to_dict", "save_rig",
-           "FORMAT", "VERSION"]
+__all__ = ["RigFile", "RigImages", "parse_rig", "load_rig_file", "load_rig", "load_rig_images", "rig_to_dict",
+           "save_rig", "FORMAT", "VERSION"]

@@ -5,16 +5,24 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
+import time
+import tracemalloc
 
+import cv2
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyquaternion import Quaternion
 
 from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, RawCamera
+from bevviz.io import rig_json
 from bevviz.io.images import write_image
 from bevviz.io.rig_json import (
     RigFile,
+    RigImages,
     load_rig,
     load_rig_file,
     load_rig_images,
@@ -22,6 +30,9 @@ from bevviz.io.rig_json import (
     rig_to_dict,
     save_rig,
 )
+from bevviz.limits import MAX_CAMERAS, MAX_JSON_DEPTH, MAX_RIG_JSON_BYTES
+
+from .test_images import png_bomb, png_header
 
 #: Three real nuScenes v1.0-mini calibrated_sensor records (scene-0061), images 1600 x 900.
 RECORDS = [
@@ -284,7 +295,7 @@ def test_image_size_disagrees_with_calibration(tmp_path):
     rf = load_rig_file(path)
     with pytest.raises(ValueError, match=r"camera CAM_FRONT_RIGHT: field 'image': image is 32 x 18 px but the "
                                          r"calibration says width x height = 64 x 36.*"
-                                         r"\(got 'images/CAM_FRONT_RIGHT\.png'\)"):
+                                         r"\(got '.*images/CAM_FRONT_RIGHT\.png'\)"):
         load_rig_images(rf, tmp_path)
     with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': image is 36 x 64 px"):
         load_rig_images(rf, None, uploaded={"CAM_FRONT": np.zeros((64, 36, 3), np.uint8)})  # transposed
@@ -512,3 +523,274 @@ def test_raw_cameras_keep_the_file_convention():
     assert isinstance(raw, RawCamera)
     np.testing.assert_array_equal(raw.rotation, d["cameras"][0]["rotation"])
     np.testing.assert_array_equal(raw.translation, d["cameras"][0]["translation"])
+
+
+# --- limits and the validation story (issue 14) ---------------------------------------------------
+
+def fast_and_small(fn, seconds: float = 1.0, peak_bytes: int = 20_000_000):
+    """Run ``fn``; assert it raised a ValueError within ``seconds`` and a traced peak of ``peak_bytes``."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ValueError) as info:
+            fn()
+        elapsed = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert elapsed < seconds and peak < peak_bytes, (elapsed, peak)
+    return str(info.value)
+
+
+def many_cameras(n: int) -> str:
+    d = nuscenes_dict()
+    cam = d["cameras"][0]
+    d["cameras"] = [{**cam, "name": f"CAM_{i:04d}", "image": f"images/CAM_{i:04d}.jpg"} for i in range(n)]
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize("n", [500, 1000])
+def test_a_rig_of_hundreds_of_cameras_is_refused_before_any_camera_is_read(n, monkeypatch):
+    text = many_cameras(n)
+    assert n < 1000 or len(text) > 250_000  # the issue's file was 282 KB
+    monkeypatch.setattr(rig_json, "_camera", lambda *a: pytest.fail("a camera was read"))
+    msg = fast_and_small(lambda: parse_rig(text, source="big.json"))
+    assert msg == f"big.json: field 'cameras': more than MAX_CAMERAS = 32 (got '{n} cameras')"
+
+
+def test_max_cameras_are_accepted():
+    assert len(parse_rig(many_cameras(MAX_CAMERAS)).rig) == MAX_CAMERAS
+
+
+@pytest.mark.parametrize("width", ["9223372036854775808", "1e9", "1000000000", "100000000000000000000", "1e20",
+                                   "1" + "0" * 400])
+def test_huge_widths_in_the_text_are_refused_as_integers(width):
+    text = json.dumps(nuscenes_dict()).replace('"width": 1600', f'"width": {width}', 1)
+    msg = fast_and_small(lambda: parse_rig(text, source="rig.json"), seconds=0.5)
+    assert re.match(r"rig\.json: (camera CAM_FRONT: field 'width': more than MAX_IMAGE_SIDE = 8192|field 'json': "
+                    r"numbers must fit in a float64)", msg), msg
+
+
+def test_huge_widths_in_a_dict_and_a_too_long_integer():
+    for width in (2 ** 63, 10 ** 20, 1e9, 10 ** 5000):
+        d = nuscenes_dict()
+        d["cameras"][0]["height"] = width
+        expect_error_obj(d, r"camera CAM_FRONT: field 'height': more than MAX_IMAGE_SIDE = 8192")
+    expect_error('{"cameras": [], "version": ' + "9" * 400 + "}",
+                 r"rig\.json: field 'json': numbers must fit in a float64 \(at most 309 digits\) "
+                 r"\(got 'an integer of 400 digits'\)")
+    d = nuscenes_dict()
+    d["cameras"][0]["translation"] = [10 ** 400, 0, 0]
+    expect_error_obj(d, r"camera CAM_FRONT: field 'translation': numbers must fit in a float64")
+
+
+def expect_error_obj(data: dict, pattern: str) -> None:
+    """``expect_error`` on the Python object itself (not its JSON text)."""
+    with pytest.raises(ValueError, match=pattern):
+        parse_rig(data, source="rig.json")
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1000, 100_000])
+def test_deeply_nested_json_is_refused_before_decoding(depth):
+    text = '{"cameras": ' + "[" * depth + "]" * depth + "}"
+    msg = fast_and_small(lambda: parse_rig(text, source="deep.json"))
+    assert msg == (f"deep.json: field 'json': more than MAX_JSON_DEPTH = {MAX_JSON_DEPTH} "
+                   f"(got 'nested {depth + 1} deep')")
+    unclosed = "[" * depth  # never closed: still the depth error, never a RecursionError
+    assert "MAX_JSON_DEPTH" in fast_and_small(lambda: parse_rig(unclosed.encode()))
+
+
+def test_deep_python_objects_are_refused_without_recursion():
+    deep: list = [1.0]
+    for _ in range(50_000):
+        deep = [deep]
+    d = nuscenes_dict()
+    d["cameras"][0]["K"] = deep
+    assert "more than MAX_JSON_DEPTH" in fast_and_small(lambda: parse_rig(d))
+    expect_error_obj({"cameras": [{3: "x"}]}, r"field 'json': object keys must be strings \(got 3\)")
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    d = nuscenes_dict()
+    d["cameras"][0]["image"] = "[" * 500 + '\\"{{{{' + "]" * 3
+    assert parse_rig(json.dumps(d)).image_files["CAM_FRONT"] == d["cameras"][0]["image"]
+    # An unterminated string with many escaped quotes is scanned in linear time.
+    text = '{"cameras": "' + '\\"[' * 300_000
+    assert "malformed JSON" in fast_and_small(lambda: parse_rig(text), peak_bytes=60_000_000)
+
+
+def test_a_text_over_max_rig_json_bytes_is_refused_before_decoding(tmp_path, monkeypatch):
+    big = " " * (MAX_RIG_JSON_BYTES + 1)
+    assert fast_and_small(lambda: parse_rig(big.encode(), source="big.json"), peak_bytes=3 * MAX_RIG_JSON_BYTES) == (
+        f"big.json: field 'json': more than MAX_RIG_JSON_BYTES = 2097152 (got '{MAX_RIG_JSON_BYTES + 1} bytes')")
+    path = tmp_path / "big.json"
+    path.write_bytes(big.encode())
+    monkeypatch.setattr(type(path), "read_bytes", lambda self: pytest.fail("read before the size check"))
+    with pytest.raises(ValueError, match=r"field 'path': more than MAX_RIG_JSON_BYTES = 2097152 \(got '.*big\.json: "
+                                         r"2097153 bytes'\)"):
+        load_rig_file(path)
+
+
+def test_a_quaternion_of_norm_2_names_its_norm():
+    d = nuscenes_dict()
+    d["cameras"][1]["rotation"] = [2 * x for x in d["cameras"][1]["rotation"]]
+    expect_error(d, r"rig\.json: camera CAM_FRONT_RIGHT: field 'rotation': quaternion norm is 2, not 1 \(off by more "
+                    r"than QUATERNION_NORM_TOL = 0\.001\)")
+
+
+@pytest.mark.parametrize("name, why", [
+    ("x" * 10_000, "has 10000 characters, more than CAMERA_NAME_MAX_CHARS = 64"),
+    ("CAM\x07FRONT", r"character '\\x07' is not allowed"),
+    ("CAM\u202eTNORF", r"character '\\u202e' is not allowed"),
+    ("**CAM**", r"character '\*' is not allowed"),
+    ("CAM_FRONT](javascript:x)", r"character '\]' is not allowed"),
+    ("<script>", "character '<' is not allowed"),
+])
+def test_camera_names_outside_the_rule_are_refused(name, why):
+    d = nuscenes_dict()
+    d["cameras"][1]["name"] = name
+    msg = fast_and_small(lambda: parse_rig(json.dumps(d), source="rig.json"))
+    assert re.match(rf"rig\.json: camera #1: field 'name': {why}; a camera name is 1 to 64 characters", msg), msg
+    assert len(msg) < 600
+
+
+def _upload_png(arr: np.ndarray) -> bytes:
+    ok, enc = cv2.imencode(".png", arr)
+    assert ok
+    return enc.tobytes()
+
+
+def test_an_uploaded_decompression_bomb_is_refused_from_its_header(monkeypatch):
+    rf = parse_rig(small_dict())
+    monkeypatch.setattr(cv2, "imdecode", lambda *a: pytest.fail("decoded before the header check"))
+    bomb = png_bomb()
+    msg = fast_and_small(lambda: load_rig_images(rf, None, uploaded={"CAM_FRONT.png": bomb}), seconds=0.5)
+    assert msg == ("camera CAM_FRONT: field 'image': more than MAX_IMAGE_SIDE = 8192 "
+                   "(got 'CAM_FRONT.png: 30000 x 30000 px')")
+    with pytest.raises(ValueError, match=r"camera CAM_BACK: field 'image': image is 1600 x 900 px but the calibration "
+                                         r"says width x height = 64 x 36"):
+        load_rig_images(rf, None, uploaded={"CAM_BACK": png_header(1600, 900) + b"\0" * 12})
+
+
+def test_conversions_come_back_as_warnings_naming_camera_and_file(tmp_path):
+    rgb = camera_image(0)
+    grey, rgba = rgb[..., 0], np.dstack([rgb[..., ::-1], np.full(rgb.shape[:2], 9, np.uint8)])
+    deep = np.ascontiguousarray(rgb[..., ::-1].astype(np.uint16) * 257)
+    path = write_rig_folder(tmp_path)
+    cv2.imwrite(str(tmp_path / "images" / "CAM_BACK.png"), deep)
+    images = load_rig_images(load_rig_file(path), tmp_path,
+                             uploaded={"CAM_FRONT.png": _upload_png(grey), "CAM_FRONT_RIGHT": _upload_png(rgba)})
+    assert isinstance(images, RigImages) and isinstance(images, dict) and list(images) == NAMES
+    assert images.warnings == ["camera CAM_FRONT: CAM_FRONT.png: greyscale replicated to RGB",
+                               "camera CAM_FRONT_RIGHT: CAM_FRONT_RIGHT: alpha channel dropped",
+                               "camera CAM_BACK: images/CAM_BACK.png: 16-bit samples cut to 8 bits"]
+    assert images.conversions["CAM_BACK"] == ("16-bit samples cut to 8 bits",)
+    np.testing.assert_array_equal(images["CAM_BACK"], rgb)
+    assert load_rig_images(load_rig_file(write_rig_folder(tmp_path / "clean")), tmp_path / "clean").warnings == []
+
+
+# --- paths stay inside the JSON's folder ---------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["../outside.png", "images/../../outside.png", "ABSOLUTE"])
+def test_image_paths_outside_the_folder_are_refused(tmp_path, where):
+    folder = tmp_path / "rig"
+    outside = tmp_path / "outside.png"
+    write_image(outside, camera_image(0))
+    d = small_dict()
+    d["cameras"][0]["image"] = str(outside) if where == "ABSOLUTE" else where
+    path = write_rig_folder(folder, d) if folder.mkdir() is None else None
+    rf = load_rig_file(path)
+    with pytest.raises(ValueError, match=rf"camera CAM_FRONT: field 'image': resolves to {re.escape(str(outside))}, "
+                                         rf"outside the rig's folder {re.escape(str(folder.resolve()))}; images must "
+                                         r"lie inside the JSON file's folder \(allow_outside=True reads it anyway\) "
+                                         rf"\(got '{re.escape(d['cameras'][0]['image'])}'\)"):
+        load_rig_images(rf, folder)
+    images = load_rig_images(rf, folder, allow_outside=True)
+    np.testing.assert_array_equal(images["CAM_FRONT"], camera_image(0))
+
+
+def test_a_symlink_out_of_the_folder_is_refused_and_one_inside_is_fine(tmp_path):
+    folder = tmp_path / "rig"
+    folder.mkdir()
+    path = write_rig_folder(folder)
+    secret = tmp_path / "secret.png"
+    write_image(secret, camera_image(0))
+    (folder / "images" / "CAM_FRONT.png").unlink()
+    (folder / "images" / "CAM_FRONT.png").symlink_to(secret)
+    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': resolves to .*secret\.png, outside"):
+        load_rig_images(load_rig_file(path), folder)
+    (folder / "images" / "CAM_FRONT.png").unlink()
+    write_image(folder / "real.png", camera_image(0))
+    (folder / "images" / "CAM_FRONT.png").symlink_to(folder / "real.png")
+    np.testing.assert_array_equal(load_rig_images(load_rig_file(path), folder)["CAM_FRONT"], camera_image(0))
+
+
+def test_unresolvable_paths_are_named_errors(tmp_path):
+    d = small_dict()
+    d["cameras"][0]["image"] = "images/a\x00b.png"
+    rf = parse_rig(d)
+    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': cannot resolve the path"):
+        load_rig_images(rf, tmp_path)
+    d["cameras"][0]["image"] = "x" * 5000 + ".png"
+    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': (cannot resolve|cannot read|file not)"):
+        load_rig_images(parse_rig(d), tmp_path)
+
+
+# --- fuzz: any input gives a rig or a named error, within the budget ------------------------------
+
+_LEAVES = (st.none() | st.booleans() | st.integers() | st.integers(-(10 ** 400), 10 ** 400)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12))
+_JSON_LIKE = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=4)
+                          | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=24)
+
+
+def rig_or_named_error(data, source: str = "fuzz.json") -> None:
+    try:
+        rf = parse_rig(data, source=source)
+    except ValueError as exc:
+        assert str(exc).startswith(f"{source}: ") and "field '" in str(exc), str(exc)
+    else:
+        assert isinstance(rf, RigFile) and 1 <= len(rf.rig) <= MAX_CAMERAS
+
+
+@settings(max_examples=300, deadline=500, suppress_health_check=[HealthCheck.too_slow])
+@given(_JSON_LIKE)
+def test_fuzz_json_like_objects(value):
+    rig_or_named_error(value)
+    rig_or_named_error({"cameras": value})
+    rig_or_named_error(json.dumps(value))
+
+
+_KEYS = st.sampled_from(["name", "K", "rotation", "translation", "width", "height", "image", "distortion"])
+
+
+@settings(max_examples=300, deadline=500, suppress_health_check=[HealthCheck.too_slow])
+@given(camera=st.integers(0, 2), key=_KEYS, value=_JSON_LIKE, drop=st.booleans(),
+       top=st.sampled_from(["format", "version", "convention", "cameras", "extra", None]), top_value=_JSON_LIKE)
+def test_fuzz_one_field_of_a_valid_rig(camera, key, value, drop, top, top_value):
+    d = small_dict()
+    if drop:
+        d["cameras"][camera].pop(key, None)
+    else:
+        d["cameras"][camera][key] = value
+    rig_or_named_error(d)
+    if top is not None:
+        d[top] = top_value
+        rig_or_named_error(d)
+    rig_or_named_error(json.dumps(d).encode())
+
+
+_VALID_TEXT = json.dumps(small_dict(), indent=1)
+
+
+@settings(max_examples=300, deadline=500, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(
+    st.text(max_size=300),
+    st.binary(max_size=300),
+    st.builds(lambda cut: _VALID_TEXT[:cut], st.integers(0, len(_VALID_TEXT))),
+    st.builds(lambda at, junk: _VALID_TEXT[:at] + junk + _VALID_TEXT[at:], st.integers(0, len(_VALID_TEXT)),
+              st.text(alphabet='[]{}",:0123456789.eE-+ \\nulltrefas\x00\ud800', max_size=12)),
+    st.builds(lambda n: "[" * n + "]" * n, st.integers(0, 40)),
+))
+def test_fuzz_raw_text(text):
+    rig_or_named_error(text)
