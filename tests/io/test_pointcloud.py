@@ -166,7 +166,7 @@ def _flip(data: bytes, at: int, value: int) -> bytes:
     return data[:i] + bytes([value]) + data[i + 1:]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=500, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.one_of(
     st.binary(max_size=400),
     st.binary(max_size=300).map(lambda b: _npy(np.zeros(1))[:10] + b),  # a real magic, a damaged header
@@ -183,3 +183,24 @@ def test_fuzz_arbitrary_bytes_give_a_scan_or_a_named_error(data, ext):
     else:
         assert isinstance(scan, LidarScan) and scan.points.dtype == np.float32
         assert np.isfinite(scan.points).all()
+
+
+def _npy_with_header(header: dict, tail: bytes) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue() + tail
+
+
+@settings(max_examples=150, deadline=500, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.lists(st.integers(0, 2 ** 62), max_size=3).map(tuple),
+       descr=st.sampled_from(["<f4", ">f8", "<f2", "<i8", "|b1", "<c16", "|O", "<U3"]),
+       fortran=st.booleans(), tail=st.binary(max_size=200))
+def test_fuzz_npy_headers_declaring_any_shape(shape, descr, fortran, tail):
+    """A header may declare any shape (10**18 points, 0 columns): the count and size checks come first."""
+    data = _npy_with_header({"descr": descr, "fortran_order": fortran, "shape": shape}, tail)
+    try:
+        scan = read_pointcloud(data, name="fuzz.npy")
+    except ValueError as exc:
+        assert str(exc).startswith("file 'fuzz.npy': field '")
+    else:
+        assert len(scan) <= len(tail) and scan.points.dtype == np.float32 and np.isfinite(scan.points).all()
