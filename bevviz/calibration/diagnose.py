@@ -37,6 +37,7 @@ from bevviz.calibration.verdicts import (
     seam_verdict,
 )
 from bevviz.camera import Rig
+from bevviz.shapes import field_error
 from bevviz.threads import on_one_thread
 
 __all__ = [
@@ -338,12 +339,16 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         whose ``check`` says why).
 
     Raises:
-        ValueError: unknown camera, or (seams) a camera with no seam to refine against.
+        ValueError: ``levels`` not a non-empty sequence of :class:`Level`, unknown camera,
+            or (seams) a camera with no seam to refine against.
 
     Convention:
         The correction is a body-frame (FLU) rotation, applied as
         ``ego_from_body' = ego_from_body @ exp(rot)``. See docs/conventions.md.
     """
+    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
+            isinstance(lv, Level) for lv in levels):
+        raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
     grid = seam_grid() if grid is None else grid
     if camera is None:
         camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence)[0].camera

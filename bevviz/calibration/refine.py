@@ -273,12 +273,16 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
         (the rig with the refined camera, :class:`RefineHistory`).
 
     Raises:
-        ValueError: unknown camera, or a camera with no seam to refine against.
+        ValueError: ``levels`` not a non-empty sequence of :class:`Level`, unknown camera, or
+            a camera with no seam to refine against.
 
     Convention:
         The correction is a body-frame (FLU) rotation vector in degrees and an ego-frame
         translation in cm, applied as ``ego_from_body' = ego_from_body @ exp(rot)``.
     """
+    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
+            isinstance(lv, Level) for lv in levels):
+        raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
     t0 = time.perf_counter()
     grid = seam_grid() if grid is None else grid
     rig[camera]  # named error for an unknown camera

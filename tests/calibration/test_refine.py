@@ -153,3 +153,12 @@ def test_refine_errors_are_named(truth):
         refine_extrinsics(lonely, {}, None, "CAM_FRONT")
     with pytest.raises(ValueError, match="images"):
         cal.as_frames([1, 2])
+
+
+@pytest.mark.parametrize("levels", [[], (), "fast", [1, 2], None])
+def test_a_bad_schedule_is_a_named_error_before_any_work(truth, levels):
+    """levels=[] used to end in an IndexError (issue 14); now it is refused first, before diagnose runs."""
+    for call in (lambda: refine_extrinsics(truth, {}, None, None, levels=levels),
+                 lambda: cal.refine_camera(truth, {}, None, "CAM_FRONT", levels=levels)):
+        with pytest.raises(ValueError, match=r"field 'levels': must be a non-empty sequence of Level, coarse to fine"):
+            call()
