@@ -20,8 +20,9 @@ world and ray casting), :mod:`~bevviz.synthetic.rig` (the nuScenes-like rig),
 :mod:`~bevviz.synthetic.dataset` (the writer). Every public name is re-exported here.
 
 Run ``python -m bevviz.synthetic --out sample_data`` to regenerate the embedded sample
-bit for bit: a nuScenes-format mini dataset (two scenes, one with a known miscalibrated
-camera), a bevviz JSON rig with its images, and the ground texture.
+bit for bit: a nuScenes-format mini dataset (three scenes: calibrated, one with a known
+miscalibrated camera, one whose stored calibration drifts), a bevviz JSON rig with its images,
+and the ground texture.
 
 Convention:
     World frame = nuScenes "global" frame: x, y on the ground, z up, metres. The ego
@@ -39,6 +40,7 @@ from bevviz.synthetic.dataset import (
     README,
     SCENES,
     axis_angle_matrix,
+    body_rotated,
     generate,
     main,
     write_nuscenes,
@@ -88,5 +90,5 @@ __all__ = [
     "ground_texture", "lane_marking_points", "texture_grid", "BOX", "GROUND", "SKY", "cast_rays", "default_world",
     "Hits", "sample_ground", "World", "IMAGE_SIZE", "NUSCENES_LIKE_MOUNTS", "mounted_camera", "nuscenes_like_rig",
     "LIDAR_MOUNT", "camera_rays", "exposure_map", "lidar_scan", "render", "render_camera", "BASE_TIMESTAMP",
-    "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "generate", "main", "write_nuscenes"
+    "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "body_rotated", "generate", "main", "write_nuscenes"
 ]

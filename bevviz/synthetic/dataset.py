@@ -1,7 +1,8 @@
 """The dataset writer: ``sample_data``, bit for bit (``python -m bevviz.synthetic --out sample_data``).
 
-A nuScenes-format mini dataset (two scenes, one with a known miscalibrated camera), a
-bevviz JSON rig with its images (through :func:`bevviz.io.rig_json.rig_to_dict`, the one
+A nuScenes-format mini dataset (three scenes: a calibrated one, one with a known
+miscalibrated camera, and one in which a camera's stored calibration drifts), a bevviz
+JSON rig with its images (through :func:`bevviz.io.rig_json.rig_to_dict`, the one
 rig-JSON writer), and the ground texture.
 
 Convention:
@@ -26,7 +27,7 @@ import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.io.rig_json import rig_to_dict
-from bevviz.rotations import make_transform, matrix_to_quaternion
+from bevviz.rotations import FLU_FROM_RDF, make_transform, matrix_to_quaternion, rpy_to_matrix
 from bevviz.shapes import field_error
 from bevviz.storage import NUSCENES
 from bevviz.synthetic.renderer import LIDAR_MOUNT, lidar_scan, render
@@ -35,7 +36,8 @@ from bevviz.synthetic.texture import ground_texture
 from bevviz.synthetic.world import World, default_world
 
 __all__ = [
-    "BASE_TIMESTAMP", "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "generate", "main", "write_nuscenes"
+    "BASE_TIMESTAMP", "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "body_rotated", "generate", "main",
+    "write_nuscenes",
 ]
 
 
@@ -43,12 +45,20 @@ JPEG_QUALITY = 85
 
 #: Scenes of the embedded nuScenes-format dataset. Ego poses are translations along the
 #: road (world x); scene B stores CAM_FRONT_RIGHT with a yaw error, images use the truth.
+#: Scene C (the calibration audit's target) stores CAM_BACK_LEFT with a body-frame pitch that
+#: drifts from its third sample on, one calibrated_sensor per sample_data (as nuScenes
+#: allows); it is camera-only (no LIDAR_TOP) and its JPEGs use quality 50, to keep
+#: sample_data small. Its poses keep every seam clear of boxes.
 SCENES = (
     {"name": "scene-0001", "log": "bevviz-synthetic-a", "ego_x": (0.0, 5.0),
      "description": "bevviz synthetic street, calibrated rig", "error": None},
     {"name": "scene-0002", "log": "bevviz-synthetic-b", "ego_x": (-8.0, -3.0),
      "description": "bevviz synthetic street, CAM_FRONT_RIGHT stored with a 2 deg yaw error",
      "error": {"camera": "CAM_FRONT_RIGHT", "axis": (0.0, 0.0, 1.0), "degrees": 2.0}},
+    {"name": "scene-0003", "log": "bevviz-synthetic-c", "ego_x": (-5.0, -4.5, -4.0, -3.5),
+     "description": "bevviz synthetic street, CAM_BACK_LEFT's stored pitch drifts from sample 2 on (no LiDAR)",
+     "error": None, "lidar": False, "jpeg_quality": 50,
+     "drift": {"camera": "CAM_BACK_LEFT", "axis": "pitch", "degrees": (0.0, 0.0, 1.5, 2.5)}},
 )
 
 
@@ -60,9 +70,9 @@ def _token(*parts: object) -> str:
     return hashlib.md5("/".join(str(p) for p in parts).encode()).hexdigest()
 
 
-def _encode(img_rgb: np.ndarray, ext: str) -> bytes:
-    """Encode an RGB uint8 image with OpenCV (JPEG quality 85 or PNG level 9)."""
-    params = [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY] if ext == ".jpg" else [cv2.IMWRITE_PNG_COMPRESSION, 9]
+def _encode(img_rgb: np.ndarray, ext: str, quality: int = JPEG_QUALITY) -> bytes:
+    """Encode an RGB uint8 image with OpenCV (JPEG at ``quality``, default 85, or PNG level 9)."""
+    params = [cv2.IMWRITE_JPEG_QUALITY, quality] if ext == ".jpg" else [cv2.IMWRITE_PNG_COMPRESSION, 9]
     ok, buf = cv2.imencode(ext, cv2.cvtColor(np.ascontiguousarray(img_rgb), cv2.COLOR_RGB2BGR), params)
     if not ok:
         raise field_error("image", img_rgb.shape, f"OpenCV could not encode {ext}")
@@ -85,6 +95,29 @@ def axis_angle_matrix(axis, degrees: float) -> np.ndarray:
     return np.eye(3) + math.sin(th) * S + (1 - math.cos(th)) * S @ S
 
 
+def body_rotated(ego_from_cam: np.ndarray, axis: str, degrees: float) -> np.ndarray:
+    """A camera rotation turned in its body frame (FLU), as the Calibration Doctor's sliders.
+
+    Args:
+        ego_from_cam: The camera's ``ego_from_cam`` (4, 4) or its rotation (3, 3).
+        axis: ``"roll"``, ``"pitch"`` (positive looks down) or ``"yaw"`` (positive turns left).
+        degrees: The angle.
+
+    Returns:
+        The rotated ``ego_from_cam`` rotation, shape (3, 3).
+
+    Convention:
+        ``ego_from_body' = ego_from_body @ Rz(yaw) Ry(pitch) Rx(roll)`` with the body frame
+        FLU, as ``bevviz.calibration.perturb_camera``. See docs/conventions.md.
+    """
+    angles = {"roll": 0.0, "pitch": 0.0, "yaw": 0.0}
+    if axis not in angles:
+        raise field_error("axis", axis, f"must be one of {sorted(angles)}")
+    angles[axis] = math.radians(degrees)
+    R = np.asarray(ego_from_cam, float)[:3, :3]
+    return R @ FLU_FROM_RDF.T @ rpy_to_matrix(angles["roll"], angles["pitch"], angles["yaw"]) @ FLU_FROM_RDF
+
+
 def write_nuscenes(root: Path, world: World, log=print) -> dict:
     """Write the nuScenes-format mini dataset (v1.0-mini tables, images, lidar, map).
 
@@ -95,7 +128,8 @@ def write_nuscenes(root: Path, world: World, log=print) -> dict:
 
     Returns:
         The miscalibration record written to ``miscalibration.json``, plus the renders of
-        scene A's first sample under key ``"first_images"`` (not written to that file).
+        scene A's first sample under key ``"first_images"`` (not written to that file). The
+        drift of scene C is recorded in ``drift.json``.
 
     Convention:
         ``calibrated_sensor`` holds sensor -> ego (``ego_from_cam``), quaternion w, x, y,
@@ -124,9 +158,12 @@ def write_nuscenes(root: Path, world: World, log=print) -> dict:
                  "filename": "maps/bevviz-synthetic-placeholder.png"}]
     raw_true = {r.name: r for r in rig.to_raw(NUSCENES)}
     record: dict = {}
+    drift_record: dict = {}
     first_images: dict[str, np.ndarray] = {}
     annotated = [(i, b) for i, b in enumerate(world.boxes) if b.kind in ("car", "truck")]
     for si, sc in enumerate(SCENES):
+        scene_channels = channels if sc.get("lidar", True) else list(NUSCENES_CAMERAS)
+        drift = sc.get("drift")
         log_token = _token("log", sc["log"])
         scene_token = _token("scene", sc["name"])
         T["log"].append({"token": log_token, "logfile": sc["log"], "vehicle": "bevviz-synthetic",
@@ -165,6 +202,29 @@ def write_nuscenes(root: Path, world: World, log=print) -> dict:
                                            "camera_intrinsic": raw.K.tolist()})
         n = len(sc["ego_x"])
         sample_tokens = [_token("sample", sc["name"], k) for k in range(n)]
+        sample_cs = {}  # (channel, sample index) -> calibrated_sensor token, where it drifts
+        if drift:
+            ch = drift["camera"]
+            raw = raw_true[ch]
+            drift_record = {"scene": sc["name"], "scene_token": scene_token, "camera": ch, "axis": drift["axis"],
+                            "frame": "camera body FLU (roll about the optical axis, pitch positive looking down, "
+                                     "yaw positive turning left): ego_from_body' = ego_from_body @ Rz Ry Rx",
+                            "note": "images of this scene are rendered with the TRUE calibration; the stored "
+                                    "camera is turned by 'degrees' away from the truth",
+                            "samples": []}
+            for k, deg in enumerate(drift["degrees"]):
+                tok = cs_tokens[ch]
+                if deg:
+                    tok = _token("calibrated_sensor", sc["name"], ch, k)
+                    R = body_rotated(rig[ch].ego_from_cam, drift["axis"], deg)
+                    T["calibrated_sensor"].append({
+                        "token": tok, "sensor_token": _token("sensor", ch),
+                        "translation": list(map(float, raw.translation)),
+                        "rotation": list(map(float, matrix_to_quaternion(R, "wxyz"))),
+                        "camera_intrinsic": raw.K.tolist()})
+                    sample_cs[(ch, k)] = tok
+                drift_record["samples"].append({"index": k, "sample_token": sample_tokens[k],
+                                                "calibrated_sensor_token": tok, "degrees": float(deg)})
         inst_tokens = {i: _token("instance", sc["name"], b.name) for i, b in annotated}
         ann_tokens = {(i, k): _token("sample_annotation", sc["name"], b.name, k)
                       for i, b in annotated for k in range(n)}
@@ -187,7 +247,8 @@ def write_nuscenes(root: Path, world: World, log=print) -> dict:
             log(f"  {sc['name']} sample {k}: rendered {len(images)} cameras in {time.perf_counter() - t0:.1f} s")
             if si == 0 and k == 0:
                 first_images = images
-            for ch in channels:
+            lidar_counts = {i: 0 for i, _ in annotated}
+            for ch in scene_channels:
                 sd_token = _token("sample_data", sc["name"], ch, k)
                 prev = _token("sample_data", sc["name"], ch, k - 1) if k > 0 else ""
                 nxt = _token("sample_data", sc["name"], ch, k + 1) if k + 1 < n else ""
@@ -201,12 +262,12 @@ def write_nuscenes(root: Path, world: World, log=print) -> dict:
                     fmt = "pcd"
                 else:
                     fname = f"samples/{ch}/{stem}.jpg"
-                    _write(root / fname, _encode(images[ch], ".jpg"))
+                    _write(root / fname, _encode(images[ch], ".jpg", sc.get("jpeg_quality", JPEG_QUALITY)))
                     w, h, fmt = rig[ch].width, rig[ch].height, "jpg"
                 T["sample_data"].append({
                     "token": sd_token, "sample_token": sample_tokens[k], "ego_pose_token": pose_token,
-                    "calibrated_sensor_token": cs_tokens[ch], "timestamp": ts, "fileformat": fmt,
-                    "is_key_frame": True, "height": h, "width": w, "filename": fname,
+                    "calibrated_sensor_token": sample_cs.get((ch, k), cs_tokens[ch]), "timestamp": ts,
+                    "fileformat": fmt, "is_key_frame": True, "height": h, "width": w, "filename": fname,
                     "prev": prev, "next": nxt})
             for i, b in annotated:
                 yaw = math.radians(b.yaw_deg)
@@ -227,6 +288,7 @@ def write_nuscenes(root: Path, world: World, log=print) -> dict:
     # The devkit opens a map mask per map record; this is a small placeholder (not used).
     _write(root / T["map"][0]["filename"], _encode(np.zeros((16, 16, 3), np.uint8), ".png"))
     _write(root / "miscalibration.json", _json(record))
+    _write(root / "drift.json", _json(drift_record))
     return {**record, "first_images": first_images}
 
 
@@ -235,13 +297,16 @@ README = """# bevviz sample_data (generated: do not edit by hand)
 Regenerate bit for bit with `python -m bevviz.synthetic --out sample_data`.
 
 - `nuscenes/`: a nuScenes-format dataset that `NuScenes(version="v1.0-mini",
-  dataroot="sample_data/nuscenes")` loads. Two scenes of two key-frame samples each, six
-  cameras (1600 x 900 JPEG) plus a ray-cast LIDAR_TOP sweep and box annotations for the
-  cars. `scene-0001` is calibrated. In `scene-0002` the stored `calibrated_sensor` of one
-  camera carries a known rotation error while its images use the true calibration; the
-  truth is in `nuscenes/miscalibration.json`. The map mask is a placeholder. No box
-  stands on the ground two neighbouring cameras share, in any sample (the cars park
-  ahead of and behind the ego), so seam checks on the true rig find nothing.
+  dataroot="sample_data/nuscenes")` loads. `scene-0001` and `scene-0002`: two key-frame
+  samples each, six cameras (1600 x 900 JPEG) plus a ray-cast LIDAR_TOP sweep and box
+  annotations for the cars. `scene-0001` is calibrated. In `scene-0002` the stored
+  `calibrated_sensor` of one camera carries a known rotation error while its images use
+  the true calibration; the truth is in `nuscenes/miscalibration.json`. `scene-0003`: four
+  samples, six cameras (JPEG quality 50), no LiDAR; from its third sample on one camera's
+  stored calibration drifts (a calibrated_sensor per sample_data), recorded in
+  `nuscenes/drift.json`. The map mask is a placeholder. No box stands on the ground two
+  neighbouring cameras share, in any sample (the cars park ahead of and behind the ego),
+  so seam checks on the true rig find nothing.
 - `rig.json` + `images/`: the true rig in the bevviz JSON format (sensor_to_ego, wxyz,
   RDF) with the images of scene-0001's first sample (ego pose = identity).
 - `ground_texture.png` + `ground_texture.json`: the painted ground (BEV orientation: row 0

@@ -40,7 +40,8 @@ def test_devkit_loads_the_sample_unchanged():
     from nuscenes.nuscenes import NuScenes
 
     ds = NuScenes(version="v1.0-mini", dataroot=str(DATAROOT), verbose=False)
-    assert len(ds.scene) == 2 and len(ds.sample) == 4
+    # scene-0001 and scene-0002 (2 samples each) and the drift scene scene-0003 (4 samples).
+    assert len(ds.scene) == 3 and len(ds.sample) == 8
     sample = ds.sample[0]
     assert set(NUSCENES_CAMERAS) | {"LIDAR_TOP"} == set(sample["data"])
     path, boxes, K = ds.get_sample_data(sample["data"]["CAM_FRONT"])
@@ -58,8 +59,8 @@ def test_load_sample_default_is_scene_a_with_the_true_rig():
 
 def test_scene_and_sample_listing(nusc):
     scenes = nu.list_scenes(nusc)
-    assert [s.name for s in scenes] == ["scene-0001", "scene-0002"]
-    assert all(s.n_samples == 2 for s in scenes)
+    assert [s.name for s in scenes] == ["scene-0001", "scene-0002", "scene-0003"]
+    assert [s.n_samples for s in scenes] == [2, 2, 4]
     samples = nu.list_samples(nusc, scenes[0].token)
     assert [s.index for s in samples] == [0, 1]
     assert samples[0].timestamp < samples[1].timestamp

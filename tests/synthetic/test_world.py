@@ -52,7 +52,7 @@ def test_no_box_stands_in_a_camera_seam_in_any_sample():
                        np.zeros(r.size)], 1)  # ego frame
     in_image = project_points(ground, rig).valid.numpy()  # (6, M)
     ego_xs = sorted({x for scene in syn.SCENES for x in scene["ego_x"]})
-    assert len(ego_xs) == 4
+    assert len(ego_xs) == 8  # scenes A and B: 4 poses; the drift scene C: 4 more
     for ego_x in ego_xs:
         world_pts = ground + [ego_x, 0.0, 0.0]
         visible = {}
