@@ -195,6 +195,21 @@ def parse_z_values(text: str) -> tuple[float, ...]:
 MAX_GRID_POINTS = 1_000_000
 
 
+def _check_app_grid_size(x_range: tuple, y_range: tuple, num_z: int, resolution: float) -> None:
+    """Refuse more than :data:`MAX_GRID_POINTS` before the grid is built: the library's own
+    (larger) bound would otherwise answer first, without the app's limit in its message.
+    Values it cannot count (not numbers, zero or infinite spans) are left to ``BEVGrid``,
+    which names what is wrong."""
+    try:
+        h, w = (int(round((float(hi) - float(lo)) / float(resolution))) for lo, hi in (x_range, y_range))
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return
+    points = h * w * num_z
+    if h > 0 and w > 0 and points > MAX_GRID_POINTS:
+        raise ValueError(f"field 'resolution': {h} x {w} cells x {num_z} heights = {points:,} points, more than "
+                         f"the app's {MAX_GRID_POINTS:,} (got {resolution})")
+
+
 def grid_from_state() -> BEVGrid:
     """Build the BEVGrid from the grid widgets' values (raises a named ValueError)."""
     ss = st.session_state
@@ -205,12 +220,9 @@ def grid_from_state() -> BEVGrid:
         z = (0.0,)
     else:
         z = parse_z_values(ss.get("grid_z_custom", ""))
-    grid = BEVGrid((ss["grid_x_min"], ss["grid_x_max"]), (ss["grid_y_min"], ss["grid_y_max"]), z, ss["grid_res"])
-    points = grid.height * grid.width * grid.num_z
-    if points > MAX_GRID_POINTS:
-        raise ValueError(f"field 'resolution': {grid.height} x {grid.width} cells x {grid.num_z} heights = "
-                         f"{points:,} points, more than the app's {MAX_GRID_POINTS:,} (got {grid.resolution})")
-    return grid
+    x_range, y_range = (ss["grid_x_min"], ss["grid_x_max"]), (ss["grid_y_min"], ss["grid_y_max"])
+    _check_app_grid_size(x_range, y_range, len(z), ss["grid_res"])
+    return BEVGrid(x_range, y_range, z, ss["grid_res"])
 
 
 def _grid_controls() -> None:
