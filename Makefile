@@ -8,11 +8,15 @@ PORT ?= 8501
 
 .PHONY: install install-dev chromium run lint test bench sample-data real-sample
 
+# Each install step ends with the package itself (editable, --no-deps: requirements*.txt
+# hold every dependency), which puts the `bevviz` command on PATH.
 install:
 	$(PIP) install -r requirements.txt
+	$(PIP) install --no-deps -e .
 
 install-dev:
 	$(PIP) install -r requirements-dev.txt
+	$(PIP) install --no-deps -e .
 
 # Browser tests use Debian's Chromium, never a browser downloaded by playwright.
 chromium:

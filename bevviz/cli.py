@@ -1,0 +1,283 @@
+"""The ``bevviz`` command (also ``python -m bevviz``): headless checks and the dataset audit.
+
+``bevviz check SOURCE`` checks one rig and exits 0 / 1 / 2; ``bevviz audit DATAROOT`` checks
+every sample of a nuScenes-format dataset into Parquet (locally, or on Ray). Built on click;
+every error is one line on stderr and exit status 2, never a traceback. :func:`main` is the
+console script's entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from bevviz.audit import (
+    ENGINES,
+    CheckReport,
+    CheckSettings,
+    check_html,
+    check_rig,
+    flagged_rows,
+    load_source,
+    run_audit,
+)
+
+__all__ = ["EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "cli", "main"]
+
+EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+PROG = "bevviz"
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _error(message: str) -> None:
+    """One line on stderr: ``bevviz: error: <message>``."""
+    click.echo(f"{PROG}: error: {' '.join(str(message).split())}", err=True)
+
+
+def _settings(lidar: bool, thorough: bool, estimate: bool, sweeps: int) -> CheckSettings:
+    return CheckSettings(lidar=lidar, sweeps=sweeps, thorough=thorough, estimate=estimate)
+
+
+def _doctor_options(fn):
+    """The options every check shares (they form :class:`~bevviz.audit.CheckSettings`)."""
+    options = [
+        click.option("--lidar/--no-lidar", default=True, show_default=True,
+                     help="Use the sample's LIDAR_TOP sweep as the doctor's second witness when it has one "
+                          "(about 4 s per 6-camera sample)."),
+        click.option("--sweeps", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+                     help="LiDAR sweeps to accumulate (1 = the keyframe sweep)."),
+        click.option("--thorough", is_flag=True,
+                     help="Without LiDAR: test each suspect by letting it rotate alone (about 3 s) instead of "
+                          "ranking by seam costs only."),
+        click.option("--estimate/--no-estimate", default=True, show_default=True,
+                     help="Estimate the offset of a camera the seams flag by refining it alone (2-4 s each)."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+@click.group(context_settings=CONTEXT)
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Headless geometry checks of multi-camera BEV rigs, and a whole-dataset calibration audit.
+
+    \b
+    COMMANDS
+      check SOURCE     check one rig: conventions, projection sanity, the Calibration Doctor
+      audit DATAROOT   check every sample of a nuScenes-format dataset into Parquet
+
+    \b
+    EXIT STATUS
+      0  nothing flagged
+      1  a camera flagged miscalibrated or failing a sanity check (with --strict: or
+         inconclusive); for audit, also a sample that could not be checked
+      2  bad input or usage; one line on stderr names the field and the value
+    130  interrupted
+
+    \b
+    EXAMPLES
+      bevviz check real-nuscenes --json check.json --html check.html
+      bevviz check rig.json --images ./images
+      bevviz audit /data/nuscenes --version v1.0-trainval --out audit/ --engine ray --workers 8
+
+    Run 'bevviz COMMAND --help' for a command's options. docs/audit.md in the repository
+    describes the JSON and Parquet schemas.
+    """
+    ctx.ensure_object(dict)
+
+
+def _print_check(report: CheckReport, strict: bool) -> None:
+    src = report.source
+    where = " · ".join(str(src[k]) for k in ("path", "version", "scene", "sample") if src.get(k) is not None)
+    lidar = f"LiDAR: {report.lidar_points:,} points" if report.lidar_points else "no LiDAR"
+    click.echo(f"bevviz check: {where}  ({lidar}, {report.runtime_s:.1f} s)")
+    head = (f"{'camera':<17} {'verdict':<13} {'score':>7}  {'roll':>12} {'pitch':>12} {'yaw':>12}  "
+            f"{'witnesses':<38} sanity")
+    click.echo(head)
+    click.echo("-" * len(head))
+    for c in report.cameras:
+        off = c.offset_deg or {}
+        unc = c.uncertainty_deg or {}
+
+        def axis(a: str, off=off, unc=unc) -> str:
+            if a not in off:
+                return "-"
+            return f"{off[a]:+.2f}" + (f"±{unc[a]:.2f}" if a in unc else "")
+
+        wit = ", ".join(f"{k} {v}" for k, v in c.witnesses.items())
+        score = f"{c.score:7.3f}" if c.score == c.score else "      -"
+        click.echo(f"{c.camera:<17} {c.verdict:<13} {score}  {axis('roll'):>12} {axis('pitch'):>12} "
+                   f"{axis('yaw'):>12}  {wit:<38} {'; '.join(c.sanity.problems) or 'ok'}")
+    conv = report.conventions
+    click.echo(f"conventions: stored {conv.stored}; best ranked {conv.best} ({'ok' if conv.ok else 'MISMATCH'})")
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    flagged = report.flagged(strict)
+    click.echo(f"flagged: {', '.join(flagged) if flagged else 'none'}")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("source", metavar="SOURCE")
+@click.option("--images", metavar="DIR", help="JSON rig: folder of its images (default: the JSON file's folder).")
+@click.option("--version", "version", default="v1.0-mini", show_default=True, metavar="NAME",
+              help="nuScenes: the table folder under the dataroot.")
+@click.option("--sample", metavar="TOKEN", help="nuScenes: the sample token (default: the first sample).")
+@click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON (schema: docs/audit.md).")
+@click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML page with the figures.")
+@click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
+@_doctor_options
+@click.pass_context
+def check(ctx: click.Context, source: str, images: str | None, version: str, sample: str | None,
+          json_path: str | None, html_path: str | None, strict: bool, lidar: bool, sweeps: int, thorough: bool,
+          estimate: bool) -> int:
+    """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
+
+    \b
+    SOURCE is one of
+      a JSON rig file      (bevviz rig format, see the README), images from --images DIR
+                           or the paths the file names
+      a nuScenes dataroot  (a folder holding <version>/sample.json); --version, --sample
+      an embedded sample   rig | nuscenes | real-nuscenes
+
+    The doctor uses the LiDAR sweep when the sample has one (nuScenes), and the seams
+    between neighbouring cameras always. The table lists each camera's verdict
+    (miscalibrated / inconclusive / ok), the doctor's score, its estimated offset per axis
+    in degrees (body frame: roll about the optical axis, pitch positive looking down, yaw
+    positive turning left; +- one standard deviation with LiDAR), the witnesses and the
+    sanity problems.
+
+    \b
+    EXIT STATUS
+      0 nothing flagged; 1 a camera flagged (--strict: or inconclusive); 2 bad input
+    """
+    settings = _settings(lidar, thorough, estimate, sweeps)
+    if ctx.obj.get("parse_only"):
+        return EXIT_OK
+    loaded = load_source(source, images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps)
+    report = check_rig(loaded.rig, loaded.images, raw_cameras=loaded.raw_cameras, convention=loaded.convention,
+                       lidar=loaded.lidar, settings=settings, source=loaded.source, notes=loaded.notes)
+    _print_check(report, strict)
+    if json_path:
+        Path(json_path).write_text(json.dumps(report.to_dict(strict), indent=2) + "\n")
+    if html_path:
+        Path(html_path).write_text(check_html(report, loaded.images, strict))
+    return report.exit_code(strict)
+
+
+def _scenes(value: tuple[str, ...]) -> list[str] | None:
+    names = [n.strip() for v in value for n in v.split(",") if n.strip()]
+    return names or None
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("dataroot", metavar="DATAROOT")
+@click.option("--version", "version", default="v1.0-mini", show_default=True, metavar="NAME",
+              help="The table folder under DATAROOT.")
+@click.option("--scenes", multiple=True, metavar="NAMES",
+              help="Audit only these scenes (comma-separated; repeatable). Default: every scene.")
+@click.option("--out", default="bevviz-audit", show_default=True, metavar="DIR",
+              help="Output folder: manifest.json, parts/*.parquet, summary.json, report.html.")
+@click.option("--resume", is_flag=True, help="Continue the audit in --out (same arguments), skipping what is done.")
+@click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
+              help="local: this process, one sample after another. ray: Ray actors (ray.init(), or --address).")
+@click.option("--address", metavar="ADDR", help="Ray: address of a running cluster (default: start Ray locally).")
+@click.option("--workers", type=click.IntRange(min=1), metavar="N", help="Ray: worker actors (default 2).")
+@click.option("--flush-every", type=click.IntRange(min=1), default=16, show_default=True, metavar="N",
+              help="Samples per Parquet part file (a killed run redoes at most this many).")
+@click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar with rate and ETA.")
+@_doctor_options
+@click.pass_context
+def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ...], out: str, resume: bool,
+          engine: str, address: str | None, workers: int | None, flush_every: int, strict: bool, progress: bool,
+          lidar: bool, sweeps: int, thorough: bool, estimate: bool) -> int:
+    """Check every sample of a nuScenes-format dataset; one Parquet row per sample x camera.
+
+    Each sample is checked as 'bevviz check' would (a pure function of the dataroot,
+    version, sample token and settings) and its rows go to --out/parts/ in atomic part
+    files: a run killed at any point loses nothing with --resume, and writes nothing
+    twice. A sample that cannot be checked becomes one row with its error; the run goes
+    on. The run ends with a summary (verdict counts per scene x camera, summary.json) and
+    report.html (offsets along each scene's timeline: a drifting camera's line leaves
+    zero).
+
+    \b
+    ENGINES
+      local  the default: this process (the devkit index is opened once)
+      ray    the same function on Ray actors, each opening the index once; ray.init()
+             starts Ray on this machine with --workers CPUs, or joins --address. Every
+             node needs the dataroot at the same path. A worker that dies has its
+             sample retried (twice); a sample that kills every attempt becomes an error row.
+
+    \b
+    EXIT STATUS
+      0 nothing flagged; 1 a camera flagged or a sample failed; 2 bad input
+    """
+    if address and engine != "ray":
+        raise click.UsageError("--address applies to --engine ray only")
+    if workers not in (None, 1) and engine != "ray":
+        raise click.UsageError("--workers applies to --engine ray only (the local engine is one process)")
+    settings = _settings(lidar, thorough, estimate, sweeps)
+    if ctx.obj.get("parse_only"):
+        return EXIT_OK
+    run = run_audit(dataroot, out, version=version, scenes=_scenes(scenes), settings=settings, resume=resume,
+                    engine=engine, address=address, workers=workers, flush_every=flush_every, progress=progress)
+    rows = run.rows.to_pylist()
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("miscalibrated", "inconclusive", "ok", "error")}
+    rate = f", {run.samples_per_second:.2f} samples/s" if run.checked else ""
+    click.echo(f"bevviz audit: {run.planned} samples ({run.checked} checked now{rate}), {len(rows)} rows: "
+               + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    shown = [s for s in run.summary if s["miscalibrated"] or s["error"] or (strict and s["inconclusive"])]
+    if shown:
+        click.echo(f"{'scene':<14} {'camera':<17} {'samples':>7} {'miscal':>6} {'inconc':>6} {'ok':>4} {'error':>5}  "
+                   "first flagged")
+        for s in shown[:40]:
+            click.echo(f"{s['scene']:<14} {s['camera']:<17} {s['samples']:>7} {s['miscalibrated']:>6} "
+                       f"{s['inconclusive']:>6} {s['ok']:>4} {s['error']:>5}  "
+                       f"{'' if s['first_flagged'] is None else 'sample ' + str(s['first_flagged'])}")
+        if len(shown) > 40:
+            click.echo(f"... and {len(shown) - 40} more (summary.json)")
+    click.echo(f"written: {Path(out) / 'parts'}, {Path(out) / 'summary.json'}, {run.report}")
+    return EXIT_FLAGGED if flagged_rows(run.rows, strict) else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, parse_only: bool = False) -> int:
+    """Run the ``bevviz`` command line; returns the exit status.
+
+    Args:
+        argv: Arguments without the program name (default ``sys.argv[1:]``).
+        parse_only: Parse and validate the arguments, run nothing (0 for a valid command
+            line, 2 for a bad one, as a real run would).
+
+    Returns:
+        0 (nothing flagged, or help shown), 1 (flagged), 2 (bad input or usage; one line on
+        stderr), 130 (interrupted).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        _error(f"missing command ({', '.join(cli.commands)}); see '{PROG} --help'")
+        return EXIT_USAGE
+    try:
+        rv = cli.main(args=args, prog_name=PROG, standalone_mode=False, obj={"parse_only": parse_only})
+    except click.UsageError as e:
+        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+        _error(e.format_message() + hint)
+        return EXIT_USAGE
+    except click.ClickException as e:
+        _error(e.format_message())
+        return EXIT_USAGE
+    except ValueError as e:  # the library's named errors: field and value
+        _error(str(e))
+        return EXIT_USAGE
+    except OSError as e:  # a file that cannot be written or read
+        _error(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
+        return EXIT_USAGE
+    except (click.Abort, KeyboardInterrupt):
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    return int(rv or 0)

@@ -1,0 +1,159 @@
+"""bevviz audit: the drift is found, failures are rows, and Ray gives the local engine's rows.
+
+One local audit of the embedded synthetic dataset (seams only) is shared by the module, and
+one of the drift scene with the flagged cameras' offsets estimated; the Ray tests share one
+local Ray session of 2 CPUs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from bevviz.audit import check_sample, read_manifest, read_rows, run_audit
+from bevviz.cli import main
+
+
+@pytest.fixture(scope="module")
+def local_run(synthetic_root, fast, tmp_path_factory):
+    return run_audit(synthetic_root, tmp_path_factory.mktemp("audit") / "local", settings=fast, progress=False)
+
+
+@pytest.fixture(scope="module")
+def drift_run(synthetic_root, seams, drift, tmp_path_factory):
+    return run_audit(synthetic_root, tmp_path_factory.mktemp("audit") / "drift", scenes=[drift["scene"]],
+                     settings=seams, progress=False)
+
+
+def test_the_drift_is_flagged_from_its_start_and_nothing_else(local_run, drift, miscal):
+    rows = local_run.rows.to_pylist()
+    assert len(rows) == 8 * 6 and not [r for r in rows if r["error"]]
+    flagged = {(r["scene"], r["sample_index"], r["camera"]) for r in rows if r["verdict"] != "ok"}
+    expected = {(miscal["scene"], k, miscal["camera"]) for k in (0, 1)}  # stored 2 deg off throughout
+    expected |= {(drift["scene"], s["index"], drift["camera"]) for s in drift["samples"] if s["degrees"] > 0}
+    assert flagged == expected
+    assert {r["verdict"] for r in rows if r["verdict"] != "ok"} == {"miscalibrated"}
+
+
+def test_the_estimated_offset_follows_the_drift(drift_run, drift):
+    rows = drift_run.rows.to_pylist()
+    assert {r["scene"] for r in rows} == {drift["scene"]}
+    # The stored camera is turned by the drift (body pitch) away from where its seams put it.
+    for s in drift["samples"]:
+        r = next(r for r in rows if r["sample"] == s["sample_token"] and r["camera"] == drift["camera"])
+        if s["degrees"] == 0:
+            assert r["pitch_deg"] is None  # ok: not estimated
+            continue
+        assert r["offset_source"] == "seams"
+        assert r["pitch_deg"] == pytest.approx(s["degrees"], abs=0.35), (s, r["reason"])
+        assert abs(r["roll_deg"]) < 0.35 and abs(r["yaw_deg"]) < 0.35
+
+
+def test_the_summary_and_the_report(local_run, drift):
+    out = local_run.out
+    cell = next(s for s in local_run.summary if s["scene"] == drift["scene"] and s["camera"] == drift["camera"])
+    assert cell["samples"] == 4 and cell["miscalibrated"] == 2 and cell["ok"] == 2 and cell["first_flagged"] == 2
+    assert json.loads((out / "summary.json").read_text()) == local_run.summary
+    page = (out / "report.html").read_text()
+    assert "Estimated offset along each scene" in page and "Samples flagged miscalibrated" in page
+    assert page.count("<script") >= 2 and "<script src=" not in page  # plotly.js inline: one file
+    assert read_manifest(out)["samples"] == 8 and local_run.planned == 8 and local_run.checked == 8
+
+
+def test_a_sample_that_fails_is_a_row_and_the_run_goes_on(synthetic_root, fast, tmp_path):
+    root = tmp_path / "nuscenes"
+    shutil.copytree(synthetic_root, root)
+    broken = sorted((root / "samples" / "CAM_FRONT").glob("scene-0001__*.jpg"))[1]
+    broken.unlink()
+    run = run_audit(root, tmp_path / "out", scenes=["scene-0001"], settings=fast, progress=False)
+    rows = run.rows.to_pylist()
+    errors = [r for r in rows if r["verdict"] == "error"]
+    assert len(rows) == 7 and len(errors) == 1
+    assert errors[0]["sample_index"] == 1 and "CAM_FRONT: field 'image'" in errors[0]["error"]
+    # A resumed audit does not try it again: the failure is recorded, not retried forever.
+    again = run_audit(root, tmp_path / "out", scenes=["scene-0001"], settings=fast, progress=False, resume=True)
+    assert again.checked == 0 and again.rows.num_rows == 7
+
+
+# --------------------------------------------------------------------------------------
+# Ray: 2 CPUs, one session for the module
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    # The fault-injecting functions below travel to the workers by value (this test module
+    # is not importable there).
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.shutdown()
+
+
+def _dies(dataroot, version, token, settings, *, nusc=None, victims: dict):
+    """check_sample, except that the worker process dies at each victim: once when it has a
+    marker file (then the file says it did), at every attempt when its marker is None."""
+    if token in victims:
+        marker = victims[token]
+        if marker is None or not Path(marker).exists():
+            if marker is not None:
+                Path(marker).touch()
+            os._exit(3)
+    return check_sample(dataroot, version, token, settings, nusc=nusc)
+
+
+@pytest.mark.ray
+def test_ray_gives_the_rows_of_the_local_engine(ray_session, local_run, synthetic_root, fast, comparable, tmp_path):
+    run = run_audit(synthetic_root, tmp_path / "ray", settings=fast, engine="ray", workers=2, progress=False)
+    assert comparable(run.rows) == comparable(local_run.rows)
+    assert run.stats.engine == "ray" and run.stats.workers == 2
+    assert len(run.stats.peak_rss_mib) == 2 and all(m > 50 for m in run.stats.peak_rss_mib)
+
+
+@pytest.mark.ray
+def test_ray_on_the_real_keyframe_through_the_command_line(ray_session, real_root, comparable, tmp_path):
+    args = ["audit", str(real_root), "--no-lidar", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "local")]) == 0
+    assert main([*args, "--out", str(tmp_path / "ray"), "--engine", "ray", "--workers", "2"]) == 0
+    assert comparable(read_rows(tmp_path / "ray")) == comparable(read_rows(tmp_path / "local"))
+
+
+@pytest.fixture(scope="module")
+def faulty_run(ray_session, synthetic_root, fast, tmp_path_factory):
+    """scene-0001 on Ray, where the worker dies once at the first sample and at every attempt at the second."""
+    tmp = tmp_path_factory.mktemp("faulty")
+    reference = run_audit(synthetic_root, tmp / "local", scenes=["scene-0001"], settings=fast, progress=False)
+    once, always = dict.fromkeys(reference.rows.column("sample").to_pylist())
+    marker = tmp / "died-once"
+    fn = functools.partial(_dies, victims={once: str(marker), always: None})
+    run = run_audit(synthetic_root, tmp / "ray", scenes=["scene-0001"], settings=fast, engine="ray", workers=2,
+                    progress=False, fn=fn, retries=1)
+    return reference, run, once, always, marker
+
+
+@pytest.mark.ray
+def test_a_worker_that_dies_has_its_sample_retried(faulty_run, comparable):
+    reference, run, once, _, marker = faulty_run
+    assert marker.exists()  # the worker did die at that sample ...
+    retried = [r for r in run.rows.to_pylist() if r["sample"] == once]
+    expected = [r for r in comparable(reference.rows) if r["sample"] == once]
+    assert [{k: v for k, v in r.items() if k != "runtime_s"} for r in sorted(retried, key=lambda r: r["camera"])] \
+        == expected  # ... and its retry gave the rows of the local engine
+
+
+@pytest.mark.ray
+def test_a_sample_that_always_kills_its_worker_becomes_a_failure_row(faulty_run):
+    _, run, once, always, _ = faulty_run
+    rows = run.rows.to_pylist()
+    failed = [r for r in rows if r["verdict"] == "error"]
+    assert len(failed) == 1 and failed[0]["sample"] == always
+    assert "died on each of 2 attempts" in failed[0]["error"]  # retries=1: tried twice, then given up
+    assert len(rows) == 7 and run.stats.given_up == 1

@@ -1,0 +1,150 @@
+"""The bevviz command line: man-page help, check's exit codes and files, one-line errors, a parser fuzz."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bevviz.calibration import perturb_rig
+from bevviz.cli import main
+from bevviz.io.rig_json import load_rig_file, save_rig
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_data"
+needs_sample = pytest.mark.skipif(not (SAMPLE / "rig.json").is_file(), reason="sample_data is missing")
+
+
+def test_help_reads_like_a_man_page(capsys):
+    assert main(["--help"]) == 0
+    top = capsys.readouterr().out
+    for section in ("COMMANDS", "EXIT STATUS", "EXAMPLES", "check SOURCE", "audit DATAROOT"):
+        assert section in top
+    assert main(["check", "--help"]) == 0
+    check = capsys.readouterr().out
+    assert "SOURCE is one of" in check and "real-nuscenes" in check and "--strict" in check
+    assert main(["audit", "-h"]) == 0
+    audit = capsys.readouterr().out
+    for word in ("ENGINES", "--resume", "--engine [local|ray]", "--address", "--workers", "--scenes", "--out"):
+        assert word in audit
+
+
+def test_the_command_is_installed_and_runs_as_a_module():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"bevviz": "bevviz.cli:main"}
+    out = subprocess.run([sys.executable, "-m", "bevviz", "--help"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "EXIT STATUS" in out.stdout
+    exe = shutil.which("bevviz")
+    if exe is None:
+        pytest.skip("bevviz is not on PATH here (make install puts it there)")
+    bad = subprocess.run([exe, "check"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "SOURCE" in bad.stderr
+
+
+@needs_sample
+def test_check_of_the_embedded_rig_writes_json_and_html(tmp_path, capsys):
+    j, h = tmp_path / "check.json", tmp_path / "check.html"
+    assert main(["check", "rig", "--json", str(j), "--html", str(h)]) == 0
+    out = capsys.readouterr().out
+    assert "CAM_FRONT" in out and "flagged: none" in out
+    doc = json.loads(j.read_text())
+    assert doc["format"] == "bevviz-check" and doc["version"] == 1 and doc["exit_code"] == 0
+    assert doc["flagged"] == [] and doc["conventions"]["ok"] and len(doc["cameras"]) == 6
+    assert doc["settings"]["lidar"] is True and doc["lidar_points"] == 0
+    page = h.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<script src=" not in page and page.count("data:image/jpeg") == 6
+
+
+@needs_sample
+def test_check_exits_1_for_a_turned_camera_in_a_json_rig(tmp_path, capsys):
+    rf = load_rig_file(SAMPLE / "rig.json")
+    save_rig(perturb_rig(rf.rig, "CAM_BACK_RIGHT", roll_deg=2.0), tmp_path / "bad.json", rf.image_files)
+    assert main(["check", str(tmp_path / "bad.json"), "--images", str(SAMPLE), "--no-estimate",
+                 "--json", str(tmp_path / "c.json")]) == 1
+    assert json.loads((tmp_path / "c.json").read_text())["flagged"] == ["CAM_BACK_RIGHT"]
+    assert "flagged: CAM_BACK_RIGHT" in capsys.readouterr().out
+
+
+@needs_sample
+def test_check_of_a_drifted_dataset_sample(capsys):
+    drift = json.loads((SAMPLE / "nuscenes" / "drift.json").read_text())
+    late = drift["samples"][-1]
+    assert main(["check", "nuscenes", "--sample", late["sample_token"], "--no-estimate"]) == 1
+    out = capsys.readouterr().out
+    assert f"flagged: {drift['camera']}" in out and "has no LIDAR_TOP" in out
+
+
+@needs_sample
+def test_strict_counts_inconclusive_cameras(tmp_path):
+    # On the real keyframe the LiDAR witness leaves some cameras inconclusive.
+    j = tmp_path / "real.json"
+    assert main(["check", "real-nuscenes", "--strict", "--json", str(j)]) == 1
+    doc = json.loads(j.read_text())
+    inconclusive = [c["camera"] for c in doc["cameras"] if c["verdict"] == "inconclusive"]
+    assert inconclusive and set(inconclusive) <= set(doc["flagged"]) and doc["strict"]
+    assert all(c["uncertainty_deg"] is not None for c in doc["cameras"]) and doc["lidar_points"] > 10_000
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["check"], "SOURCE"),
+    (["check", "nowhere.json"], "SOURCE"),
+    (["check", "rig", "--sweeps", "0"], "--sweeps"),
+    (["check", "rig", "--bogus"], "--bogus"),
+    (["check", "nuscenes", "--sample", "nope"], "sample"),
+    (["check", "nuscenes", "--version", "v2"], "version"),
+    (["audit", "sample_data/nuscenes", "--engine", "spark"], "--engine"),
+    (["audit", "sample_data/nuscenes", "--workers", "4"], "--workers"),
+    (["audit", "sample_data/nuscenes", "--address", "x:1"], "--address"),
+    (["audit", "sample_data/nuscenes", "--scenes", "scene-9"], "--scenes"),
+    (["audit", "/no/such/dataroot"], "dataroot"),
+    (["frobnicate"], "frobnicate"),
+    ([], "command"),
+])
+def test_bad_input_is_one_line_naming_the_problem_and_exit_2(argv, named, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    rc = main([*argv, *(["--out", str(tmp_path / "o")] if argv[:1] == ["audit"] else [])])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("bevviz: error: ") and named in err, err
+    assert "Traceback" not in err
+
+
+def test_a_bad_rig_file_names_the_camera_and_field(tmp_path, capsys):
+    data = json.loads((SAMPLE / "rig.json").read_text())
+    data["cameras"][1]["K"] = [[1, 0], [0, 1]]
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    assert main(["check", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "K" in err and data["cameras"][1]["name"] in err
+
+
+# --------------------------------------------------------------------------------------
+# The parser under any argv
+# --------------------------------------------------------------------------------------
+
+WORDS = ["check", "audit", "rig", "nuscenes", "real-nuscenes", "sample_data/nuscenes", "--help", "-h", "--images",
+         "--version", "--sample", "--json", "--html", "--strict", "--lidar", "--no-lidar", "--sweeps", "--thorough",
+         "--estimate", "--no-estimate", "--scenes", "--out", "--resume", "--engine", "local", "ray", "--address",
+         "--workers", "--flush-every", "--progress", "--no-progress", "0", "1", "-1", "2", "3.5", "", "-", "--",
+         "--sweeps=0", "--workers=2", "--engine=ray", "v1.0-mini", "scene-0001,scene-0002", "\x00", "é", "--=x"]
+
+
+@settings(max_examples=400, deadline=500, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=8))
+def test_any_argv_is_a_valid_parse_or_one_line_and_exit_2(capsys, argv):
+    rc = main(argv, parse_only=True)
+    out, err = capsys.readouterr()
+    assert rc in (0, 2), (argv, rc, err)
+    if rc == 2:
+        assert err.count("\n") == 1 and err.startswith("bevviz: error: "), (argv, err)
+    else:
+        assert err == "", (argv, err)
+    assert "Traceback" not in out + err
