@@ -17,6 +17,7 @@ PAGES = [
     st.Page("pages/npu_export.py", title="NPU export", icon=":material/memory:"),
     st.Page("pages/calibration_doctor.py", title="Calibration Doctor", icon=":material/healing:"),
     st.Page("pages/conventions.py", title="Conventions", icon=":material/explore:"),
+    st.Page("pages/audit.py", title="Calibration audit", icon=":material/fact_check:"),
 ]
 
 page = st.navigation(PAGES)

@@ -1,0 +1,70 @@
+"""AppTest of the Calibration audit page: empty, an audit folder opened, a run, a sample opened in the doctor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bevviz.audit import CheckSettings, run_audit
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNTHETIC = ROOT / "sample_data" / "nuscenes"
+needs_sample = pytest.mark.skipif(not (SYNTHETIC / "v1.0-mini").is_dir(), reason="sample_data is missing")
+PAGE = "pages/audit.py"
+DATASET = "Synthetic nuScenes (3 scenes, a drifting camera)"
+
+
+def _clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_the_page_opens_without_an_audit(app):
+    at = app(PAGE)
+    _clean(at)
+    assert at.title[0].value == "Calibration audit"
+    assert any("Open an audit folder" in i.value for i in at.info)
+    assert at.button(key="audit_open").disabled
+
+
+@needs_sample
+def test_an_audit_folder_opens_with_its_figures_and_tables(app, tmp_path):
+    out = tmp_path / "audit"
+    run_audit(SYNTHETIC, out, scenes=["scene-0002"], settings=CheckSettings(lidar=False, estimate=False),
+              progress=False, report=False)
+    at = app(PAGE)
+    at.text_input(key="audit_path").set_value(str(out)).run()
+    at.button(key="audit_open").click().run()
+    _clean(at)
+    assert len(at.get("plotly_chart")) == 2
+    assert {m.label: m.value for m in at.metric}["Miscalibrated"] == "2"
+    assert len(at.dataframe) == 2  # flagged samples, per scene x camera
+    assert len(at.selectbox(key="audit_pick").options) == 2
+
+
+@needs_sample
+def test_a_bad_folder_is_a_message(app, tmp_path):
+    at = app(PAGE)
+    at.text_input(key="audit_path").set_value(str(tmp_path)).run()
+    at.button(key="audit_open").click().run()
+    assert not at.exception
+    assert any("no manifest" in e.value for e in at.error)
+
+
+@needs_sample
+def test_run_on_the_drift_scene_then_open_a_flagged_sample_in_the_doctor(app):
+    at = app(PAGE)
+    at.multiselect(key=f"audit_scenes_{DATASET}").set_value(["scene-0003"])
+    at.checkbox(key="audit_estimate").uncheck()
+    at.button(key="audit_run").click().run()
+    _clean(at)
+    options = at.selectbox(key="audit_pick").options
+    assert len(options) == 2 and all("scene-0003" in o and "CAM_BACK_LEFT" in o for o in options)
+    at.selectbox(key="audit_pick").set_value(options[1]).run()  # the third-sample index is 2, the last 3
+    at.button(key="audit_to_doctor").click().run()
+    _clean(at)
+    assert at.title[0].value == "Calibration Doctor"
+    ss = at.session_state
+    assert ss["rig_source"] == "nuScenes dataroot" and ss["ns_scene"] == "scene-0003" and ss["ns_sample"] == 3
+    assert "scene-0003 sample 3" in ss["scene"].label
