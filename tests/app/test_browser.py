@@ -33,6 +33,8 @@ PAGES = {
     "Conventions": ("conventions", "conventions", 5),
     # Exports run on a button click; before it the page shows its settings and no chart.
     "NPU export": ("npu_export", "npu_export", 0),
+    # Likewise an audit: the page opens on its two ways to get one.
+    "Calibration audit": ("audit", "audit", 0),
 }
 
 
