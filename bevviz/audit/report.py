@@ -34,7 +34,8 @@ COUNTED = (MISCALIBRATED, INCONCLUSIVE, OK, ERROR)
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f4f4f4}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4}
+td:last-child{min-width:360px}
 .miscalibrated{color:#c62828;font-weight:600}.inconclusive{color:#8d6e00}.ok{color:#2e7d32}.error{color:#6a1b9a}
 .muted{color:#666;font-size:13px}.cams{display:flex;flex-wrap:wrap;gap:10px}.cams figure{margin:0}
 .cams figcaption{font-size:12px}"""

@@ -101,6 +101,9 @@ def offset_timeline_figure(rows: Sequence[Mapping], cameras: Sequence[str] | Non
         shown.add("tol")
     layout = base_layout(60 + height_per_scene * max(1, len(scenes)), "Estimated offset along each scene",
                          legend=True, annotations=notes, **axes)
+    # Legend on the right: above the panels it would cover the first panel's title.
+    layout.update(legend=dict(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top"),
+                  margin=dict(l=8, r=8, t=48, b=8))
     return figure(data, layout)
 
 
