@@ -598,3 +598,207 @@ def test_scatter_add_points_gradients():
 def test_errors_name_the_field(call, field):
     with pytest.raises(ValueError, match=f"'{field}'"):
         call()
+
+
+# ----------------------------------------------------------------------------- the gather's own backward
+# With autograd, grid_sample records its gather as one node (engine._GridSampleGather) whose
+# backward scatter-adds the input's gradient and computes the weights' gradient in one pass
+# over blocks (dense, or only the gathered points of the sparse zeros path), on the worker
+# threads.
+
+
+def _grads(fn, x, g, mode, padding_mode, align_corners, grad_out=None, wrt=(True, True)):
+    """(output, grad wrt input or None, grad wrt grid or None) of one backward."""
+    xi = x.clone().requires_grad_(wrt[0])
+    gi = g.clone().requires_grad_(wrt[1])
+    out = fn(xi, gi, mode, padding_mode, align_corners)
+    out.backward(torch.ones_like(out) if grad_out is None else grad_out)
+    return out, xi.grad, gi.grad
+
+
+def _force_path(mp, path, tile=4):
+    """Transposition tiles of ``tile`` points (blocks are whole tiles); the sparse zeros
+    path forced, or never taken."""
+    mp.setattr(engine, "_TILE", tile)
+    mp.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
+
+
+def _linear_map_grad_input(x, g, mode, padding_mode, align_corners, grad_out):
+    """Oracle of the input's gradient from F.grid_sample's *forward* only: the sampler is
+    linear in the input, so the gradient is J^T grad_out with J read off one-hot images
+    (points that give NaN contribute nothing). PyTorch's own backward cannot serve at
+    NaN/inf grids: under border/reflection padding it reads outside the image there."""
+    n, c, h, w = x.shape
+    grad = torch.zeros(n, c, h * w, dtype=x.dtype)
+    for j in range(h * w):
+        one_hot = torch.zeros(n, 1, h * w, dtype=x.dtype)
+        one_hot[:, :, j] = 1
+        jac = F.grid_sample(one_hot.view(n, 1, h, w), g, mode, padding_mode, align_corners)
+        grad[:, :, j] = (jac.nan_to_num(0.0, 0.0, 0.0) * grad_out).flatten(2).sum(2)
+    return grad.view(n, c, h, w)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+def test_backward_of_both_zeros_paths_matches_pytorch(path, mode, align_corners, dtype, edge_grid):
+    x = _features(3, 5, 4, 7, dtype)
+    g = edge_grid(3, 4, 7, align_corners, dtype, nonfinite=False)[:, :-1, :-1].clamp(-50, 50)
+    g[2, : g.shape[1] // 2] = g[2, : g.shape[1] // 2] * 0 + 5.0  # rows far outside: skipped
+    grad_out = torch.randn(3, 5, *g.shape[1:3], dtype=dtype, generator=torch.Generator().manual_seed(2))
+    expected = _grads(F.grid_sample, x, g, mode, "zeros", align_corners, grad_out)
+    with pytest.MonkeyPatch.context() as mp:
+        _force_path(mp, path)
+        got = _grads(gs.grid_sample, x, g, mode, "zeros", align_corners, grad_out)
+    # float32 input gradients sum many points (sums near 10): relative to their size
+    tol = dict(rtol=0, atol=1e-10) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got[1], expected[1], **tol)
+    torch.testing.assert_close(got[2], expected[2], rtol=tol["rtol"], atol=10 * tol["atol"])
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", PADDING_MODES)
+@pytest.mark.parametrize("mode", MODES)
+def test_gather_is_one_autograd_node(mode, padding_mode, align_corners):
+    x = _features(2, 3, 4, 5, torch.float64).requires_grad_()
+    g = _smooth_grid(2, 3, 4, 4, 5, align_corners).requires_grad_()
+    out = gs.grid_sample(x, g, mode, padding_mode, align_corners)
+    names = set()
+    todo = [out.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and type(node).__name__ not in names:
+            names.add(type(node).__name__)
+            todo += [nxt for nxt, _ in node.next_functions]
+    assert "_GridSampleGatherBackward" in names
+    assert "AddcmulBackward0" not in names  # the gather's multiply-adds are not recorded
+
+
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+@pytest.mark.parametrize("mode", MODES)
+def test_backward_on_worker_threads_matches_pytorch(path, mode, monkeypatch, edge_grid):
+    # Two workers, 64-point blocks, one block per segment: each worker's own table gradient,
+    # summed; whole-tile blocks and a partial last one.
+    monkeypatch.setattr(engine, "_PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(engine, "_BLOCKS_PER_SEGMENT", 1)
+    monkeypatch.setattr(threads, "worker_count", lambda: 2)
+    x = _features(3, 4, 5, 6, torch.float64)
+    g = edge_grid(3, 5, 6, False, torch.float64, nonfinite=False).clamp(-50, 50)
+    assert g.shape[1] * g.shape[2] > 2 * 64
+    g[1, :5] = 7.0
+    _force_path(monkeypatch, path, tile=64)
+    grad_out = torch.randn(3, 4, *g.shape[1:3], dtype=torch.float64)
+    for padding_mode in (["zeros"] if path == "sparse" else PADDING_MODES):
+        expected = _grads(F.grid_sample, x, g, mode, padding_mode, False, grad_out)
+        got = _grads(gs.grid_sample, x, g, mode, padding_mode, False, grad_out)
+        torch.testing.assert_close(got[1], expected[1], rtol=0, atol=1e-10)
+        torch.testing.assert_close(got[2], expected[2], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+def test_backward_takes_any_output_gradient_layout(path, monkeypatch, edge_grid):
+    # out.sum() hands back an expanded (stride 0) gradient; a transposed one is strided.
+    x = _features(2, 3, 4, 6, torch.float32)
+    g = edge_grid(2, 4, 6, False, torch.float32, nonfinite=False).clamp(-50, 50)
+    _force_path(monkeypatch, path)
+    h_out, w_out = g.shape[1:3]
+    layouts = {
+        "expanded": torch.full((1, 1, 1, 1), 0.5).expand(2, 3, h_out, w_out),
+        "transposed": torch.randn(2, 3, w_out, h_out).transpose(2, 3),
+        "channels_last": torch.randn(2, 3, h_out, w_out).contiguous(memory_format=torch.channels_last),
+    }
+    for name, grad_out in layouts.items():
+        expected = _grads(F.grid_sample, x, g, "bilinear", "zeros", False, grad_out.contiguous())
+        got = _grads(gs.grid_sample, x, g, "bilinear", "zeros", False, grad_out)
+        torch.testing.assert_close(got[1], expected[1], rtol=0, atol=1e-5, msg=name)
+        torch.testing.assert_close(got[2], expected[2], rtol=0, atol=1e-4, msg=name)
+
+
+def test_backward_of_one_argument_at_a_time(edge_grid):
+    x = _features(2, 3, 4, 5, torch.float64)
+    g = edge_grid(2, 4, 5, True, torch.float64, nonfinite=False).clamp(-50, 50)
+    for wrt in [(True, False), (False, True)]:
+        for mode in MODES:
+            expected = _grads(F.grid_sample, x, g, mode, "border", True, wrt=wrt)
+            got = _grads(gs.grid_sample, x, g, mode, "border", True, wrt=wrt)
+            for e, a in zip(expected[1:], got[1:]):
+                assert (e is None) == (a is None)
+                if e is not None:
+                    torch.testing.assert_close(a, e, rtol=0, atol=1e-9)
+
+
+def test_backward_with_a_channels_last_input(edge_grid):
+    x = _features(2, 4, 5, 7, torch.float32).contiguous(memory_format=torch.channels_last)
+    g = edge_grid(2, 5, 7, False, torch.float32, nonfinite=False).clamp(-50, 50).transpose(1, 2)
+    for mode in MODES:
+        expected = _grads(F.grid_sample, x, g, mode, "reflection", False)
+        got = _grads(gs.grid_sample, x, g, mode, "reflection", False)
+        torch.testing.assert_close(got[1], expected[1], rtol=1e-5, atol=1e-5)  # float32 sums
+        torch.testing.assert_close(got[2], expected[2], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode,padding_mode", [(m, pad) for m in MODES for pad in PADDING_MODES
+                                               if m != "bicubic" or pad == "zeros"])
+def test_input_gradient_at_nan_and_inf_grid_points(mode, padding_mode, edge_grid):
+    # NaN, +-inf and huge coordinates: the input's gradient is the sampler's transpose, the
+    # same as the forward's (a NaN output point contributes nothing); the grid's gradient is
+    # finite wherever the grid is. Not bicubic under border/reflection: there a NaN
+    # coordinate has NaN cubic weights on taps the padding clips into the image, so the
+    # true input gradient is NaN at those pixels (and PyTorch's backward crashes).
+    x = _features(2, 3, 4, 5, torch.float64)
+    g = edge_grid(2, 4, 5, False, torch.float64)
+    grad_out = torch.randn(2, 3, *g.shape[1:3], dtype=torch.float64)
+    for path in ("sparse", "dense"):
+        with pytest.MonkeyPatch.context() as mp:
+            _force_path(mp, path)
+            out, grad_x, grad_g = _grads(gs.grid_sample, x, g, mode, padding_mode, False, grad_out)
+        expected = _linear_map_grad_input(x, g, mode, padding_mode, False, grad_out)
+        torch.testing.assert_close(grad_x, expected, rtol=0, atol=1e-10)
+        finite = torch.isfinite(g).all(-1) & torch.isfinite(out).all(1)
+        assert torch.isfinite(grad_g[finite]).all()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "n,h_out,w_out", [(0, 3, 4), (2, 0, 5), (2, 4, 0)], ids=["N=0", "H=0", "W=0"]
+)
+def test_backward_of_empty_batches(mode, n, h_out, w_out):
+    x = _features(n, 3, 4, 5, torch.float64)
+    g = torch.zeros(n, h_out, w_out, 2, dtype=torch.float64)
+    expected = _grads(F.grid_sample, x, g, mode, "zeros", False)
+    got = _grads(gs.grid_sample, x, g, mode, "zeros", False)
+    for e, a in zip(expected, got):
+        assert a.shape == e.shape and torch.equal(a, e)
+
+
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_gradcheck_through_the_gather_node(mode, path, monkeypatch):
+    _force_path(monkeypatch, path, tile=2)
+    x = _features(2, 2, 3, 4, torch.float64).requires_grad_()
+    g = _smooth_grid(2, 2, 5, 3, 4, False).requires_grad_()
+    with torch.no_grad():
+        g[1, 0] += 6.0  # a far row: skipped points on the sparse path
+    assert torch.autograd.gradcheck(lambda a, b: gs.grid_sample(a, b, mode, "zeros", False), (x, g))
+
+
+@settings(max_examples=_examples(100), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=_sampling_case(max_size=5), mode=st.sampled_from(MODES), padding_mode=st.sampled_from(PADDING_MODES),
+       tile=st.integers(1, 3), sparse=st.booleans(), seed=st.integers(0, 2**16))
+def test_property_backward_matches_grid_sample(case, mode, padding_mode, tile, sparse, seed):
+    # Random output gradients, blocks of 1-3-point tiles, either zeros path: both gradients
+    # match F.grid_sample's (finite grids: PyTorch's backward is undefined at NaN/inf).
+    x, g, align_corners = case
+    x, g = x.double(), g.double().nan_to_num(0.5, 0.25, -0.25).clamp(-50, 50)
+    grad_out = torch.randn(x.shape[0], x.shape[1], *g.shape[1:3], dtype=torch.float64,
+                           generator=torch.Generator().manual_seed(seed))
+    expected = _grads(F.grid_sample, x, g, mode, padding_mode, align_corners, grad_out)
+    with pytest.MonkeyPatch.context() as mp:
+        _force_path(mp, "sparse" if sparse else "dense", tile)
+        got = _grads(gs.grid_sample, x, g, mode, padding_mode, align_corners, grad_out)
+    torch.testing.assert_close(got[0], expected[0], rtol=0, atol=1e-10)
+    torch.testing.assert_close(got[1], expected[1], rtol=0, atol=1e-10)
+    torch.testing.assert_close(got[2], expected[2], rtol=0, atol=1e-9)
