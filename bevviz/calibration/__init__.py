@@ -73,7 +73,7 @@ from bevviz.calibration.lidar import (
     hypothesis_matrix,
     lidar_evidence,
 )
-from bevviz.calibration.lidar_edges import LidarEdges, infer_rings, lidar_edges
+from bevviz.calibration.lidar_edges import LidarEdges, lidar_edges, view_edges
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.perturbations import (
     PERTURBATION_KEYS,
@@ -156,7 +156,7 @@ __all__ = [
     # LiDAR witness
     "AXES", "BOOTSTRAP", "SEARCH_RADIUS_DEG", "CameraEvidence", "EdgeAlignment", "LidarEdges", "LidarFrame",
     "as_lidar_frames", "attraction_maps", "camera_evidence", "edge_mask", "edge_strength", "hypothesis_matrix",
-    "infer_rings", "lidar_edges", "lidar_evidence", "refine_with_lidar",
+    "lidar_edges", "lidar_evidence", "refine_with_lidar", "view_edges",
     # consensus and verdicts
     "CONFIDENCE", "INCONCLUSIVE", "MISCALIBRATED", "OK", "TOLERANCE_DEG", "VERDICTS", "LidarVerdict", "RigConsensus",
     "lidar_verdict", "rig_consensus", "seam_verdict",

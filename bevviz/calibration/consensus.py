@@ -66,6 +66,10 @@ class RigConsensus:
         expected_replicates_deg: Camera -> the same for each bootstrap replicate, (B, 3): the
             consensus is refitted on every replicate (with its own choice of outliers), so
             its uncertainty reaches each camera's residual.
+        expected_by_others_deg: Camera -> where the *other* cameras put it, one (3,) offset per
+            plausible model (within ``MODEL_MARGIN`` of the best): a camera is only called
+            off when it is off under each of them (the verdict must not hang on a modelling
+            choice, nor on the camera's own pull on the fit).
         chi2: Misfit of the cameras that took part.
         fitted: False when too few cameras had evidence (everything zero, residual = offset).
     """
@@ -76,6 +80,7 @@ class RigConsensus:
     cameras: list[str] = field(default_factory=list)
     expected_deg: dict[str, np.ndarray] = field(default_factory=dict)
     expected_replicates_deg: dict[str, np.ndarray] = field(default_factory=dict)
+    expected_by_others_deg: dict[str, list[np.ndarray]] = field(default_factory=dict)
     chi2: float = 0.0
     fitted: bool = False
 
@@ -104,6 +109,9 @@ MODELS = ((), (3,), (0, 1, 2), (0, 1, 2, 3))
 #: Chi-square price of each parameter when choosing the model (a parameter must explain
 #: more than a 2-sigma misfit to be kept).
 PARAM_PENALTY = 4.0
+#: Models whose cost is within this of the best one are plausible too: less than the price
+#: of one parameter apart, the data cannot tell them apart.
+MODEL_MARGIN = PARAM_PENALTY
 
 
 def _fit(names, X, y, sd, exclude, cols=(0, 1, 2, 3)) -> tuple[np.ndarray, float]:
@@ -168,13 +176,21 @@ def rig_consensus(rig: Rig, evidence: Mapping[str, CameraEvidence], min_points: 
     y = {n: (np.median(reps[n], axis=0) if len(reps[n]) else evidence[n].offset_deg) for n in names}
     sd = {n: np.maximum(np.nan_to_num(evidence[n].sd_deg, nan=3.0, posinf=3.0), MIN_SD_DEG) for n in names}
     fits = [(_select(names, X, y, sd, cols), cols) for cols in MODELS]
-    (p, chi2, out), cols = min(fits, key=lambda f: f[0][1] + OUTLIER_PENALTY * len(f[0][2]) + PARAM_PENALTY * len(f[1]))
+    costs = [f[0][1] + OUTLIER_PENALTY * len(f[0][2]) + PARAM_PENALTY * len(f[1]) for f in fits]
+    (p, chi2, out), cols = fits[int(np.argmin(costs))]
+    plausible = [f[1] for f, c in zip(fits, costs) if c <= min(costs) + MODEL_MARGIN]
     expected = {n: X_all[n] @ p for n in predict}
+    # Where the others put each camera, under every plausible model (for the verdicts).
+    loo: dict[str, list[np.ndarray]] = {}
+    for n in predict:
+        others = [m for m in names if m != n]
+        if len(others) >= MIN_CAMERAS:
+            loo[n] = [X_all[n] @ _select(others, X, y, sd, c)[0] for c in plausible]
     counts = {len(r) for r in reps.values()}
     expected_reps: dict[str, np.ndarray] = {}
     if len(counts) == 1 and min(counts) > 0:
         per = [_select(names, X, {n: reps[n][b] for n in names}, sd, cols)[0] for b in range(counts.pop())]
         expected_reps = {n: np.array([X_all[n] @ pb for pb in per]) for n in predict}
     return RigConsensus(lidar_rotation_deg=p[:3].copy(), common_pitch_deg=float(p[3]), excluded=out,
-                        cameras=names, expected_deg=expected, expected_replicates_deg=expected_reps, chi2=chi2,
-                        fitted=True)
+                        cameras=names, expected_deg=expected, expected_replicates_deg=expected_reps,
+                        expected_by_others_deg=loo, chi2=chi2, fitted=True)

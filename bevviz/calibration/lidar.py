@@ -48,8 +48,17 @@ import cv2
 import numpy as np
 
 from bevviz.calibration.edge_maps import attraction_maps
-from bevviz.calibration.lidar_edges import DEPTH, MIN_RANGE_M, REFLECTIVITY, LidarEdges, lidar_edges
+from bevviz.calibration.lidar_edges import (
+    DEPTH,
+    MIN_RANGE_M,
+    REFLECTIVITY,
+    LidarEdges,
+    lidar_edges,
+    view_edges,
+    with_rings,
+)
 from bevviz.camera import Camera, Rig
+from bevviz.depth_buffer import visible
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrix
 from bevviz.shapes import field_error
@@ -81,9 +90,6 @@ BOOTSTRAP = 24
 BOOTSTRAP_CANDIDATES = 3
 #: Cluster cells across the image width for the bootstrap (120 px cells at 1600 px).
 CLUSTER_COLUMNS = 13
-#: Depth-buffer cell (pixels at 1600 px width) and tolerance (relative, metres).
-ZBUFFER_CELL_PX = 8.0
-ZBUFFER_REL, ZBUFFER_ABS_M = 0.1, 0.2
 #: Nearest depth (metres) of an edge point in front of the camera.
 MIN_DEPTH_M = 1.0
 #: Step (degrees) of the per-axis profiles.
@@ -115,12 +121,13 @@ class LidarFrame:
     Attributes:
         images: Camera name -> uint8 RGB image (H, W, 3).
         scan: The scan (ego frame at its keyframe time, with the exposure motion).
-        edges: Its edge points (computed from ``scan`` when not given).
+        edges: Its ring edge points; None for a scan without rings (each camera then finds
+            its own, :func:`~bevviz.calibration.lidar_edges.view_edges`).
     """
 
     images: Mapping[str, np.ndarray]
     scan: LidarScan
-    edges: LidarEdges
+    edges: LidarEdges | None
 
 
 def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
@@ -146,8 +153,8 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
         raise field_error("lidar", f"{len(scans)} scans", f"must give one scan per frame of images ({len(frames)})")
     out = []
     for k, (imgs, s) in enumerate(zip(frames, scans)):
-        scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
-        out.append(LidarFrame(imgs, scan, lidar_edges(scan)))
+        scan = with_rings(as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]"))
+        out.append(LidarFrame(imgs, scan, lidar_edges(scan) if scan.ring is not None else None))
     return out
 
 
@@ -182,13 +189,15 @@ class EdgeAlignment:
             exposure = fr.scan.exposure(camera.name)
             # cam_from_ego(t_cam) @ ego(t_cam)_from_ego(t_keyframe), as (3, 3) and (3,)
             Rx, tx = R @ exposure[:3, :3], R @ exposure[:3, 3] + t
-            pc = fr.edges.points @ Rx.T + tx
+            edges = fr.edges if fr.edges is not None else view_edges(fr.scan, camera)
+            pc = edges.points @ Rx.T + tx
             uv = _project(pc, camera.K)
             inside = ((pc[:, 2] > MIN_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
                       & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
             xyz = fr.scan.xyz.astype(np.float64)
             near = np.linalg.norm(xyz - fr.scan.origin, axis=1) > MIN_RANGE_M
-            keep = inside & _visible(pc, uv, xyz[near] @ Rx.T + tx, camera)
+            occ = xyz[near] @ Rx.T + tx
+            keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.width, camera.height)
             cell = camera.width / CLUSTER_COLUMNS
             cols = int(np.ceil(camera.width / cell)) + 1
             row = np.floor((uv[keep, 1] + 0.5) / cell).astype(np.int64)
@@ -196,7 +205,7 @@ class EdgeAlignment:
             cid = row * cols + col
             parities.append((row + col) % 2)
             pts.append(pc[keep])
-            kinds.append(fr.edges.kind[keep])
+            kinds.append(edges.kind[keep])
             frame_ids.append(np.full(int(keep.sum()), len(self.maps), dtype=np.int64))
             clusters.append(cid + 100_000 * len(self.maps))
             self.maps.append(attraction_maps(img, field=f"images[{camera.name!r}]"))
@@ -299,25 +308,6 @@ class EdgeAlignment:
                 vals.append(self.score(d, self.levels - 1))
             out[name] = (offs, np.array(vals))
         return out
-
-
-def _visible(pc: np.ndarray, uv: np.ndarray, all_pc: np.ndarray, camera: Camera) -> np.ndarray:
-    """Points not hidden behind nearer LiDAR points in the camera's view (coarse depth buffer)."""
-    cell = ZBUFFER_CELL_PX * camera.width / 1600.0
-    nx, ny = int(camera.width / cell) + 1, int(camera.height / cell) + 1
-    auv = _project(all_pc, camera.K)
-    ok = ((all_pc[:, 2] > 0.5) & (auv[:, 0] >= -0.5) & (auv[:, 0] < camera.width - 0.5)
-          & (auv[:, 1] >= -0.5) & (auv[:, 1] < camera.height - 0.5))
-    zb = np.full((ny, nx), np.inf, dtype=np.float32)
-    cx = ((auv[ok, 0] + 0.5) // cell).astype(np.int64)
-    cy = ((auv[ok, 1] + 0.5) // cell).astype(np.int64)
-    np.minimum.at(zb, (cy, cx), all_pc[ok, 2].astype(np.float32))
-    zb = cv2.erode(zb, np.ones((3, 3), np.uint8))  # nearest over the 3 x 3 cells around
-    px = np.clip(((uv[:, 0] + 0.5) // cell).astype(np.int64), 0, nx - 1)
-    py = np.clip(((uv[:, 1] + 0.5) // cell).astype(np.int64), 0, ny - 1)
-    limit = zb[py, px].astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return ~(pc[:, 2] > limit * (1 + ZBUFFER_REL) + ZBUFFER_ABS_M)
 
 
 @dataclass

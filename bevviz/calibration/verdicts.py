@@ -9,8 +9,10 @@ LiDAR witness (per camera, on its residual after the rig consensus,
     * a flat score (the optimum beats the search grid's median by less than
       ``FLAT_CONTRAST``): inconclusive;
     * at least ``CONFIDENCE`` of the bootstrap replicates put the camera more than
-      ``TOLERANCE_DEG`` off on some axis: miscalibrated; at least ``CONFIDENCE`` within it
-      on every axis: ok; otherwise inconclusive (the evidence is split);
+      ``TOLERANCE_DEG`` off on some axis, and it is also that far from where the *other*
+      cameras alone put it under every plausible consensus model: miscalibrated (if only
+      some say so: inconclusive); at least ``CONFIDENCE`` within it on every axis: ok;
+      otherwise inconclusive (the evidence is split);
     * a camera that is ok on its own but whose raw offset (against the LiDAR) is beyond
       the tolerance because the whole rig is (the consensus is larger than the tolerance):
       inconclusive, the LiDAR-to-ego calibration is the suspect.
@@ -136,6 +138,14 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
                f"reflectivity)")
     own = f"its own offset {_axes(med, unc)} deg"
     if beyond >= confidence:
+        raw = np.median(evidence.replicates_deg, axis=0) if len(evidence.replicates_deg) else evidence.offset_deg
+        by_others = consensus.expected_by_others_deg.get(name, [])
+        inside = [e for e in by_others if np.max(np.abs(raw - e)) <= tolerance]
+        if inside:
+            return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
+                                f"{name}: off by more than {tolerance:g} deg against the rig consensus ({own}), but "
+                                f"within it of where the other cameras alone put it ({_axes(raw - inside[0])} deg): "
+                                "the verdict would hang on how the rest of the rig is modelled")
         return LidarVerdict(MISCALIBRATED, med, unc, beyond,
                             f"{name}: the LiDAR puts it off by more than {tolerance:g} deg in "
                             f"{beyond:.0%} of the bootstrap replicates: {own}; {support}")

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from bevviz.calibration.lidar_edges import DEPTH, MIN_RANGE_M, REFLECTIVITY, infer_rings, lidar_edges
+from bevviz.calibration.lidar_edges import (
+    DEPTH,
+    MIN_RANGE_M,
+    REFLECTIVITY,
+    firing_period,
+    lidar_edges,
+    view_edges,
+    with_rings,
+)
+from bevviz.camera import Camera
 from bevviz.lidar import LidarScan
 
 STEP_DEG = 0.2
@@ -96,27 +107,51 @@ def test_rings_are_scanned_separately():
     assert len(lidar_edges(scan)) == 0
 
 
-def test_infer_rings_recovers_the_lasers_of_a_spinning_lidar():
-    rng = np.random.default_rng(0)
-    elev = np.linspace(-30.0, 10.0, 32)
-    ring = rng.integers(0, 32, 4000)
-    az = rng.uniform(-np.pi, np.pi, 4000)
-    r = rng.uniform(3.0, 60.0, 4000)
-    e = np.radians(elev[ring] + rng.normal(0, 0.02, 4000))
-    xyz = np.stack([r * np.cos(e) * np.cos(az), r * np.cos(e) * np.sin(az), r * np.sin(e)], axis=1)
-    got = infer_rings(xyz, np.zeros(3))
-    assert len(np.unique(got)) == 32
-    # the same partition as the true rings, in elevation order
-    np.testing.assert_array_equal(got, ring)
+def _spinning_scan(n_az=400, lasers=32, seed=0):
+    """A spinning LiDAR in a room of walls, stored in firing order (all lasers per azimuth)."""
+    rng = np.random.default_rng(seed)
+    elev = np.radians(np.linspace(-25.0, 10.0, lasers))
+    az = np.radians(np.arange(n_az) * 0.9)
+    A, E = np.meshgrid(az, elev, indexing="ij")  # (n_az, lasers): firing order
+    r = 12.0 + 3.0 * np.sin(3 * A) + rng.normal(0, 0.01, A.shape)
+    xyz = np.stack([r * np.cos(E) * np.cos(A), r * np.cos(E) * np.sin(A), r * np.sin(E)], -1).reshape(-1, 3)
+    return xyz, np.tile(np.arange(lasers), n_az)
 
 
-def test_a_scan_without_rings_is_scanned_by_inferred_rings():
-    ranges = np.full(100, 10.0)
-    ranges[40:45] = 5.0
-    xyz, inten, _ = _ring(ranges, elev_deg=-5.0)
-    shuffled = np.random.default_rng(1).permutation(100)
-    edges = lidar_edges(_scan(xyz[shuffled], inten[shuffled]))  # no ring, no order
-    assert edges.rings_inferred and edges.n_depth == 2
+def test_the_firing_period_of_a_spinning_lidar_is_found_from_the_point_order():
+    xyz, ring = _spinning_scan()
+    assert firing_period(xyz) == 32
+    assert firing_period(xyz[np.random.default_rng(1).permutation(len(xyz))]) is None  # no order: no period
+    scan = with_rings(_scan(xyz, np.full(len(xyz), 20.0)))
+    np.testing.assert_array_equal(scan.ring, ring)
+    ringed = _scan(xyz, np.full(len(xyz), 20.0), ring=ring)
+    assert with_rings(ringed) is ringed  # a scan with rings keeps them
+
+
+def _camera(yaw_deg=0.0) -> Camera:
+    K = np.array([[800.0, 0, 799.5], [0, 800.0, 449.5], [0, 0, 1]])
+    flu_to_rdf = np.array([[0.0, -1, 0], [0, 0, -1], [1, 0, 0]])
+    c, s = np.cos(np.radians(yaw_deg)), np.sin(np.radians(yaw_deg))
+    ego_from_cam = np.eye(4)
+    ego_from_cam[:3, :3] = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]) @ flu_to_rdf.T
+    return Camera("CAM_X", K, np.linalg.inv(ego_from_cam), 1600, 900)
+
+
+def test_a_camera_finds_the_pole_silhouettes_in_its_own_view_without_rings():
+    ranges = np.full(200, 12.0)
+    ranges[90:100] = 6.0
+    rows = []
+    for elev in (-4.0, -2.0, 0.0, 2.0):
+        xyz, _, az = _ring(ranges, elev_deg=elev, start_deg=-20.0)
+        rows.append(xyz)
+    xyz = np.concatenate(rows)
+    shuffled = xyz[np.random.default_rng(2).permutation(len(xyz))]
+    edges = view_edges(_scan(shuffled, np.full(len(shuffled), 20.0)), _camera())
+    assert edges.camera == "CAM_X" and edges.n_reflectivity == 0
+    assert edges.n_depth == 8  # two silhouettes on each of the four rows
+    az_edges = np.sort(np.unique(np.round(np.degrees(np.arctan2(edges.points[:, 1], edges.points[:, 0])), 2)))
+    np.testing.assert_allclose(az_edges, [az[90] - STEP_DEG / 2, az[99] + STEP_DEG / 2], atol=0.02)
+    np.testing.assert_allclose(np.linalg.norm(edges.points, axis=1), 6.0, rtol=0.01)
 
 
 @pytest.mark.slow
@@ -124,4 +159,5 @@ def test_the_real_keyframe_has_thousands_of_edges(real_sample):
     _, _, scan = real_sample
     edges = lidar_edges(scan)
     assert edges.n_depth > 1000 and edges.n_reflectivity > 1000
-    assert not edges.rings_inferred
+    plain = with_rings(dataclasses.replace(scan, ring=None))  # a plain array in firing order
+    np.testing.assert_array_equal(plain.ring, np.arange(len(scan)) % 32)

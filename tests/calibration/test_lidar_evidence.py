@@ -77,9 +77,12 @@ def test_ignoring_the_ego_motion_misplaces_the_points_of_a_camera_that_fired_ear
 def test_plain_arrays_numpy_or_torch_are_accepted(real_sample):
     rig, images, scan = real_sample
     one = rig.subset(["CAM_BACK"])
-    for lidar in (scan.points[:, :3], torch.tensor(scan.points)):
+    for lidar in (scan.points[:, :3], torch.tensor(scan.points)):  # in firing order: rings from it
         ev = lidar_evidence(one, images, lidar, replicates=2)["CAM_BACK"]
-        assert ev.n_points > 100  # rings inferred from elevation, no motion
+        assert ev.n_points > 100
+    shuffled = scan.points[np.random.default_rng(0).permutation(len(scan))]  # no order: the camera's own view
+    ev = lidar_evidence(one, images, shuffled, replicates=2)["CAM_BACK"]
+    assert ev.n_points > 100
 
 
 def test_several_frames_pool_their_edge_points(real_sample, real_evidence):
