@@ -58,7 +58,7 @@ from bevviz.calibration.lidar_edges import (
     with_rings,
 )
 from bevviz.camera import Camera, Rig
-from bevviz.depth_buffer import visible
+from bevviz.depth_buffer import CELL_PX, visible
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrix
 from bevviz.shapes import field_error
@@ -197,7 +197,8 @@ class EdgeAlignment:
             xyz = fr.scan.xyz.astype(np.float64)
             near = np.linalg.norm(xyz - fr.scan.origin, axis=1) > MIN_RANGE_M
             occ = xyz[near] @ Rx.T + tx
-            keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.width, camera.height)
+            keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,
+                                    CELL_PX * camera.width / 1600.0)
             cell = camera.width / CLUSTER_COLUMNS
             cols = int(np.ceil(camera.width / cell)) + 1
             row = np.floor((uv[keep, 1] + 0.5) / cell).astype(np.int64)

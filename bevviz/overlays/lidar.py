@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.camera import Camera, Rig
+from bevviz.depth_buffer import depth_buffer, unoccluded
 from bevviz.lidar import LidarScan
 from bevviz.overlays.coverage import subsample_indices
 from bevviz.rotations import quaternion_to_matrix
-from bevviz.shapes import check_shape, field_error
+from bevviz.shapes import check_shape
 
 __all__ = [
     "BOX_EDGES", "DEPTH_CELL_PX", "DEPTH_MARGIN_M", "DEPTH_RELATIVE", "DEPTH_SPREAD_CELLS", "MAX_LIDAR_POINTS",
@@ -61,68 +62,6 @@ BOX_EDGES = ((0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0,
 
 def _cell(camera: Camera, cell_px: float) -> float:
     return cell_px * camera.width / 1600.0
-
-
-def depth_buffer(uv: np.ndarray, depth: np.ndarray, size: tuple[int, int], cell: float) -> np.ndarray:
-    """Nearest depth per image cell.
-
-    Args:
-        uv: Pixels of points in front of the camera and inside the image, shape (N, 2).
-        depth: Their depths, shape (N,), metres.
-        size: Image size (W, H).
-        cell: Cell side in pixels.
-
-    Returns:
-        (ceil(H / cell), ceil(W / cell)) float32: the smallest depth of the points in each
-        cell, ``inf`` where a cell holds none. Cell (i, j) covers pixels with
-        ``i = floor((v + 0.5) / cell)``, ``j = floor((u + 0.5) / cell)``.
-
-    Convention:
-        Pixels at centres (docs/conventions.md).
-    """
-    if not (np.isfinite(cell) and cell > 0):
-        raise field_error("cell", cell, "must be a finite number of pixels > 0")
-    w, h = size
-    rows, cols = int(np.ceil(h / cell)), int(np.ceil(w / cell))
-    buf = np.full(rows * cols, np.inf, dtype=np.float32)
-    i = np.clip(((uv[:, 1] + 0.5) / cell).astype(np.int64), 0, rows - 1)
-    j = np.clip(((uv[:, 0] + 0.5) / cell).astype(np.int64), 0, cols - 1)
-    np.minimum.at(buf, i * cols + j, depth.astype(np.float32))
-    return buf.reshape(rows, cols)
-
-
-def unoccluded(uv: np.ndarray, depth: np.ndarray, size: tuple[int, int], cell: float,
-               spread: int = DEPTH_SPREAD_CELLS, relative: float = DEPTH_RELATIVE,
-               margin: float = DEPTH_MARGIN_M) -> np.ndarray:
-    """Which points no nearer point hides (a depth-buffer test).
-
-    Args:
-        uv: Pixels of points in front of the camera and inside the image, shape (N, 2).
-        depth: Their depths, shape (N,), metres.
-        size: Image size (W, H).
-        cell: Depth-buffer cell side in pixels.
-        spread: Cells on each side of a point's own cell that also count (0: its cell alone).
-        relative, margin: A point is hidden when ``depth > d * (1 + relative) + margin`` with
-            ``d`` the nearest depth in those cells.
-
-    Returns:
-        (N,) bool, True for the visible points. With no points, an empty array; a point alone
-        in its cells is always visible (nothing nearer can hide it).
-    """
-    check_shape(uv, (None, 2), "uv")
-    check_shape(depth, (uv.shape[0],), "depth")
-    if not len(depth):
-        return np.zeros(0, dtype=bool)
-    buf = depth_buffer(uv, depth, size, cell)
-    rows, cols = buf.shape
-    near = np.pad(buf, spread, constant_values=np.inf)
-    nearest = buf.copy()
-    for di in range(-spread, spread + 1):  # min over the (2 spread + 1)^2 cells around
-        for dj in range(-spread, spread + 1):
-            nearest = np.minimum(nearest, near[spread + di:spread + di + rows, spread + dj:spread + dj + cols])
-    i = np.clip(((uv[:, 1] + 0.5) / cell).astype(np.int64), 0, rows - 1)
-    j = np.clip(((uv[:, 0] + 0.5) / cell).astype(np.int64), 0, cols - 1)
-    return depth <= nearest[i, j] * (1.0 + relative) + margin
 
 
 @dataclass(frozen=True)
