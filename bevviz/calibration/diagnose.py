@@ -20,7 +20,7 @@ import numpy as np
 from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.ground_truth import GroundTruth
-from bevviz.calibration.lidar import AXES, BOOTSTRAP, CameraEvidence, lidar_evidence
+from bevviz.calibration.lidar import AXES, BOOTSTRAP, CameraEvidence, as_lidar_frames, lidar_evidence
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.pyramid import Sampler, as_pyramids
 from bevviz.calibration.refine import DEFAULT_LEVELS, ROBUST_K, SEARCH_DEG, Level, RefineHistory, refine_camera
@@ -316,7 +316,8 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
 
     With ``lidar``: the camera's rotation is aligned with the LiDAR edges relative to the
     rig consensus and checked on two halves of the evidence
-    (:func:`bevviz.calibration.lidar_refine.refine_with_lidar`). Without: its seam
+    (:func:`bevviz.calibration.lidar_refine.refine_with_lidar`); a camera with too few LiDAR
+    edge points (``MIN_EDGE_POINTS``) falls back to its seams. Without: its seam
     inconsistency is minimised (:func:`bevviz.calibration.refine.refine_camera`) and the
     result is kept only when every seam improves on its own and ends consistent.
 
@@ -353,8 +354,12 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     if camera is None:
         camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence)[0].camera
     if lidar is not None:
-        return refine_with_lidar(rig, [p.images for p in as_pyramids(images)], camera, lidar, evidence=evidence,
-                                 progress=progress)
+        frames = as_lidar_frames([p.images for p in as_pyramids(images)], lidar)
+        if evidence is None or any(n not in evidence for n in rig.names):
+            evidence = lidar_evidence(rig, None, frames)
+        if evidence[camera].n_points >= MIN_EDGE_POINTS:
+            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress)
+        # Too few LiDAR edges in this camera: the seams are the witness left.
     new_rig, hist = refine_camera(rig, images, grid, camera, translation=translation, levels=levels, ring=ring,
                                   neighbours=neighbours, robust=robust, sampler=sampler, search_deg=search_deg,
                                   progress=progress)

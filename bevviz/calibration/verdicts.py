@@ -24,7 +24,8 @@ camera whose seams stand out (``STANDOUT_RATIO``) is miscalibrated, one whose se
 is ok; otherwise inconclusive.
 
 Both: a camera the LiDAR calls miscalibrated and informative seams call clearly fine (or
-the other way round) is inconclusive: the witnesses disagree.
+the other way round) is inconclusive: the witnesses disagree. Where the LiDAR cannot judge
+(too few edge points, a flat score, split evidence), informative seams decide.
 
 Why ``TOLERANCE_DEG = 0.5``: half a degree moves a point 50 m out by 0.44 m, less than one
 BEVFormer BEV cell (0.512 m); a larger error smears objects across cells.
@@ -195,4 +196,6 @@ def combine(lidar: LidarVerdict | None, seams: tuple[str, str], quick_score: flo
         return INCONCLUSIVE, f"witnesses disagree: {lidar.reason}; but {seam_reason}"
     if lidar.verdict == OK and seam_v == MISCALIBRATED:
         return INCONCLUSIVE, f"witnesses disagree: {lidar.reason}; but {seam_reason}"
+    if lidar.verdict == INCONCLUSIVE and seam_v != INCONCLUSIVE:
+        return seam_v, f"seams decide: {seam_reason}; the LiDAR cannot: {lidar.reason}"
     return lidar.verdict, f"{lidar.reason}; seams: {seam_reason}"

@@ -78,3 +78,6 @@ def test_witnesses_that_disagree_give_inconclusive():
     assert combine(lidar_bad, (INCONCLUSIVE, "cannot judge"), 1.0)[0] == MISCALIBRATED
     assert combine(lidar_bad, (MISCALIBRATED, "stands out"), 3.0)[0] == MISCALIBRATED
     assert combine(None, (OK, "fine"), 1.0) == (OK, "fine")
+    lidar_unsure = lidar_verdict(_ev([0, 0, 2.0], n=10), NONE)
+    assert combine(lidar_unsure, (MISCALIBRATED, "stands out"), 3.0)[0] == MISCALIBRATED  # seams decide
+    assert combine(lidar_unsure, (INCONCLUSIVE, "cannot judge"), 1.0)[0] == INCONCLUSIVE
