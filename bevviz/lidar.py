@@ -22,9 +22,9 @@ This is a core module: it imports numpy, torch, :mod:`bevviz.limits` and :mod:`b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 import torch

@@ -233,10 +233,11 @@ def box_to_global(bbox_3d, global_from_lidar: np.ndarray) -> tuple[np.ndarray, f
 
     The pickle's ``bbox_3d`` is (x, y, z, l, w, h, yaw). Measured against the per-camera boxes,
     (x, y, z) is the box's geometric centre (the source's README says bottom centre; read so,
-    the boxes miss the per-camera ones by half their height, 0.8 m median). ``yaw`` is pyquaternion's ``yaw_pitch_roll[0]`` of the box
-    orientation in the lidar frame, ``atan2(-R[0, 1], R[0, 0])`` of ``R = lidar_from_global @
-    Rz(psi)``; for a yaw-only global orientation (nuScenes annotations) that is exactly
-    ``psi - alpha`` with ``alpha`` the global yaw of the lidar's x axis, so ``psi = yaw + alpha``.
+    the boxes miss the per-camera ones by half their height, 0.8 m median). ``yaw`` is
+    pyquaternion's ``yaw_pitch_roll[0]`` of the box orientation in the lidar frame,
+    ``atan2(-R[0, 1], R[0, 0])`` of ``R = lidar_from_global @ Rz(psi)``; for a yaw-only global
+    orientation (nuScenes annotations) that is exactly ``psi - alpha`` with ``alpha`` the global
+    yaw of the lidar's x axis, so ``psi = yaw + alpha``.
     """
     x, y, z, length, width, height, yaw = (float(v) for v in bbox_3d)
     center = global_from_lidar[:3, :3] @ np.array([x, y, z]) + global_from_lidar[:3, 3]

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from bevviz import lidar
-from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.camera import Camera
+from bevviz.lidar import LidarScan, as_lidar_scan
 
 
 def _motion(dx: float, yaw_deg: float = 0.0) -> np.ndarray:

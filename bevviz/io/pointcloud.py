@@ -153,7 +153,8 @@ def _read_npy(name: str, data: bytes | None, path: Path | None) -> tuple[np.ndar
     return pts, None
 
 
-def read_points(path_or_bytes: str | os.PathLike | bytes, name: str | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+def read_points(path_or_bytes: str | os.PathLike | bytes,
+                name: str | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Read the raw columns of a point-cloud file, as stored.
 
     Args:
@@ -183,7 +184,8 @@ def read_points(path_or_bytes: str | os.PathLike | bytes, name: str | None = Non
         return _read_bin(label, data, path)
     if ext == ".npy":
         return _read_npy(label, data, path)
-    raise _file_error(label, "extension", ext or "(none)", f"point clouds are read from {' or '.join(EXTENSIONS)} files")
+    raise _file_error(label, "extension", ext or "(none)",
+                      f"point clouds are read from {' or '.join(EXTENSIONS)} files")
 
 
 def read_pointcloud(path_or_bytes: str | os.PathLike | bytes, name: str | None = None,

@@ -96,7 +96,7 @@ def test_box_centres_project_like_the_devkit(nusc, scan):
     centers_kf = centers_g @ ego_kf_from_global[:3, :3].T + ego_kf_from_global[:3, 3]
     moved = {}
     checked = 0
-    for ci, ch in enumerate(rig.names):
+    for ch in rig.names:
         _, boxes, K = nusc.get_sample_data(s["data"][ch], box_vis_level=BoxVisibility.NONE)
         exposure = scan.exposure_from_keyframe[ch]
         pts = centers_kf @ exposure[:3, :3].T + exposure[:3, 3]
@@ -198,7 +198,8 @@ def test_missing_lidar_and_bad_arguments_are_named_errors(tmp_path, nusc):
     shutil.copytree(DATAROOT / "v1.0-mini", root / "v1.0-mini")
     shutil.copytree(DATAROOT / "maps", root / "maps")
     sd = json.loads((root / "v1.0-mini" / "sample_data.json").read_text())
-    (root / "v1.0-mini" / "sample_data.json").write_text(json.dumps([r for r in sd if "LIDAR_TOP" not in r["filename"]]))
+    kept = [r for r in sd if "LIDAR_TOP" not in r["filename"]]
+    (root / "v1.0-mini" / "sample_data.json").write_text(json.dumps(kept))
     with pytest.raises(ValueError, match=rf"field 'sample_token': sample has no LIDAR_TOP sample_data.*{SAMPLE}"):
         nu.load_lidar(root)
     with pytest.raises(ValueError, match=r"field 'sample_token': no such sample.*deadbeef"):
