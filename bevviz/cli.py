@@ -31,6 +31,8 @@ __all__ = ["EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "cli", "main"]
 EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "bevviz"
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+#: Most scene x camera lines the audit's summary prints (the rest are in summary.json).
+SUMMARY_LINES = 60
 
 
 def _error(message: str) -> None:
@@ -232,16 +234,18 @@ def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ..
     rate = f", {run.samples_per_second:.2f} samples/s" if run.checked else ""
     click.echo(f"bevviz audit: {run.planned} samples ({run.checked} checked now{rate}), {len(rows)} rows: "
                + ", ".join(f"{n} {v}" for v, n in counts.items()))
-    shown = [s for s in run.summary if s["miscalibrated"] or s["error"] or (strict and s["inconclusive"])]
+    # Every scene x camera of a small audit; of a large one, those with something flagged.
+    shown = run.summary if len(run.summary) <= SUMMARY_LINES else \
+        [s for s in run.summary if s["miscalibrated"] or s["error"] or (strict and s["inconclusive"])]
     if shown:
         click.echo(f"{'scene':<14} {'camera':<17} {'samples':>7} {'miscal':>6} {'inconc':>6} {'ok':>4} {'error':>5}  "
                    "first flagged")
-        for s in shown[:40]:
+        for s in shown[:SUMMARY_LINES]:
             click.echo(f"{s['scene']:<14} {s['camera']:<17} {s['samples']:>7} {s['miscalibrated']:>6} "
                        f"{s['inconclusive']:>6} {s['ok']:>4} {s['error']:>5}  "
                        f"{'' if s['first_flagged'] is None else 'sample ' + str(s['first_flagged'])}")
-        if len(shown) > 40:
-            click.echo(f"... and {len(shown) - 40} more (summary.json)")
+        if len(shown) > SUMMARY_LINES:
+            click.echo(f"... and {len(shown) - SUMMARY_LINES} more (summary.json)")
     click.echo(f"written: {Path(out) / 'parts'}, {Path(out) / 'summary.json'}, {run.report}")
     return EXIT_FLAGGED if flagged_rows(run.rows, strict) else EXIT_OK
 
