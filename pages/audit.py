@@ -33,7 +33,7 @@ with tab_run:
     scenes = st.multiselect("Scenes (none: all)", scene_names, key=f"audit_scenes_{name}")
     c1, c2 = st.columns(2)
     lidar = c1.checkbox("LiDAR witness", value="LiDAR" in name, key=f"audit_lidar_{name}",
-                        help="About 4 s per sample. The synthetic sweep is too sparse for it (inconclusive).")
+                        help="About 4 s per sample. The synthetic sweep is too sparse to judge: its seams decide.")
     estimate = c2.checkbox("Estimate flagged cameras' offsets", value=True, key="audit_estimate",
                            help="Refine each camera the seams flag alone (2-4 s each).")
     if st.button("Run audit", key="audit_run", type="primary"):

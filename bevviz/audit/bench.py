@@ -2,8 +2,8 @@
 
 Measures, on the embedded data:
 
-* the synthetic dataset (``sample_data/nuscenes``, 8 samples, seams only: its LiDAR sweep
-  is too sparse for the LiDAR witness) audited by the ``local`` engine (1 process) and by
+* the synthetic dataset (``sample_data/nuscenes``, 8 samples, seams only: its sparse LiDAR
+  sweep cannot judge, the seams decide there anyway) audited by the ``local`` engine (1 process) and by
   ``ray`` with 2 workers: samples per second of the engine (without opening the dataset in
   the driver, with the workers' start and index loading) and each worker's peak RSS;
 * the real keyframe (``sample_data/real_nuscenes``) checked with its LiDAR sweep, the

@@ -12,7 +12,7 @@ from bevviz.audit import CheckSettings
 ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ROOT / "sample_data" / "nuscenes"
 REAL = ROOT / "sample_data" / "real_nuscenes"
-#: Seams only (the synthetic sweep is too sparse for the LiDAR witness), no offset estimates: fast.
+#: Seams only (the synthetic sweep is too sparse to judge: the seams decide), no offset estimates: fast.
 FAST = CheckSettings(lidar=False, estimate=False)
 #: Seams only, with the offset of every flagged camera estimated.
 SEAMS = CheckSettings(lidar=False)
