@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from bevviz.limits import QUATERNION_NORM_TOL
 from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
 
 QUATERNION_ORDERS = ("wxyz", "xyzw")
@@ -97,6 +98,41 @@ def quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rotation"
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
     ])
+
+
+def unit_quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rotation",
+                              camera: str | None = None) -> np.ndarray:
+    """A *stored* quaternion as a rotation matrix: normalised as :func:`quaternion_to_matrix`
+    does, but refused when its norm is off 1 by more than :data:`bevviz.limits.QUATERNION_NORM_TOL`.
+
+    Rounding leaves a stored unit quaternion about 1e-9 (nuScenes) to 1e-7 (float32) off;
+    a larger deviation means a wrong field (a vector, a scaled or a truncated quaternion)
+    that normalising would silently turn into some rotation.
+
+    Args:
+        q: Quaternion, shape (4,), in ``order``.
+        order: ``"wxyz"`` or ``"xyzw"``.
+        field: Field name for errors.
+        camera: Camera name for errors.
+
+    Returns:
+        Rotation matrix, shape (3, 3), float64.
+
+    Raises:
+        ValueError: naming ``field``: what :func:`quaternion_to_matrix` refuses, or
+            ``quaternion norm is <norm>, not 1 (off by more than QUATERNION_NORM_TOL = ...)``.
+
+    Convention:
+        Hamilton quaternion; see the module docstring.
+    """
+    R = quaternion_to_matrix(q, order, field, camera)
+    arr = as_float_array(q, field, camera)
+    norm = float(np.linalg.norm(arr))
+    if abs(norm - 1.0) > QUATERNION_NORM_TOL:
+        raise field_error(field, arr, f"quaternion norm is {norm:.6g}, not 1 (off by more than "
+                                      f"QUATERNION_NORM_TOL = {QUATERNION_NORM_TOL}); store a unit quaternion",
+                          camera)
+    return R
 
 
 def matrix_to_quaternion(R: np.ndarray, order: str = "wxyz") -> np.ndarray:

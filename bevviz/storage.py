@@ -28,14 +28,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bevviz.limits import QUATERNION_NORM_TOL
 from bevviz.rotations import (
     QUATERNION_ORDERS,
     STORED_FROM_RDF,
     invert_transform,
     make_transform,
     matrix_to_quaternion,
-    quaternion_to_matrix,
+    unit_quaternion_to_matrix,
     validate_rotation,
 )
 from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
@@ -114,13 +113,7 @@ class RawCamera:
         """
         rot = as_float_array(self.rotation, "rotation", self.name)
         if rot.shape == (4,):
-            R = quaternion_to_matrix(rot, quaternion_order, "rotation", self.name)
-            norm = float(np.linalg.norm(rot))
-            if abs(norm - 1.0) > QUATERNION_NORM_TOL:
-                raise field_error("rotation", rot, f"quaternion norm is {norm:.6g}, not 1 (off by more than "
-                                                   f"QUATERNION_NORM_TOL = {QUATERNION_NORM_TOL}); store a unit "
-                                                   "quaternion", self.name)
-            return R
+            return unit_quaternion_to_matrix(rot, quaternion_order, "rotation", self.name)
         check_shape(rot, (3, 3), "rotation", self.name)
         return validate_rotation(rot, "rotation", self.name)
 

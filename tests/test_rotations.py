@@ -16,6 +16,7 @@ from bevviz.rotations import (
     quaternion_to_matrix,
     rotation_angle_deg,
     rpy_to_matrix,
+    unit_quaternion_to_matrix,
 )
 
 finite = st.floats(-1.0, 1.0, allow_nan=False, allow_infinity=False)
@@ -96,6 +97,17 @@ def test_quaternion_is_normalised():
 def test_zero_norm_quaternion_rejected(q):
     with pytest.raises(ValueError, match=r"camera CAM_X: field 'rotation': quaternion has zero norm"):
         quaternion_to_matrix(q, camera="CAM_X")
+
+
+def test_a_stored_quaternion_is_normalised_within_the_tolerance_only():
+    q = np.array([0.5, -0.5, 0.5, -0.5])
+    np.testing.assert_allclose(unit_quaternion_to_matrix(q * (1 + 1e-7)), quaternion_to_matrix(q), atol=1e-15)
+    np.testing.assert_allclose(unit_quaternion_to_matrix(np.roll(q, -1), "xyzw"), quaternion_to_matrix(q), atol=1e-15)
+    with pytest.raises(ValueError, match=r"camera CAM_X: field 'ego_pose\.rotation': quaternion norm is 1\.002, not 1 "
+                                         r"\(off by more than QUATERNION_NORM_TOL = 0\.001\); store a unit quaternion"):
+        unit_quaternion_to_matrix(q * 1.002, field="ego_pose.rotation", camera="CAM_X")
+    with pytest.raises(ValueError, match=r"field 'rotation': quaternion has zero norm"):
+        unit_quaternion_to_matrix([0, 0, 0, 0])
 
 
 @pytest.mark.parametrize("q", [[np.nan, 0, 0, 1], [1, np.inf, 0, 0]])

@@ -11,9 +11,10 @@ in the ego frame at the keyframe time, with the ego motion to each camera's expo
 Convention:
     nuScenes ``calibrated_sensor`` stores sensor -> ego (``ego_from_cam``) with a w, x, y, z
     quaternion, in OpenCV RDF camera axes; ``camera_intrinsic`` is K (3, 3). This module
-    converts at the boundary with ``Rig.from_raw(raw, Convention("sensor_to_ego", "wxyz",
-    "RDF"))``, so the returned cameras hold ``cam_from_ego``. ``ego_pose`` stores ego ->
-    global (:func:`ego_pose` returns it as ``global_from_ego``). Images are RGB uint8.
+    converts at the boundary with ``Rig.from_raw(raw, bevviz.storage.NUSCENES)`` (that is,
+    ``Convention("sensor_to_ego", "wxyz", "RDF")``), so the returned cameras hold
+    ``cam_from_ego``. ``ego_pose`` stores ego -> global (:func:`ego_pose` returns it as
+    ``global_from_ego``). Images are RGB uint8.
     Every sample_data (each camera, each lidar sweep) has its own ego pose at its own
     timestamp; lidar points are moved sensor -> ego(t_sweep) -> global -> ego(t_keyframe).
 """
@@ -31,14 +32,15 @@ from typing import NamedTuple
 import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS, Rig
+from bevviz.io.images import read_image_report
 from bevviz.io.pointcloud import read_points
+from bevviz.io.rig_json import RigImages
 from bevviz.lidar import MAX_LIDAR_POINTS, LidarScan
-from bevviz.rotations import invert_transform, make_transform, matrix_to_quaternion, quaternion_to_matrix
+from bevviz.limits import image_side
+from bevviz.rotations import invert_transform, make_transform, matrix_to_quaternion, unit_quaternion_to_matrix
 from bevviz.shapes import field_error, positive_int
-from bevviz.storage import Convention, RawCamera
+from bevviz.storage import NUSCENES, RawCamera
 
-#: How nuScenes stores calibration.
-NUSCENES_CONVENTION = Convention("sensor_to_ego", "wxyz", "RDF")
 #: The LiDAR channel :func:`load_lidar` reads.
 LIDAR_CHANNEL = "LIDAR_TOP"
 
@@ -75,22 +77,6 @@ class SampleInfo:
     index: int
     timestamp: int
     cameras: tuple[str, ...]
-
-
-def _read_image(path: str, camera: str) -> np.ndarray:
-    """Read an image file as RGB uint8 (H, W, 3) with OpenCV (via bevviz.io.images)."""
-    try:
-        from bevviz.io.images import read_image
-    except ImportError:  # the shared image reader is not there: plain OpenCV
-        read_image = None
-    if read_image is not None:
-        return read_image(path, camera=camera)
-    import cv2
-
-    bgr = cv2.imread(path, cv2.IMREAD_COLOR)
-    if bgr is None:
-        raise field_error("image", path, "could not be read as an image", camera)
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
 def open_dataset(dataroot: str | os.PathLike, version: str = "v1.0-mini"):
@@ -189,6 +175,11 @@ def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
         sample_token: Sample token.
         channel: Sensor whose sample_data gives the pose (nuScenes stores one per sensor
             reading); falls back to the first camera present.
+
+    Raises:
+        ValueError: naming ``sample_token`` (unknown, or without cameras) or
+            ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
+            :data:`bevviz.limits.QUATERNION_NORM_TOL`).
     """
     s = _sample(nusc, sample_token)
     chans = _camera_channels(nusc, s)
@@ -197,12 +188,25 @@ def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
             raise field_error("sample_token", sample_token, "sample has no camera data")
         channel = chans[0]
     pose = nusc.get("ego_pose", nusc.get("sample_data", s["data"][channel])["ego_pose_token"])
-    return make_transform(quaternion_to_matrix(pose["rotation"], "wxyz", "ego_pose.rotation"),
+    return make_transform(unit_quaternion_to_matrix(pose["rotation"], "wxyz", "ego_pose.rotation"),
                           np.asarray(pose["translation"], float))
 
 
-def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple[Rig, dict[str, np.ndarray]]:
+def _recorded_size(sd: dict, camera: str) -> tuple[int, int] | None:
+    """The (W, H) a camera's sample_data records, checked against the image limits; None
+    when it records no whole size (0 or missing: the size then comes from the image)."""
+    width, height = sd.get("width"), sd.get("height")
+    if not width or not height:
+        return None
+    return image_side(width, "sample_data.width", camera), image_side(height, "sample_data.height", camera)
+
+
+def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple[Rig, RigImages]:
     """Rig and camera images of one sample of an open dataset.
+
+    Images go through :func:`bevviz.io.images.read_image_report`: the file's header is
+    checked against the limits of :mod:`bevviz.limits` and the size sample_data records
+    before anything is decoded, and conversions to RGB uint8 are reported.
 
     Args:
         nusc: Handle from :func:`open_dataset`.
@@ -211,11 +215,14 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
 
     Returns:
         ``(rig, images)``: cameras in nuScenes ring order (those present; other camera
-        channels follow, sorted); images: camera name -> RGB uint8 (H, W, 3).
+        channels follow, sorted); images: a :class:`bevviz.io.rig_json.RigImages`, camera
+        name -> RGB uint8 (H, W, 3), whose ``warnings`` name each converted file
+        (``"camera CAM_FRONT: samples/CAM_FRONT/x.png: 16-bit samples cut to 8 bits"``).
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or without cameras) or ``image``
-            (missing file, size not the one recorded).
+        ValueError: naming ``sample_token`` (unknown, or without cameras),
+            ``sample_data.width`` / ``sample_data.height`` (not a size within the limits) or
+            ``image`` (missing or damaged file, over a limit, size not the one recorded).
 
     Convention:
         See the module docstring: stored sensor -> ego (wxyz, RDF) becomes cam_from_ego.
@@ -224,27 +231,28 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
     channels = _camera_channels(nusc, s)
     if not channels:
         raise field_error("sample_token", sample_token, "sample has no camera data")
-    raws, images = [], {}
+    raws, images, conversions, files = [], {}, {}, {}
     for ch in channels:
         sd = nusc.get("sample_data", s["data"][ch])
         cs = nusc.get("calibrated_sensor", sd["calibrated_sensor_token"])
-        width, height = int(sd.get("width") or 0), int(sd.get("height") or 0)
+        size = _recorded_size(sd, ch)
+        width, height = size or (0, 0)
         if with_images:
             path = os.path.join(nusc.dataroot, sd["filename"])
             if not os.path.isfile(path):
                 raise field_error("image", path, "file listed in sample_data does not exist", ch)
-            img = _read_image(path, ch)
-            if width and height and img.shape[:2] != (height, width):
-                raise field_error("image", img.shape, f"sample_data records {width} x {height} (W x H)", ch)
-            height, width = img.shape[:2]
-            images[ch] = img
+            decoded = read_image_report(path, camera=ch, size=size)
+            height, width = decoded.rgb.shape[:2]
+            images[ch], files[ch] = decoded.rgb, sd["filename"]
+            if decoded.conversions:
+                conversions[ch] = decoded.conversions
         raws.append(RawCamera(ch, np.asarray(cs["camera_intrinsic"], float), np.asarray(cs["rotation"], float),
                               np.asarray(cs["translation"], float), width, height))
-    return Rig.from_raw(raws, NUSCENES_CONVENTION), images
+    return Rig.from_raw(raws, NUSCENES), RigImages(images, conversions, files)
 
 
 def load_sample(dataroot: str | os.PathLike, version: str = "v1.0-mini",
-                sample_token: str | None = None) -> tuple[Rig, dict[str, np.ndarray]]:
+                sample_token: str | None = None) -> tuple[Rig, RigImages]:
     """Rig and images of one sample of a nuScenes-format dataset.
 
     Args:
@@ -254,7 +262,8 @@ def load_sample(dataroot: str | os.PathLike, version: str = "v1.0-mini",
 
     Returns:
         ``(rig, images)``: the rig (cameras in nuScenes ring order, ``cam_from_ego``) and
-        camera name -> RGB uint8 image (H, W, 3).
+        camera name -> RGB uint8 image (H, W, 3), with the conversions' ``warnings``
+        (see :func:`load_sample_from`).
 
     Raises:
         ValueError: naming ``dataroot``, ``version`` or ``sample_token`` and its value.
@@ -267,16 +276,20 @@ def load_sample(dataroot: str | os.PathLike, version: str = "v1.0-mini",
     return load_sample_from(nusc, sample_token)
 
 
-def _devkit_pose(record: dict) -> np.ndarray:
-    """A devkit ``calibrated_sensor`` or ``ego_pose`` record as its 4x4 transform.
+def _devkit_pose(nusc, table: str, token: str) -> np.ndarray:
+    """The ``calibrated_sensor`` or ``ego_pose`` record ``token`` of ``table`` as its 4x4 transform.
 
     ``calibrated_sensor`` gives ``ego_from_sensor``, ``ego_pose`` gives ``global_from_ego``;
     built with the devkit's own ``transform_matrix`` so that results match its point clouds.
+    The devkit normalises the quaternion; one whose norm is off 1 by more than
+    :data:`bevviz.limits.QUATERNION_NORM_TOL` is refused first (field ``<table>.rotation``).
     """
     # nuscenes-devkit (and its pyquaternion) is heavy; imported where a handle is in use.
     from nuscenes.utils.geometry_utils import transform_matrix
     from pyquaternion import Quaternion
 
+    record = nusc.get(table, token)
+    unit_quaternion_to_matrix(record["rotation"], "wxyz", f"{table}.rotation")
     return transform_matrix(record["translation"], Quaternion(record["rotation"]))
 
 
@@ -305,8 +318,10 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
 
     Raises:
         ValueError: naming ``sample_token`` (unknown, or no LIDAR_TOP channel), ``sweeps``,
-            ``min_distance``, or the lidar file (missing, or as
-            :func:`bevviz.io.pointcloud.read_points`), and the value.
+            ``min_distance``, the lidar file (missing, or as
+            :func:`bevviz.io.pointcloud.read_points`), or ``calibrated_sensor.rotation`` /
+            ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
+            :data:`bevviz.limits.QUATERNION_NORM_TOL`), and the value.
 
     Convention:
         Sweep k's points go sensor -> ego(t_k) -> global -> ego(t_keyframe): one 4x4
@@ -326,8 +341,8 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
         raise field_error("sample_token", sample_token,
                           f"sample has no {LIDAR_CHANNEL} sample_data (channels: {sorted(s['data'])})")
     key_sd = nusc.get("sample_data", s["data"][LIDAR_CHANNEL])
-    ego_from_lidar = _devkit_pose(nusc.get("calibrated_sensor", key_sd["calibrated_sensor_token"]))
-    global_from_ego_kf = _devkit_pose(nusc.get("ego_pose", key_sd["ego_pose_token"]))
+    ego_from_lidar = _devkit_pose(nusc, "calibrated_sensor", key_sd["calibrated_sensor_token"])
+    global_from_ego_kf = _devkit_pose(nusc, "ego_pose", key_sd["ego_pose_token"])
     ego_kf_from_global = invert_transform(global_from_ego_kf)
 
     chunks, rings, sweep_ids, total, sd = [], [], [], 0, key_sd
@@ -346,8 +361,8 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
         if k == 0:
             ego_kf_from_sensor = ego_from_lidar
         else:
-            ego_k_from_sensor = _devkit_pose(nusc.get("calibrated_sensor", sd["calibrated_sensor_token"]))
-            global_from_ego_k = _devkit_pose(nusc.get("ego_pose", sd["ego_pose_token"]))
+            ego_k_from_sensor = _devkit_pose(nusc, "calibrated_sensor", sd["calibrated_sensor_token"])
+            global_from_ego_k = _devkit_pose(nusc, "ego_pose", sd["ego_pose_token"])
             ego_kf_from_sensor = ego_kf_from_global @ global_from_ego_k @ ego_k_from_sensor
         pc = LidarPointCloud(np.ascontiguousarray(points.T))
         pc.transform(ego_kf_from_sensor)
@@ -361,7 +376,7 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
     exposure = {}
     for ch in _camera_channels(nusc, s):
         cam_sd = nusc.get("sample_data", s["data"][ch])
-        global_from_ego_cam = _devkit_pose(nusc.get("ego_pose", cam_sd["ego_pose_token"]))
+        global_from_ego_cam = _devkit_pose(nusc, "ego_pose", cam_sd["ego_pose_token"])
         exposure[ch] = invert_transform(global_from_ego_cam) @ global_from_ego_kf
     return LidarScan(
         points=np.concatenate(chunks).astype(np.float32),
@@ -455,8 +470,9 @@ def load_boxes_from(nusc, sample_token: str) -> list[AnnotationBox]:
 
     Raises:
         ValueError: naming ``sample_token`` (unknown, or no LIDAR_TOP sample_data to take
-            the keyframe's ego pose from) or ``sample_annotation`` (a record with a
-            malformed size or rotation), and the value.
+            the keyframe's ego pose from), ``ego_pose.rotation`` or ``sample_annotation``
+            (a record with a malformed size or rotation; a quaternion whose norm is off 1 by
+            more than :data:`bevviz.limits.QUATERNION_NORM_TOL`), and the value.
 
     Convention:
         nuScenes stores boxes in the global frame; the keyframe's ego frame is the ego pose
@@ -472,7 +488,7 @@ def load_boxes_from(nusc, sample_token: str) -> list[AnnotationBox]:
                           f"sample has no {LIDAR_CHANNEL} sample_data to place its boxes at the keyframe time")
     key_sd = nusc.get("sample_data", s["data"][LIDAR_CHANNEL])
     pose = nusc.get("ego_pose", key_sd["ego_pose_token"])
-    R_global_from_ego = quaternion_to_matrix(pose["rotation"], "wxyz", "ego_pose.rotation")
+    R_global_from_ego = unit_quaternion_to_matrix(pose["rotation"], "wxyz", "ego_pose.rotation")
     ego_from_global = invert_transform(make_transform(R_global_from_ego, np.asarray(pose["translation"], float)))
     boxes = []
     for token in s.get("anns", []):
@@ -480,7 +496,7 @@ def load_boxes_from(nusc, sample_token: str) -> list[AnnotationBox]:
         size = np.asarray(ann["size"], dtype=np.float64)
         if size.shape != (3,) or not np.all(np.isfinite(size)) or np.any(size < 0):
             raise field_error("sample_annotation", ann["size"], f"size of {token} must be three lengths >= 0 (w, l, h)")
-        R_box = quaternion_to_matrix(ann["rotation"], "wxyz", f"sample_annotation {token} rotation")
+        R_box = unit_quaternion_to_matrix(ann["rotation"], "wxyz", f"sample_annotation {token} rotation")
         center = ego_from_global[:3, :3] @ np.asarray(ann["translation"], float) + ego_from_global[:3, 3]
         category = ann.get("category_name")  # the devkit's reverse index adds it
         if category is None:

@@ -189,3 +189,118 @@ def test_missing_image_is_a_named_error(tmp_path):
     shutil.copytree(DATAROOT / "maps", root / "maps")
     with pytest.raises(ValueError, match="image"):
         nu.load_sample(root)
+
+
+# --- hostile datasets (issue 14): the checked image reader and unit quaternions -------------------
+
+
+@pytest.fixture
+def copied(tmp_path) -> Path:
+    """A writable copy of the embedded dataset (4 MB)."""
+    root = tmp_path / "nuscenes"
+    shutil.copytree(DATAROOT, root)
+    return root
+
+
+def _rewrite(root: Path, table: str, edit) -> None:
+    path = root / "v1.0-mini" / f"{table}.json"
+    rows = json.loads(path.read_text())
+    edit(rows)
+    path.write_text(json.dumps(rows))
+
+
+def _first_camera_record(root: Path, channel: str = "CAM_FRONT") -> dict:
+    rows = json.loads((root / "v1.0-mini" / "sample_data.json").read_text())
+    return next(r for r in rows if r["is_key_frame"] and f"/{channel}/" in r["filename"] and not r["prev"])
+
+
+def _replace_image(root: Path, record: dict, encoded: bytes, suffix: str = ".png") -> str:
+    """Store ``encoded`` as ``record``'s image under a new file name; return the name the table gives."""
+    name = record["filename"].rsplit(".", 1)[0] + suffix
+    (root / name).write_bytes(encoded)
+
+    def edit(rows):
+        next(r for r in rows if r["token"] == record["token"])["filename"] = name
+    _rewrite(root, "sample_data", edit)
+    return name
+
+
+def test_conversions_of_a_dataset_image_come_back_as_warnings(copied):
+    import cv2
+
+    rec = _first_camera_record(copied)
+    grey16 = (np.arange(rec["width"], dtype=np.uint16)[None, :] * 40).repeat(rec["height"], 0)
+    name = _replace_image(copied, rec, cv2.imencode(".png", grey16)[1].tobytes())
+    rig, images = nu.load_sample(copied, sample_token=rec["sample_token"])
+    assert images["CAM_FRONT"].shape == (900, 1600, 3) and images["CAM_FRONT"].dtype == np.uint8
+    np.testing.assert_array_equal(images["CAM_FRONT"][0, :, 0], (grey16[0] >> 8).astype(np.uint8))
+    assert images.warnings == [f"camera CAM_FRONT: {name}: 16-bit samples cut to 8 bits, "
+                               "greyscale replicated to RGB"]
+    assert images.conversions == {"CAM_FRONT": ("16-bit samples cut to 8 bits", "greyscale replicated to RGB")}
+    # The unconverted sample has none.
+    assert nu.load_sample(DATAROOT)[1].warnings == []
+
+
+def test_a_dataset_image_of_the_wrong_size_is_refused_from_its_header(copied, monkeypatch):
+    import cv2
+
+    from .test_images import png_bomb
+
+    rec = _first_camera_record(copied)
+    _replace_image(copied, rec, png_bomb(800, 450, 2000))
+    monkeypatch.setattr(cv2, "imdecode", lambda *a, **k: pytest.fail("decoded before the header was checked"))
+    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': image is 800 x 450 px but the "
+                                         r"calibration says width x height = 1600 x 900"):
+        nu.load_sample(copied, sample_token=rec["sample_token"])
+    _replace_image(copied, rec, png_bomb())
+    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'image': more than MAX_IMAGE_SIDE = 8192"):
+        nu.load_sample(copied, sample_token=rec["sample_token"])
+
+
+def test_a_recorded_size_over_the_limits_is_a_named_error(copied):
+    rec = _first_camera_record(copied)
+
+    def edit(rows):
+        next(r for r in rows if r["token"] == rec["token"])["width"] = 2 ** 63
+    _rewrite(copied, "sample_data", edit)
+    with pytest.raises(ValueError, match=r"camera CAM_FRONT: field 'sample_data.width': more than MAX_IMAGE_SIDE"):
+        nu.load_sample(copied, sample_token=rec["sample_token"])
+
+
+def _scale_quaternion(token: str, factor: float):
+    def edit(rows):
+        rec = next(r for r in rows if r["token"] == token)
+        rec["rotation"] = [factor * q for q in rec["rotation"]]
+    return edit
+
+
+def test_ego_pose_and_box_quaternions_off_unit_norm_are_named_errors(copied, nusc):
+    sample = nusc.sample[0]
+    pose = nusc.get("sample_data", sample["data"]["LIDAR_TOP"])["ego_pose_token"]  # the cameras' too
+    ann = sample["anns"][0]
+    # Rounding is normalised away: 1e-7 off still loads, to the same rotation.
+    _rewrite(copied, "ego_pose", _scale_quaternion(pose, 1 + 1e-7))
+    _rewrite(copied, "sample_annotation", _scale_quaternion(ann, 1 - 1e-7))
+    ds = nu.open_dataset(copied)
+    np.testing.assert_allclose(nu.ego_pose(ds, sample["token"]), nu.ego_pose(nusc, sample["token"]), atol=1e-12)
+    assert len(nu.load_boxes_from(ds, sample["token"])) == len(sample["anns"])
+    # A scaled box quaternion is refused ...
+    _rewrite(copied, "sample_annotation", _scale_quaternion(ann, 1.01))
+    with pytest.raises(ValueError, match=rf"field 'sample_annotation {ann} rotation': quaternion norm is 1\.01, "
+                                         r"not 1 \(off by more than QUATERNION_NORM_TOL = 0\.001\)"):
+        nu.load_boxes_from(nu.open_dataset(copied), sample["token"])
+    # ... and so is a scaled ego pose, wherever it is read.
+    _rewrite(copied, "ego_pose", _scale_quaternion(pose, 2.0))
+    ds = nu.open_dataset(copied)
+    for read in (nu.ego_pose, nu.load_lidar_from, nu.load_boxes_from):
+        with pytest.raises(ValueError, match=r"field 'ego_pose\.rotation': quaternion norm is 2, not 1 \(off by "
+                                             r"more than QUATERNION_NORM_TOL = 0\.001\)"):
+            read(ds, sample["token"])
+
+
+def test_a_lidar_mount_quaternion_off_unit_norm_is_a_named_error(copied, nusc):
+    sample = nusc.sample[0]
+    cs_token = nusc.get("sample_data", sample["data"]["LIDAR_TOP"])["calibrated_sensor_token"]
+    _rewrite(copied, "calibrated_sensor", _scale_quaternion(cs_token, 3.0))
+    with pytest.raises(ValueError, match=r"field 'calibrated_sensor\.rotation': quaternion norm is 3, not 1"):
+        nu.load_lidar_from(nu.open_dataset(copied), sample["token"])
