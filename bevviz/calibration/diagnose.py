@@ -166,8 +166,14 @@ def _order(findings: Sequence[CameraFinding]) -> list[CameraFinding]:
     return sorted(findings, key=lambda f: (VERDICTS.index(f.verdict), -f.score))
 
 
+#: Said of a camera the LiDAR names when the scan carried no ego motion to the exposures.
+NO_MOTION_NOTE = ("the LiDAR came without the ego motion to this camera's exposure (a plain array): on a "
+                  "moving car that alone can turn a camera's offset by about a degree; pass what "
+                  "bevviz.io.nuscenes.load_lidar returns, or a LidarScan with exposure_from_keyframe")
+
+
 def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapping[str, CameraEvidence],
-                    seam_median: float, quick_text: Mapping[str, str]) -> RigConsensus:
+                    seam_median: float, quick_text: Mapping[str, str], motion_known: bool = True) -> RigConsensus:
     """Fill the LiDAR fields and verdicts of ``findings`` in place; returns the consensus."""
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)
     for cam, f in findings.items():
@@ -181,7 +187,8 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
         f.edge_points = ev.n_points
         f.lidar = ev
         f.score = float(np.max(np.abs(lv.residual_deg)))
-        f.reason = f"{text} ({quick_text[cam]})."
+        note = f"; {NO_MOTION_NOTE}" if not motion_known and lv.verdict == MISCALIBRATED else ""
+        f.reason = f"{text} ({quick_text[cam]}){note}."
     return consensus
 
 
@@ -268,10 +275,12 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
                         f"(cost {g:.3f} vs {gt_med:.3f}); {quick_text[cam]}.")
         return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
     if with_lidar:
+        motion_known = True
         if evidence is None:
-            evidence = lidar_evidence(rig, [p.images for p in frames], lidar, replicates=replicates,
-                                      progress=progress)
-        consensus = _lidar_findings(rig, findings, evidence, med, quick_text)
+            pairs = as_lidar_frames([p.images for p in frames], lidar)
+            motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
+            evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
+        consensus = _lidar_findings(rig, findings, evidence, med, quick_text, motion_known)
         return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med)
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
