@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from bevviz.viz.common import base_layout, camera_color, figure, subplot_grid
+from bevviz.viz.common import base_layout, camera_color, figure, plain_text, subplot_grid
 
 __all__ = ["camera_offsets_figure", "offset_size", "offset_timeline_figure", "verdict_matrix_figure"]
 
@@ -42,7 +42,7 @@ def _hover(row: Mapping) -> str:
                                                        if row.get(f"{a}_unc_deg") is not None else "")
                      for a in AXES if row.get(f"{a}_deg") is not None)
     src = row.get("offset_source")
-    return (f"{row['camera']} · sample {row['sample_index']} · {row['verdict']}<br>"
+    return (f"{plain_text(row['camera'])} · sample {row['sample_index']} · {row['verdict']}<br>"
             + (f"offset {axes} deg ({src}{'' if row.get('offset_checked') else ', unchecked'})" if axes
                else "offset not estimated"))
 
@@ -86,7 +86,7 @@ def offset_timeline_figure(rows: Sequence[Mapping], cameras: Sequence[str] | Non
                 texts.append(_hover(r))
             color = camera_color(order.index(cam))
             data.append(dict(type="scatter", mode="lines+markers", x=xs, y=ys, xaxis=xref, yaxis=yref,
-                             name=cam.replace("CAM_", ""), legendgroup=cam, showlegend=cam not in shown,
+                             name=plain_text(cam.replace("CAM_", "")), legendgroup=cam, showlegend=cam not in shown,
                              connectgaps=False, line=dict(color=color, width=2),
                              marker=dict(symbol=symbols, size=9, color=color),
                              error_y=dict(type="data", array=errs, visible=any(errs), color=color),
@@ -135,7 +135,8 @@ def verdict_matrix_figure(summary: Sequence[Mapping], cameras: Sequence[str] | N
             tr.append(f"{s['miscalibrated']}/{s['samples']}" + (f" ({s['error']} err)" if s.get("error") else ""))
         z.append(zr)
         text.append(tr)
-    data = [dict(type="heatmap", z=z, x=[c.replace("CAM_", "") for c in cams], y=scenes, text=text,
+    data = [dict(type="heatmap", z=z, x=[plain_text(c.replace("CAM_", "")) for c in cams],
+                 y=[plain_text(sc) for sc in scenes], text=text,
                  texttemplate="%{text}", zmin=0, zmax=1, colorscale=[[0, "#e8f5e9"], [1, "#c62828"]],
                  colorbar=dict(title=dict(text="flagged"), thickness=10),
                  hovertemplate="%{y} %{x}: %{text} flagged<extra></extra>")]
@@ -161,7 +162,7 @@ def camera_offsets_figure(rows: Sequence[Mapping], cameras: Sequence[str] | None
     for a, color in zip(AXES, ("#1f77b4", "#ff7f0e", "#2ca02c")):
         vals = [by_cam[c].get(f"{a}_deg") for c in cams]
         uncs = [by_cam[c].get(f"{a}_unc_deg") or 0.0 for c in cams]
-        data.append(dict(type="bar", name=a, x=[c.replace("CAM_", "") for c in cams], y=vals,
+        data.append(dict(type="bar", name=a, x=[plain_text(c.replace("CAM_", "")) for c in cams], y=vals,
                          marker=dict(color=color), error_y=dict(type="data", array=uncs, visible=any(uncs)),
                          hovertemplate=f"%{{x}} {a}: %{{y:+.2f}} deg<extra></extra>"))
     return figure(data, base_layout(height, "Estimated offset per camera (deg; none where not estimated)",

@@ -19,6 +19,7 @@ from bevviz.viz.common import (
     bev_image_trace,
     camera_color,
     figure,
+    plain_text,
     resolve_colorscale,
     subplot_grid,
     to_uint8,
@@ -111,7 +112,7 @@ def footprint_composite(footprint: np.ndarray, names: list[str], grid: BEVGrid,
     mix = np.einsum("nhw,nc->hwc", fp, colors) / np.maximum(count, 1)[..., None]
     # Seams a little brighter so they read as overlaps.
     mix = np.where((count >= 2)[..., None], np.minimum(mix * 1.25 + 30, 255), mix)
-    legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=name,
+    legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=plain_text(name),
                    marker=dict(color=camera_color(i), size=10, symbol="square")) for i, name in enumerate(names)]
     fig = _single(bev_image_trace(mix.round().astype(np.uint8), grid, name="footprints"), grid, height, title,
                   legend=True, extra=legend)
@@ -159,7 +160,7 @@ def difference_map(base: np.ndarray, differs: np.ndarray, grid: BEVGrid, title: 
     xs, ys = (c.numpy() for c in grid.cell_centers())
     ring = dict(type="scatter", x=ys[cols[keep]], y=xs[rows[keep]], mode="markers", name=labels[2],
                 marker=dict(size=7, color="rgba(0,0,0,0)", line=dict(color="#e6550d", width=1.5)),
-                hovertemplate="x %{y:.2f} m, y %{x:.2f} m<extra>" + labels[2] + "</extra>")
+                hovertemplate="x %{y:.2f} m, y %{x:.2f} m<extra>" + plain_text(labels[2]) + "</extra>")
     return _single(tr, grid, height, title, extra=[ring] if len(keep) else [])
 
 

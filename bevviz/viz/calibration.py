@@ -23,6 +23,7 @@ from bevviz.viz.common import (
     bev_image_trace,
     camera_color,
     figure,
+    plain_text,
     subplot_grid,
     to_uint8,
 )
@@ -140,7 +141,7 @@ def seam_matrix_figure(names: Sequence[str], pairs: Sequence[dict], height: int 
         i, j = idx[p["camera A"]], idx[p["camera B"]]
         cost = [v for k, v in p.items() if k.startswith("seam cost")][0]
         m[i, j] = m[j, i] = cost
-    short = [n.replace("CAM_", "") for n in names]
+    short = [plain_text(n.replace("CAM_", "")) for n in names]
     text = [["" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in m]
     data = [dict(type="heatmap", z=m.tolist(), x=short, y=short, colorscale=SEAM_SCALE, zmin=0.0, zmax=1.2,
                  text=text, texttemplate="%{text}", hovertemplate="%{y} - %{x}: %{z:.3f}<extra></extra>",
@@ -166,7 +167,7 @@ def ranking_figure(cameras: Sequence[str], scores: Sequence[float], all_names: S
     """
     order = list(all_names or cameras)
     colors = [camera_color(order.index(c)) if c in order else "#888888" for c in cameras]
-    data = [dict(type="bar", x=list(scores), y=[c.replace("CAM_", "") for c in cameras], orientation="h",
+    data = [dict(type="bar", x=list(scores), y=[plain_text(c.replace("CAM_", "")) for c in cameras], orientation="h",
                  marker=dict(color=colors), text=[f"{s:.3f}" for s in scores], textposition="auto",
                  hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
     return figure(data, base_layout(height, title, xaxis=dict(title=dict(text=x_title)),

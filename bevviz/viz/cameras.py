@@ -16,7 +16,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bevviz.camera import Camera
-from bevviz.viz.common import STATUS_COLORS, base_layout, data_uri, downsample, figure, resolve_colorscale, subplot_grid
+from bevviz.viz.common import (
+    STATUS_COLORS,
+    base_layout,
+    data_uri,
+    downsample,
+    figure,
+    plain_text,
+    resolve_colorscale,
+    subplot_grid,
+)
 
 #: customdata columns of the projected-point trace.
 POINT_FIELDS = ("x", "y", "z", "u", "v", "depth")
@@ -74,27 +83,28 @@ class _Panel:
 
 
 def _segments_polyline(segments: np.ndarray, labels: list[str]) -> tuple[np.ndarray, list[str]]:
-    """(E, 2, 2) segments -> one (3E, 2) polyline with NaN gaps, and a label per vertex."""
+    """(E, 2, 2) segments -> one (3E, 2) polyline with NaN gaps, and a label per vertex (shown
+    literally: the labels are the dataset's categories)."""
     E = segments.shape[0]
     line = np.concatenate([segments, np.full((E, 1, 2), np.nan)], axis=1).reshape(-1, 2)
-    return line, [lab for lab in labels for _ in range(3)]
+    return line, [plain_text(lab) for lab in labels for _ in range(3)]
 
 
 def _lidar_and_boxes(camera: Camera, ov: CameraOverlay, axes: dict, lidar_marker: dict | None,
                      marker_size: float) -> list[dict]:
     """The "boxes" and "lidar" traces of one camera."""
-    data = []
+    data, who = [], plain_text(camera.name)
     if ov.box_segments is not None and len(ov.box_segments):
         line, text = _segments_polyline(np.asarray(ov.box_segments, dtype=np.float64), ov.box_labels)
         data.append(dict(type="scatter", x=line[:, 0], y=line[:, 1], mode="lines", name="boxes", text=text,
                          line=dict(color=BOX_COLOR, width=1.3), connectgaps=False,
-                         hovertemplate=f"<b>{camera.name}</b><br>%{{text}}<extra></extra>", **axes))
+                         hovertemplate=f"<b>{who}</b><br>%{{text}}<extra></extra>", **axes))
     if ov.lidar_uv is not None and len(ov.lidar_uv):
         data.append(dict(
             type="scattergl", x=ov.lidar_uv[:, 0], y=ov.lidar_uv[:, 1], mode="markers", name="lidar",
             customdata=ov.lidar_customdata, marker=dict(lidar_marker or {}, size=marker_size - 0.5,
                                                         color=ov.lidar_color, opacity=0.9),
-            hovertemplate=(f"<b>{camera.name}</b> LiDAR<br>(u, v) = (%{{x:.1f}}, %{{y:.1f}})<br>depth "
+            hovertemplate=(f"<b>{who}</b> LiDAR<br>(u, v) = (%{{x:.1f}}, %{{y:.1f}})<br>depth "
                            "%{customdata[0]:.2f} m, intensity %{customdata[1]:.0f}<extra></extra>"), **axes))
     return data
 
@@ -106,6 +116,7 @@ def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOver
     W, H = camera.width, camera.height
     panel = _Panel()
     axes = dict(xaxis=xref, yaxis=yref)
+    who = plain_text(camera.name)
     if image is not None:
         source = image if isinstance(image, str) else data_uri(downsample(image, max_width)[0], "jpeg")
         panel.images.append(dict(source=source, xref=xref, yref=yref, x=-0.5, y=-0.5, sizex=W, sizey=H,
@@ -128,14 +139,14 @@ def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOver
         panel.data.append(dict(type="scattergl", x=ov.ghost_uv[:, 0], y=ov.ghost_uv[:, 1], mode="markers",
                                name="behind camera",
                                marker=dict(color=STATUS_COLORS[1], size=marker_size + 1, symbol="x"),
-                               hovertemplate=f"<b>{camera.name}</b><br>behind the camera: (%{{x:.0f}}, %{{y:.0f}}) "
+                               hovertemplate=f"<b>{who}</b><br>behind the camera: (%{{x:.0f}}, %{{y:.0f}}) "
                                              "if the depth test were skipped<extra></extra>", **axes))
     panel.data += _lidar_and_boxes(camera, ov, axes, lidar_marker, marker_size)
     if ov.points_uv is not None and len(ov.points_uv):
         panel.data.append(dict(
             type="scattergl", x=ov.points_uv[:, 0], y=ov.points_uv[:, 1], mode="markers", name="points",
             customdata=ov.customdata, marker=dict(marker, size=marker_size, color=ov.color, opacity=0.85),
-            hovertemplate=(f"<b>{camera.name}</b><br>BEV x %{{customdata[0]:.2f}}, y %{{customdata[1]:.2f}},"
+            hovertemplate=(f"<b>{who}</b><br>BEV x %{{customdata[0]:.2f}}, y %{{customdata[1]:.2f}},"
                            " z %{customdata[2]:.2f} m<br>(u, v) = (%{customdata[3]:.1f}, %{customdata[4]:.1f})"
                            "<br>depth %{customdata[5]:.2f} m<extra></extra>"), **axes))
     shown = [p for p in ov.picks if p["status"] == "valid"]
@@ -145,7 +156,7 @@ def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOver
             name="picked cell", text=[f"z={p['z']:g}" for p in shown], textposition="middle right",
             textfont=dict(color="white", size=11),
             marker=dict(size=13, color="rgba(0,0,0,0)", line=dict(color="#ff00ff", width=2.5), symbol="circle"),
-            hovertemplate=f"<b>{camera.name}</b><br>picked cell, %{{text}}<br>(u, v) = (%{{x:.1f}}, %{{y:.1f}})"
+            hovertemplate=f"<b>{who}</b><br>picked cell, %{{text}}<br>(u, v) = (%{{x:.1f}}, %{{y:.1f}})"
                           "<extra></extra>", **axes))
     return panel
 

@@ -1,6 +1,12 @@
-"""Shared pieces of the figure builders: image encoding, BEV axes, colours.
+"""Shared pieces of the figure builders: image encoding, BEV axes, colours, literal text.
 
 Pure: nothing here calls Streamlit; builders return ``plotly.graph_objects.Figure``.
+
+Plotly renders a subset of HTML (``<b>``, ``<i>``, ``<br>``, ``<a href>``, ``<span style>``)
+in titles, hover labels, legends, tick labels and text. Names that come from the user's data
+(camera names, file names, dataset categories and scene names) go through :func:`plain_text`
+wherever a builder puts them into one of those, and :func:`base_layout` and
+:func:`subplot_grid` pass every title through it, so they show as they read.
 
 Convention:
     BEV figures use metric axes: the horizontal axis is ego y drawn reversed (left of the car
@@ -13,6 +19,7 @@ Convention:
 from __future__ import annotations
 
 import base64
+import html
 from functools import lru_cache
 
 import cv2
@@ -28,6 +35,21 @@ CAMERA_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 #: Colours of the point statuses valid / behind / outside.
 STATUS_COLORS = ("#2ca02c", "#d62728", "#ff7f0e")
 FONT = dict(size=11)
+
+
+def plain_text(text: object) -> str:
+    """``text`` as plotly shows it literally: ``&``, ``<`` and ``>`` written as entities
+    (which plotly turns back into the characters), so no tag in it renders.
+
+    Args:
+        text: A name or title (a camera or file name, a dataset category, a figure title).
+
+    Returns:
+        The escaped text; text without ``&``, ``<`` or ``>`` is returned unchanged. Quotes
+        are left as they are (plotly does not decode ``&quot;``, and outside a tag a quote
+        means nothing).
+    """
+    return html.escape(str(text), quote=False)
 
 
 def camera_color(index: int) -> str:
@@ -143,12 +165,13 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
 
 
 def base_layout(height: int, title: str | None = None, legend: bool = False, **extra) -> dict:
-    """Layout dict with the compact margins and font shared by every figure."""
+    """Layout dict with the compact margins and font shared by every figure (``title`` shown
+    literally, through :func:`plain_text`)."""
     layout = dict(height=height, margin=dict(l=8, r=8, t=36 if title else 8, b=8), font=FONT,
                   showlegend=legend,
                   legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0))
     if title:
-        layout["title"] = dict(text=title, x=0.01, xanchor="left", font=dict(size=13))
+        layout["title"] = dict(text=plain_text(title), x=0.01, xanchor="left", font=dict(size=13))
     layout.update(extra)
     return layout
 
@@ -160,7 +183,8 @@ def subplot_grid(n: int, cols: int, titles: list[str] | None = None, hspace: flo
     Returns:
         ``(axes, refs, annotations)``: layout entries ``xaxis``, ``yaxis``, ``xaxis2`` ...
         with domains and anchors; per panel the (xref, yref) trace references ``("x", "y")``,
-        ``("x2", "y2")``, ...; and one title annotation per panel when ``titles`` is given.
+        ``("x2", "y2")``, ...; and one title annotation per panel when ``titles`` is given
+        (each shown literally, through :func:`plain_text`).
     """
     cols = max(1, min(cols, n))
     rows = max(1, (n + cols - 1) // cols)
@@ -176,7 +200,7 @@ def subplot_grid(n: int, cols: int, titles: list[str] | None = None, hspace: flo
         axes[f"yaxis{sfx}"] = dict(domain=[_unit(y1 - h), _unit(y1)], anchor=f"x{sfx}")
         refs.append((f"x{sfx}", f"y{sfx}"))
         if titles is not None:
-            notes.append(dict(text=titles[k], x=x0 + w / 2, y=y1 + title_offset, xref="paper", yref="paper",
+            notes.append(dict(text=plain_text(titles[k]), x=x0 + w / 2, y=y1 + title_offset, xref="paper", yref="paper",
                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12)))
     return axes, refs, notes
 
@@ -211,9 +235,9 @@ def bev_image_trace(rgb: np.ndarray, grid: BEVGrid, name: str = "", hover: bool 
     """An RGB BEV map (BEV layout, uint8 (H_bev, W_bev, 3)) as an image trace on metric axes."""
     res = grid.resolution
     tr = dict(type="image", source=data_uri(flip_bev(rgb), "png"), x0=grid.y_range[0] + res / 2, dx=res,
-              y0=grid.x_range[0] + res / 2, dy=res, name=name)
+              y0=grid.x_range[0] + res / 2, dy=res, name=plain_text(name))
     if hover:
-        tr["hovertemplate"] = "x %{y:.2f} m, y %{x:.2f} m<extra>" + name + "</extra>"
+        tr["hovertemplate"] = "x %{y:.2f} m, y %{x:.2f} m<extra>" + plain_text(name) + "</extra>"
     else:
         tr["hoverinfo"] = "skip"
     return tr
@@ -225,8 +249,9 @@ def bev_heatmap_trace(values: np.ndarray, grid: BEVGrid, name: str = "", colorsc
                       colorbar: dict | None = None) -> dict:
     """A scalar BEV map (BEV layout, shape (H_bev, W_bev)) as a heatmap trace on metric axes."""
     ys, xs = bev_coords(grid)
-    tr = dict(type="heatmap", z=flip_bev(values), x=ys, y=xs, name=name,
-              hovertemplate=f"x %{{y:.2f}} m, y %{{x:.2f}} m<br>{hover_label} %{{z:.4g}}<extra>{name}</extra>")
+    tr = dict(type="heatmap", z=flip_bev(values), x=ys, y=xs, name=plain_text(name),
+              hovertemplate=(f"x %{{y:.2f}} m, y %{{x:.2f}} m<br>{plain_text(hover_label)} %{{z:.4g}}"
+                             f"<extra>{plain_text(name)}</extra>"))
     if coloraxis:
         tr["coloraxis"] = coloraxis
     else:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from bevviz.export.inspection import DYNAMIC_SHAPE_OPS, INDEX_OPS
+from bevviz.viz.common import plain_text
 
 #: Op category -> bar colour.
 CATEGORY_COLORS = {
@@ -33,7 +34,7 @@ def _layout(fig: go.Figure, height: int, title: str | None = None, legend: bool 
                       showlegend=legend, template="plotly_white",
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0))
     if title:
-        fig.update_layout(title=dict(text=title, x=0.01, xanchor="left", font=dict(size=13)))
+        fig.update_layout(title=dict(text=plain_text(title), x=0.01, xanchor="left", font=dict(size=13)))
     return fig
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from bevviz.viz.common import base_layout, figure, resolve_colorscale, subplot_grid, to_uint8
+from bevviz.viz.common import base_layout, figure, plain_text, resolve_colorscale, subplot_grid, to_uint8
 
 
 def image_panels(maps: dict[str, np.ndarray], cols: int = 3, colorscale="Viridis",
@@ -48,19 +48,19 @@ def image_panels(maps: dict[str, np.ndarray], cols: int = 3, colorscale="Viridis
     axes, refs, notes = subplot_grid(len(names), cols, titles=names, hspace=0.03, vspace=0.12 if rows > 1 else 0.0)
     data, shapes = [], []
     for name, (xr, yr) in zip(names, refs):
-        a = arrays[name]
+        a, shown = arrays[name], plain_text(name)
         H, W = a.shape[:2]
         u0, u1, v0, v1 = (extents or {}).get(name, (0.0, W - 1.0, 0.0, H - 1.0))
         dx = (u1 - u0) / max(W - 1, 1)
         dy = (v1 - v0) / max(H - 1, 1)
         if a.ndim == 3:
-            data.append(dict(type="image", z=to_uint8(a, zmin, zmax), x0=u0, dx=dx, y0=v0, dy=dy, name=name,
+            data.append(dict(type="image", z=to_uint8(a, zmin, zmax), x0=u0, dx=dx, y0=v0, dy=dy, name=shown,
                              xaxis=xr, yaxis=yr,
-                             hovertemplate="u %{x:.2f}, v %{y:.2f}<br>%{z}<extra>" + name + "</extra>"))
+                             hovertemplate="u %{x:.2f}, v %{y:.2f}<br>%{z}<extra>" + shown + "</extra>"))
         else:
-            data.append(dict(type="heatmap", z=a, x0=u0, dx=dx, y0=v0, dy=dy, coloraxis="coloraxis", name=name,
+            data.append(dict(type="heatmap", z=a, x0=u0, dx=dx, y0=v0, dy=dy, coloraxis="coloraxis", name=shown,
                              xaxis=xr, yaxis=yr,
-                             hovertemplate="u %{x:.2f}, v %{y:.2f}<br>%{z:.4g}<extra>" + name + "</extra>"))
+                             hovertemplate="u %{x:.2f}, v %{y:.2f}<br>%{z:.4g}<extra>" + shown + "</extra>"))
         if frame is not None:
             shapes.append(dict(type="rect", x0=frame[0], x1=frame[1], y0=frame[2], y1=frame[3], xref=xr, yref=yr,
                                line=dict(color="#ff00ff", width=1.5, dash="dot")))

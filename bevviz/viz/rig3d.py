@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.viz.common import base_layout, camera_color, figure
+from bevviz.viz.common import base_layout, camera_color, figure, plain_text
 
 AXIS_COLORS = ("#e41a1c", "#4daf4a", "#377eb8")  # x / y / z: red, green, blue
 
@@ -50,15 +50,15 @@ def rig_figure(names: list[str], frustums: dict[str, np.ndarray],
     for i, name in enumerate(names):
         if name not in frustums:
             continue
-        f = frustums[name]
+        f, shown = frustums[name], plain_text(name)
         line = _polyline(frustum_segments(f))
-        data.append(dict(type="scatter3d", x=line[:, 0], y=line[:, 1], z=line[:, 2], mode="lines", name=name,
+        data.append(dict(type="scatter3d", x=line[:, 0], y=line[:, 1], z=line[:, 2], mode="lines", name=shown,
                          line=dict(color=camera_color(i), width=4),
-                         hovertemplate=f"{name}<br>x %{{x:.2f}}, y %{{y:.2f}}, z %{{z:.2f}}<extra></extra>"))
+                         hovertemplate=f"{shown}<br>x %{{x:.2f}}, y %{{y:.2f}}, z %{{z:.2f}}<extra></extra>"))
         if show_labels:
             tip = f[1:].mean(axis=0)
             data.append(dict(type="scatter3d", x=[tip[0]], y=[tip[1]], z=[tip[2]], mode="text",
-                             text=[name.replace("CAM_", "")], showlegend=False, hoverinfo="skip",
+                             text=[plain_text(name.replace("CAM_", ""))], showlegend=False, hoverinfo="skip",
                              textfont=dict(color=camera_color(i), size=11)))
     for k, label in enumerate(("camera x (RDF right)", "camera y (RDF down)", "camera z (RDF forward)")):
         segs = [np.stack([o, tips[k]]) for o, tips in (axes[n] for n in names if n in axes)]

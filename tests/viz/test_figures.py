@@ -131,3 +131,24 @@ def test_pixel_panels_profile_bar():
     assert names(fig) == ["zeros", "border"] and len(fig.layout.shapes) == 2
     fig = panels.bar_figure(["a", "b"], [1.0, 2.0])
     assert isinstance(fig.data[0], go.Bar)
+
+
+def test_names_and_titles_show_literally_in_plotly():
+    """Plotly renders <b>, <br>, <a href> in titles, hovers, legends and text: user names are escaped."""
+    hostile = '<b>x</b> & <a href="http://x">[link](http://x)</a>'
+    literal = '&lt;b&gt;x&lt;/b&gt; &amp; &lt;a href="http://x"&gt;[link](http://x)&lt;/a&gt;'
+    assert common.plain_text(hostile) == literal
+    assert common.plain_text("CAM_FRONT_LEFT") == "CAM_FRONT_LEFT"  # names by the rule pass unchanged
+    # Titles, panel titles and trace names in templates.
+    assert common.base_layout(100, title=hostile)["title"]["text"] == literal
+    _, _, notes = common.subplot_grid(2, 2, titles=[hostile, "plain"])
+    assert [n["text"] for n in notes] == [literal, "plain"]
+    fig = bev.bev_panels({hostile: np.zeros((GRID.height, GRID.width))}, GRID)
+    assert fig.data[0].name == literal and f"<extra>{literal}</extra>" in fig.data[0].hovertemplate
+    # A dataset's box categories and a camera's hover label.
+    cam = RIG["CAM_FRONT"]
+    ov = cameras.CameraOverlay(box_segments=np.array([[[1.0, 2.0], [3.0, 4.0]]]), box_labels=[hostile])
+    fig = cameras.camera_figure(cam, None, ov)
+    (boxes,) = [t for t in fig.data if t.name == "boxes"]
+    assert set(boxes.text) == {literal} and boxes.hovertemplate.startswith("<b>CAM_FRONT</b>")
+    assert fig.layout.title.text == "CAM_FRONT"
