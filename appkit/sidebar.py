@@ -16,6 +16,7 @@ from appkit.session import current_grid, current_scene
 from appkit.state import GRID, GRID_ERROR, SCENE, SCENE_ERROR, SCENE_REQUEST
 from bevviz.bev_grid import BEVGrid, pillar_heights
 from bevviz.io.nuscenes import SceneInfo
+from bevviz.limits import escape_markdown
 
 SOURCE_SAMPLE = "Embedded sample"
 SOURCE_NUSCENES = "nuScenes dataroot"
@@ -148,9 +149,7 @@ def _upload_controls():
                      help="LiDAR points in the ego frame (x forward, y left, z up, metres): a nuScenes .bin "
                           "(5 x float32 per point: x, y, z, intensity, ring) or a .npy float array (N, 3) or "
                           "(N, 4) with intensity. Read as plain numbers, never unpickled.")
-    st.caption(f"Limits: JSON {sources.MAX_JSON_BYTES // sources.MB} MB, "
-               f"{sources.MAX_IMAGE_BYTES // sources.MB} MB per image, "
-               f"{sources.MAX_POINTCLOUD_BYTES // sources.MB} MB point cloud.")
+    st.caption(sources.upload_limits_text())
     handed = st.session_state.get(UPLOAD_BYTES)
     js = st.session_state.get("upload_json")
     if js is not None:
@@ -277,6 +276,8 @@ def render_sidebar() -> None:
         extras = ([f"LiDAR {len(scene.lidar):,} points"] if scene.lidar is not None else []) + \
             ([f"{len(scene.boxes)} boxes"] if scene.boxes else [])
         st.caption(f"Loaded: **{scene.label}** — {len(scene.rig)} cameras" + "".join(f", {e}" for e in extras))
+        for warning in scene.warnings:
+            st.warning(escape_markdown(warning))
         if scene.attribution:
             st.caption(scene.attribution)
         st.markdown("### BEV grid")

@@ -6,6 +6,11 @@ library's message (camera, field, value). Dataset handles and loaded scenes are 
 :class:`bevviz.lidar.LidarScan` is read-only itself). A nuScenes sample with a LIDAR_TOP
 sweep carries its scan and annotation boxes; an uploaded JSON rig may come with a point
 cloud. :func:`uploaded_scene` takes plain bytes, so it is testable without a browser.
+
+What reading the user's images converted (greyscale, alpha, 16 bits, CMYK) is kept on the
+scene as :attr:`appkit.state.Scene.warnings` (cached with it); the sidebar shows them. Size
+limits come from :mod:`bevviz.limits`; the upload path adds the app's own, smaller bounds
+on encoded images and point clouds.
 """
 
 from __future__ import annotations
@@ -32,7 +37,15 @@ from bevviz.io.nuscenes import (
     open_dataset,
 )
 from bevviz.io.pointcloud import read_pointcloud
-from bevviz.io.rig_json import load_rig_file, load_rig_images, parse_rig
+from bevviz.io.rig_json import RigImages, load_rig_file, load_rig_images, parse_rig
+from bevviz.limits import (
+    MAX_CAMERAS,
+    MAX_IMAGE_PIXELS,
+    MAX_IMAGE_SIDE,
+    MAX_LIDAR_POINTS,
+    MAX_RIG_JSON_BYTES,
+    MiB,
+)
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,14 +60,22 @@ NUSCENES_VERSIONS = ("v1.0-mini", "v1.0-trainval", "v1.0-test")
 REAL_NUSCENES_ATTRIBUTION = ("Data: nuScenes (Motional), https://www.nuscenes.org, licensed CC BY-NC-SA 4.0 "
                              "(non-commercial use only).")
 
-MB = 1 << 20
 #: Limits on uploads (Streamlit's own server.maxUploadSize in .streamlit/config.toml caps
-#: any single file first; these are checked again here so the message names the file).
-MAX_JSON_BYTES = 2 * MB
-MAX_IMAGE_BYTES = 25 * MB
-#: A point cloud: 5 million points (bevviz.lidar.MAX_LIDAR_POINTS) of a nuScenes .bin.
-MAX_POINTCLOUD_BYTES = 100 * MB
-MAX_TOTAL_BYTES = 200 * MB
+#: any single file first; these are checked again here so the message names the file). The
+#: rig JSON's is the library's :data:`bevviz.limits.MAX_RIG_JSON_BYTES`; an encoded image
+#: gets the app's 25 MiB, below the library's MAX_IMAGE_FILE_BYTES (a 32-bit BMP of the most
+#: pixels): a camera photo is a few MB, and the app holds every upload in memory.
+MAX_IMAGE_BYTES = 25 * MiB
+#: A point cloud: room for MAX_LIDAR_POINTS points of a nuScenes .bin (20 bytes each).
+MAX_POINTCLOUD_BYTES = 100 * MiB
+MAX_TOTAL_BYTES = 200 * MiB
+
+
+def upload_limits_text() -> str:
+    """The upload limits in one line, for the sidebar (plain text, no user input)."""
+    return (f"Limits: JSON {_size_text(MAX_RIG_JSON_BYTES)}, {MAX_CAMERAS} cameras; "
+            f"{_size_text(MAX_IMAGE_BYTES)} and {MAX_IMAGE_SIDE:,} px a side ({MAX_IMAGE_PIXELS / MiB:.0f} Mpx) "
+            f"per image; point cloud {_size_text(MAX_POINTCLOUD_BYTES)}, {MAX_LIDAR_POINTS:,} points.")
 
 
 def _freeze(images: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -64,6 +85,13 @@ def _freeze(images: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         a.setflags(write=False)
         out[name] = a
     return out
+
+
+def _loaded_images(images: RigImages) -> dict:
+    """The Scene fields of what a loader read: ``images`` (read-only) and ``warnings``, the
+    conversions made (read off before the arrays are frozen into a plain dict)."""
+    warnings = tuple(images.warnings)
+    return {"images": _freeze(images), "warnings": warnings}
 
 
 # --------------------------------------------------------------------------------------
@@ -105,7 +133,7 @@ def rig_json_scene(path: str) -> Scene:
     is_sample = p.resolve() == SAMPLE_RIG.resolve()
     digest = hashlib.sha1(p.read_bytes()).hexdigest()[:12]
     label = "Embedded sample rig (sample_data/rig.json)" if is_sample else f"JSON rig {p.name}"
-    return Scene(key=f"rigjson:{p.resolve()}:{digest}", label=label, rig=rig_file.rig, images=_freeze(images),
+    return Scene(key=f"rigjson:{p.resolve()}:{digest}", label=label, rig=rig_file.rig, **_loaded_images(images),
                  ground_truth=_ground_truth() if is_sample else None,
                  image_files=dict(rig_file.image_files or {}))
 
@@ -189,7 +217,7 @@ def nuscenes_scene(dataroot: str, version: str, sample_token: str, scene_name: s
     where = "embedded sample" if embedded else "embedded real keyframe" if real else dataroot
     label = f"nuScenes {scene_name or '?'} sample {sample_index} ({where})"
     key = f"nuscenes:{Path(dataroot).resolve()}:{version}:{sample_token}"
-    return Scene(key=key, label=label, rig=rig, images=_freeze(images), ground_truth=gt,
+    return Scene(key=key, label=label, rig=rig, **_loaded_images(images), ground_truth=gt,
                  notes=_miscalibration_note(dataroot, scene_name) + lidar_notes, lidar=scan, boxes=boxes,
                  lidar_key=key if scan is not None else "", attribution=_attribution(dataroot))
 
@@ -200,7 +228,7 @@ def nuscenes_scene(dataroot: str, version: str, sample_token: str, scene_name: s
 
 
 def _size_text(n: int) -> str:
-    return f"{n / MB:.1f} MB" if n >= MB / 10 else f"{n / 1024:.0f} kB"
+    return f"{n / MiB:.1f} MB" if n >= MiB / 10 else f"{n / 1024:.0f} kB"
 
 
 def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],
@@ -208,16 +236,16 @@ def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, b
     """Refuse oversized uploads with a message naming the file.
 
     Raises:
-        ValueError: the JSON is larger than ``MAX_JSON_BYTES``, an image larger than
-            ``MAX_IMAGE_BYTES``, the point cloud larger than ``MAX_POINTCLOUD_BYTES``, or
-            everything together larger than ``MAX_TOTAL_BYTES``.
+        ValueError: the JSON is larger than :data:`bevviz.limits.MAX_RIG_JSON_BYTES`, an
+            image larger than ``MAX_IMAGE_BYTES``, the point cloud larger than
+            ``MAX_POINTCLOUD_BYTES``, or everything together larger than ``MAX_TOTAL_BYTES``.
     """
     if lidar is not None and len(lidar[1]) > MAX_POINTCLOUD_BYTES:
         raise ValueError(f"field 'upload': point cloud {lidar[0]} is {_size_text(len(lidar[1]))}, more than the "
                          f"{_size_text(MAX_POINTCLOUD_BYTES)} limit (got {len(lidar[1])} bytes)")
-    if len(json_bytes) > MAX_JSON_BYTES:
+    if len(json_bytes) > MAX_RIG_JSON_BYTES:
         raise ValueError(f"field 'upload': rig file {json_name} is {_size_text(len(json_bytes))}, more than "
-                         f"the {_size_text(MAX_JSON_BYTES)} limit for a JSON rig (got {len(json_bytes)} bytes)")
+                         f"the {_size_text(MAX_RIG_JSON_BYTES)} limit for a JSON rig (got {len(json_bytes)} bytes)")
     for name, data in images.items():
         if len(data) > MAX_IMAGE_BYTES:
             raise ValueError(f"field 'upload': image {name} is {_size_text(len(data))}, more than the "
@@ -252,7 +280,8 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
             without unpickling, :func:`bevviz.io.pointcloud.read_pointcloud`).
 
     Returns:
-        The scene (with ``lidar`` when a point cloud was given; no boxes, no ego motion).
+        The scene (with ``lidar`` when a point cloud was given; no boxes, no ego motion), its
+        ``warnings`` naming each image that was converted to RGB uint8.
 
     Raises:
         ValueError: oversized files, anything :mod:`bevviz.io.rig_json` rejects (the
@@ -266,7 +295,7 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
     scan = None if lidar is None else read_pointcloud(bytes(lidar[1]), name=lidar[0])
     key = f"upload:{upload_digest(json_bytes, images, lidar)}"
     label = f"Uploaded rig {json_name}" + (f" with point cloud {lidar[0]}" if lidar is not None else "")
-    return Scene(key=key, label=label, rig=rig_file.rig, images=_freeze(loaded),
+    return Scene(key=key, label=label, rig=rig_file.rig, **_loaded_images(loaded),
                  image_files=dict(rig_file.image_files or {}), lidar=scan, lidar_key=key if scan is not None else "")
 
 

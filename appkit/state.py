@@ -48,6 +48,10 @@ class Scene:
             (refined, adopted), unlike ``key``. Empty without a scan.
         attribution: Source and licence line the sidebar shows while the scene is loaded
             (the real nuScenes keyframe), or "".
+        warnings: What loading did to the user's images, one line per converted file
+            (``"camera CAM_FRONT: CAM_FRONT.png: 16-bit samples cut to 8 bits"``, from
+            :attr:`bevviz.io.rig_json.RigImages.warnings`); the sidebar shows each. Raw text:
+            escape it (:func:`bevviz.limits.escape_markdown`) before markdown shows it.
     """
 
     key: str
@@ -61,6 +65,7 @@ class Scene:
     boxes: tuple[AnnotationBox, ...] = field(default=(), repr=False)
     lidar_key: str = ""
     attribution: str = ""
+    warnings: tuple[str, ...] = ()
 
     @property
     def cache_key(self) -> str:

@@ -1,11 +1,14 @@
-"""AppTest helpers: run app.py from the repository root on a small BEV grid."""
+"""AppTest helpers: run app.py from the repository root on a small BEV grid; read markdown as shown."""
 
 from __future__ import annotations
 
+import html
+import re
 import sys
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `appkit` lives beside app.py, outside the bevviz package
@@ -13,6 +16,17 @@ if str(ROOT) not in sys.path:  # `appkit` lives beside app.py, outside the bevvi
 
 #: A 50 x 50 grid (2.048 m cells) keeps every page to a second or two under test.
 SMALL_GRID = {"grid_res": 2.048}
+
+#: CommonMark with GitHub's tables and strikethrough: what Streamlit's markdown builds on.
+_MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def shown(markdown: str) -> str:
+    """What an element's markdown source reads as once rendered: tags dropped, entities
+    decoded. AppTest gives the source (``element.value``); user text escaped for markdown
+    reads literally here, and unescaped markup (``**x**``, ``<b>``, ``[a](b)``) does not.
+    """
+    return html.unescape(re.sub(r"<[^>]*>", "", _MARKDOWN.render(markdown))).strip()
 
 
 def make_app(page: str | None = None, **state):
