@@ -1,4 +1,9 @@
-"""Page-side guards: show bad input as a message (never a traceback) and stop the page."""
+"""Page-side guards: show bad input as a message (never a traceback) and stop the page.
+
+Messages quote user-provided values (file names, camera names, numbers as typed), so they
+go through :func:`bevviz.limits.escape_markdown` before ``st.error`` / ``st.warning``
+render them as markdown.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +12,22 @@ from contextlib import contextmanager
 import streamlit as st
 
 from appkit.state import Scene
+from bevviz.limits import escape_markdown
 
 
 @contextmanager
 def shown_errors(what: str):
     """Run a block; a ``ValueError`` from bevviz (which names camera, field and value) becomes
-    ``st.error`` and stops the rest of the page (the sidebar and anything above still show)."""
+    ``st.error`` and stops the rest of the page (the sidebar and anything above still show).
+
+    Args:
+        what: What the block does, in the app's own words (shown unescaped, before the
+            escaped message).
+    """
     try:
         yield
     except ValueError as e:
-        st.error(f"{what}: {e}")
+        st.error(f"{what}: {escape_markdown(e)}")
         st.stop()
 
 
@@ -24,7 +35,7 @@ def require_images(scene: Scene, what: str) -> bool:
     """Whether every camera has an image; otherwise a warning saying which are missing."""
     missing = [n for n in scene.rig.names if n not in scene.images]
     if missing:
-        st.warning(f"{what} needs an image for every camera; missing: {', '.join(missing)}. "
+        st.warning(f"{what} needs an image for every camera; missing: {escape_markdown(', '.join(missing))}. "
                    "Upload them in the sidebar (matched by file name or camera name).")
         return False
     return True

@@ -3,6 +3,10 @@
 Loading follows one rule: the sidebar builds a *request* (a hashable description of what
 it asks for); when the request changes, the matching loader runs once. Success replaces
 the scene; a ``ValueError`` is remembered and shown, and the previous scene stays.
+
+Every user-provided string it shows (file names, dataroots, scene names and descriptions,
+error messages quoting values, the scene's label, notes and warnings) goes through
+:func:`bevviz.limits.escape_markdown` first: markdown renders it exactly as it reads.
 """
 
 from __future__ import annotations
@@ -51,12 +55,15 @@ def validity() -> tuple[float, str]:
 
 
 def apply_request(request: tuple | None, loader: Callable[[], sources.Scene], what: str) -> None:
-    """Run ``loader`` when ``request`` differs from the last one; keep the old scene on error."""
+    """Run ``loader`` when ``request`` differs from the last one; keep the old scene on error.
+
+    The error is stored as raw text (:func:`show_load_error` escapes it where it is shown).
+    """
     if request is None or request == st.session_state.get(SCENE_REQUEST):
         return
     st.session_state[SCENE_REQUEST] = request
     try:
-        with st.spinner(f"Loading {what} ..."):
+        with st.spinner(f"Loading {escape_markdown(what)} ..."):
             scene = loader()
     except ValueError as e:
         st.session_state[SCENE_ERROR] = str(e)
@@ -105,7 +112,7 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
 def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
     samples = sources.nuscenes_samples(dataroot, version, scene.token)
     if not samples:
-        st.warning(f"Scene {scene.name} has no samples.")
+        st.warning(f"Scene {escape_markdown(scene.name)} has no samples.")
         return None, None, ""
     idx = st.selectbox("Sample", range(len(samples)), key=key,
                        format_func=lambda i: f"#{i}  (t = {samples[i].timestamp / 1e6:.2f} s)")
@@ -125,7 +132,7 @@ def _nuscenes_controls():
         with st.spinner("Opening the dataset ..."):
             scenes = sources.nuscenes_scenes(dataroot, version)
     except ValueError as e:
-        st.error(str(e))
+        st.error(escape_markdown(e))
         return None, None, ""
     if not scenes:
         st.warning("The dataset has no scenes.")
@@ -134,7 +141,7 @@ def _nuscenes_controls():
     name = st.selectbox("Scene", list(by_name), key="ns_scene",
                         format_func=lambda n: f"{n} ({by_name[n].n_samples} samples)")
     if by_name[name].description:
-        st.caption(by_name[name].description)
+        st.caption(escape_markdown(by_name[name].description))
     return _nuscenes_sample_picker(dataroot, version, by_name[name], "ns_sample")
 
 
@@ -250,7 +257,7 @@ def _grid_controls() -> None:
         ss[GRID_ERROR] = str(e)
     g = current_grid()
     if ss.get(GRID_ERROR):
-        st.error(f"{ss[GRID_ERROR]} — keeping the previous grid.")
+        st.error(f"{escape_markdown(ss[GRID_ERROR])} — keeping the previous grid.")
     st.caption(f"{g.height} x {g.width} cells x {g.num_z} heights = {g.height * g.width * g.num_z:,} points; "
                f"z = {', '.join(f'{z:g}' for z in g.z_values)} m")
     c1, c2 = st.columns(2)
@@ -275,7 +282,8 @@ def render_sidebar() -> None:
         scene = current_scene()
         extras = ([f"LiDAR {len(scene.lidar):,} points"] if scene.lidar is not None else []) + \
             ([f"{len(scene.boxes)} boxes"] if scene.boxes else [])
-        st.caption(f"Loaded: **{scene.label}** — {len(scene.rig)} cameras" + "".join(f", {e}" for e in extras))
+        st.caption(f"Loaded: **{escape_markdown(scene.label)}** — {len(scene.rig)} cameras"
+                   + "".join(f", {e}" for e in extras))
         for warning in scene.warnings:
             st.warning(escape_markdown(warning))
         if scene.attribution:
@@ -288,4 +296,5 @@ def show_load_error() -> None:
     """In the main area: the last load error, if the current request failed."""
     err = st.session_state.get(SCENE_ERROR)
     if err:
-        st.error(f"Could not load the rig: {err}\n\nKeeping the previous rig: {current_scene().label}.")
+        st.error(f"Could not load the rig: {escape_markdown(err)}\n\n"
+                 f"Keeping the previous rig: {escape_markdown(current_scene().label)}.")

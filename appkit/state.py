@@ -33,13 +33,16 @@ class Scene:
 
     Attributes:
         key: Unique id of what was loaded (source + content), used in cache keys.
-        label: Human-readable description for the sidebar and page captions.
+        label: Human-readable description for the sidebar and page captions; it holds
+            user-provided names (file names, dataroots, scene names), so it is escaped
+            (:func:`bevviz.limits.escape_markdown`) wherever markdown shows it.
         rig: The rig.
         images: Camera name -> RGB uint8 image (H, W, 3).
         ground_truth: The true BEV ground texture (:class:`bevviz.calibration.GroundTruth`)
             when known (embedded sample), else None.
         image_files: Camera name -> image file name (for the JSON rig download).
-        notes: Extra facts to show (e.g. which camera of a scene is miscalibrated).
+        notes: Extra facts to show (e.g. which camera of a scene is miscalibrated); raw
+            text, escaped where shown.
         lidar: The LiDAR scan taken with the images (ego frame at the keyframe time, with the
             motion to each camera's exposure), or None.
         boxes: Annotation boxes in the same frame (:class:`bevviz.io.nuscenes.AnnotationBox`).

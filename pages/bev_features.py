@@ -7,6 +7,7 @@ from appkit import compute, current
 from appkit.guards import require_images, shown_errors
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
+from bevviz.limits import escape_markdown
 from bevviz.samplers import BEV_VARIANTS, REFERENCE
 from bevviz.viz.bev import bev_panels
 from bevviz.viz.panels import bar_figure
@@ -39,8 +40,8 @@ ground_only = c4.toggle("Ground plane only (z = 0)", value=True, key="bev_ground
 if ground_only:
     grid = grid.with_z((0.0,))
 view = {"RGB composite": "rgb", "channel norm": "norm"}.get(view_name, channel)
-caption.caption(f"{scene.label} · {grid.height} x {grid.width} cells x {grid.num_z} heights "
-           f"(z = {', '.join(f'{z:g}' for z in grid.z_values)} m) · depth > {eps:g} m, {bounds} bounds")
+caption.caption(f"{escape_markdown(scene.label)} · {grid.height} x {grid.width} cells x {grid.num_z} heights "
+                f"(z = {', '.join(f'{z:g}' for z in grid.z_values)} m) · depth > {eps:g} m, {bounds} bounds")
 
 SAMPLERS = {v.label: dict(sampler=v.sampler, rounding=v.rounding or "bilinear") for v in BEV_VARIANTS}
 REF = REFERENCE.label

@@ -19,6 +19,7 @@ from bevviz import downloads
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
+from bevviz.limits import escape_markdown
 from bevviz.viz.calibration import (
     before_after_figure,
     loss_curve_figure,
@@ -33,11 +34,11 @@ rig0 = scene.rig
 ss = st.session_state
 
 st.title("Calibration Doctor")
-st.caption(f"{scene.label} · every camera's image is projected onto the ground (z = 0); where two "
+st.caption(f"{escape_markdown(scene.label)} · every camera's image is projected onto the ground (z = 0); where two "
            "footprints overlap (a seam) both must show the same ground. A misaligned camera breaks "
            "the seams with both of its neighbours.")
 for note in scene.notes:
-    st.info(note)
+    st.info(escape_markdown(note))
 if not require_images(scene, "The Calibration Doctor"):
     st.stop()
 
@@ -121,7 +122,8 @@ with shown_errors("Perturbation"):
     rig = cal.apply_perturbations(rig0, perturbations)
 if active:
     st.caption("Active perturbations: " + "; ".join(
-        f"{c}: " + ", ".join(f"{k} {v:+g}" if not k.endswith("scale") else f"{k} {v:g}" for k, v in p.items())
+        f"{escape_markdown(c)}: "
+        + ", ".join(f"{k} {v:+g}" if not k.endswith("scale") else f"{k} {v:g}" for k, v in p.items())
         for c, p in active.items()))
 
 # ---------------------------------------------------------------------------------------
@@ -149,10 +151,10 @@ m1, m2, m3 = st.columns(3)
 m1.metric("Seams", len(analysis.pairs))
 m2.metric("Median seam cost", f"{analysis.median_cost:.3f}")
 suspect = cal.standout(quick)
-m3.metric("Stands out (quick)", suspect.camera if suspect else "none",
-          help=(suspect.reason if suspect else
+m3.metric("Stands out (quick)", escape_markdown(suspect.camera) if suspect else "none",
+          help=(escape_markdown(suspect.reason) if suspect else
                 f"No camera's seams are {cal.STANDOUT_RATIO:.0f}x the rig median or worse; "
-                f"worst: {quick[0].reason if quick else '-'}"))
+                f"worst: {escape_markdown(quick[0].reason) if quick else '-'}"))
 left, right = st.columns([1.3, 1])
 left.plotly_chart(mosaic_figure(live["mosaic"], analysis.grid, live["error"],
                                 title="BEV mosaic, seams tinted blue (agree) to red (disagree)"), key="cd_mosaic")
@@ -177,7 +179,7 @@ if scene.lidar is not None:
                 shown_errors("LiDAR diagnosis"):
             bar = st.progress(0.0, text="Aligning ...")
             evidence = compute.lidar_evidence(scene, rig, progress=lambda k, n, c: bar.progress(
-                k / max(n, 1), text=f"Aligning {c} ..." if c else "Judging the cameras ..."))
+                k / max(n, 1), text=f"Aligning {escape_markdown(c)} ..." if c else "Judging the cameras ..."))
             found = cal.diagnose(rig, scene.images, grid, evidence=evidence,
                                  analyses=[analysis.without_ground_truth()])
             run_status.update(label="LiDAR diagnosis done", state="complete", expanded=False)
@@ -191,7 +193,7 @@ if scene.lidar is not None:
     else:
         found = lidar_diag[1]
         named = [f.camera for f in found if f.verdict == cal.MISCALIBRATED]
-        st.markdown(f"Miscalibrated: **{', '.join(named) or 'no camera'}** "
+        st.markdown(f"Miscalibrated: **{escape_markdown(', '.join(named)) or 'no camera'}** "
                     f"(tolerance {cal.TOLERANCE_DEG:g} deg, in {cal.CONFIDENCE:.0%} of the bootstrap replicates).")
         st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts")
         st.caption("Offsets: each camera's own rotation error (body frame: roll about the optical axis, pitch "
@@ -200,11 +202,11 @@ if scene.lidar is not None:
         k1, k2, k3 = st.columns([1.6, 1, 1])
         k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
         k2.metric("Common pitch", summary["pitch"])
-        k3.metric("Set aside from the consensus", ", ".join(summary["set_aside"]) or "none")
+        k3.metric("Set aside from the consensus", escape_markdown(", ".join(summary["set_aside"])) or "none")
         if summary["suspect"]:
-            st.warning(summary["suspect"])
+            st.warning(escape_markdown(summary["suspect"]))
         elif not summary["fitted"]:
-            st.caption(f"No rig consensus: {summary['why']}.")
+            st.caption(f"No rig consensus: {escape_markdown(summary['why'])}.")
 
         by_name = {f.camera: f for f in found}
         ss.setdefault("cd_lidar_cam", found[0].camera)
@@ -219,8 +221,8 @@ if scene.lidar is not None:
         f2.caption("Red: the edge points with the stored calibration; green: at the optimum. Each curve turns one "
                    "axis through the optimum (offset 0 = the stored calibration), the others held there.")
 
-        if st.button(f"Refine {look} against the LiDAR", key="cd_lidar_refine"):
-            with st.spinner(f"Refining {look} ..."), shown_errors("LiDAR refinement"):
+        if st.button(f"Refine {escape_markdown(look)} against the LiDAR", key="cd_lidar_refine"):
+            with st.spinner(f"Refining {escape_markdown(look)} ..."), shown_errors("LiDAR refinement"):
                 refined, lidar_hist = cal.refine_extrinsics(rig, scene.images, grid, look, lidar=scene.lidar,
                                                             evidence=compute.lidar_evidence(scene, rig))
             ss["cd_lidar_result"] = {"rig_in": rig.fingerprint, "camera": look, "rig": refined, "hist": lidar_hist}
@@ -228,7 +230,7 @@ if scene.lidar is not None:
         if lres and lres["rig_in"] == rig.fingerprint and lres["camera"] == look:
             lh = lres["hist"]
             if lh.accepted:
-                st.success(f"Accepted: {lh.check}")
+                st.success(f"Accepted: {escape_markdown(lh.check)}")
                 d = lh.delta
                 st.metric("Correction", f"{d.angle_deg:.2f} deg",
                           help=f"roll {d.roll_deg:+.2f}, pitch {d.pitch_deg:+.2f}, yaw {d.yaw_deg:+.2f} deg")
@@ -239,7 +241,7 @@ if scene.lidar is not None:
                                    downloads.rig_json(lres["rig"], dict(scene.image_files) or None),
                                    file_name="rig_refined.json", mime="application/json", key="cd_lidar_dl")
             else:
-                st.warning(f"Not accepted (the rig is left as it is): {lh.check}")
+                st.warning(f"Not accepted (the rig is left as it is): {escape_markdown(lh.check)}")
 
 # ---------------------------------------------------------------------------------------
 # Diagnosis
@@ -264,7 +266,8 @@ with d2:
         bar = st.progress(0.0, text="Testing suspects ...")
         with shown_errors("Diagnosis"):
             found = cal.diagnose(rig, frames(), grid,
-                                 progress=lambda k, n, c: bar.progress(k / max(n, 1), text=f"Testing {c} ..."))
+                                 progress=lambda k, n, c: bar.progress(k / max(n, 1),
+                                                                       text=f"Testing {escape_markdown(c)} ..."))
         bar.empty()
         ss["cd_diagnosis"] = (rig.fingerprint, [dataclasses.asdict(f) | {"seams": None} for f in found])
     diag = ss.get("cd_diagnosis")
@@ -274,7 +277,7 @@ with d2:
                                        title="Full diagnosis: seam repair when rotated alone",
                                        x_title="seam cost drop"), key="cd_full_rank")
         for f in found[:3]:
-            st.write(f["reason"])
+            st.write(escape_markdown(f["reason"]))
     else:
         st.caption("The full diagnosis runs on demand (a few seconds).")
 

@@ -11,6 +11,7 @@ from appkit.guards import shown_errors
 from appkit.state import HASH_FUNCS, SCENE
 from bevviz.convention_ranking import image_operation_checks, raw_rows
 from bevviz.conventions import NUSCENES, Convention, rank_conventions
+from bevviz.limits import escape_markdown
 from bevviz.viz.cameras import CameraOverlay, camera_grid_figure
 from bevviz.viz.conventions import candidate_scores_figure, check_matrix_figure, image_op_figure
 from bevviz.viz.rig3d import rig_figure
@@ -20,8 +21,8 @@ rig = scene.rig
 ss = st.session_state
 
 st.title("Conventions")
-st.caption(f"{scene.label} · a calibration file stores a rotation and a translation per camera; what they "
-           "mean depends on the extrinsic direction (sensor->ego or ego->sensor), the quaternion order "
+st.caption(f"{escape_markdown(scene.label)} · a calibration file stores a rotation and a translation per camera; "
+           "what they mean depends on the extrinsic direction (sensor->ego or ego->sensor), the quaternion order "
            "(wxyz or xyzw) and the camera axes (RDF / RUB / FLU). Every reading is scored on physical evidence.")
 
 # ---------------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ c2.plotly_chart(check_matrix_figure([r.label for r in results], [r.checks for r 
 for k, r in enumerate(results):
     with st.expander(f"{k + 1}. {r.label} - score {r.score:.3f}", expanded=k == 0):
         for sentence in r.evidence:
-            st.markdown(f"- {sentence}")
+            st.markdown(f"- {escape_markdown(sentence)}")
 
 
 def adopt(rig_new, label: str) -> None:

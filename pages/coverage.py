@@ -7,6 +7,7 @@ from appkit import compute, current
 from appkit.guards import require_images, shown_errors
 from appkit.sidebar import BOUNDS_OPTIONS, EPS_OPTIONS, validity
 from bevviz import overlays
+from bevviz.limits import escape_markdown
 from bevviz.viz.bev import bev_map, bev_panels, difference_map, footprint_composite, overlap_map
 
 scene, grid = current()
@@ -14,7 +15,7 @@ rig = scene.rig
 eps, bounds = validity()
 
 st.title("Valid masks & coverage")
-st.caption(f"{scene.label} · {grid.height} x {grid.width} cells x {grid.num_z} heights · "
+st.caption(f"{escape_markdown(scene.label)} · {grid.height} x {grid.width} cells x {grid.num_z} heights · "
            f"a cell is covered by a camera when any of its pillar points is valid "
            f"(depth > {eps:g} m, {bounds} bounds)")
 

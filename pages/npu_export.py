@@ -10,6 +10,7 @@ from appkit import compute, current
 from bevviz.export import STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
 from bevviz.features import feature_size
+from bevviz.limits import escape_markdown
 from bevviz.samplers import SAMPLERS
 from bevviz.samplers.reference import MODES, PADDING_MODES
 from bevviz.viz.export import latency_figure, op_inventory_figure, parity_figure
@@ -59,10 +60,10 @@ try:
     export_grid = coarsen_grid(grid, factor, (0.0,) if ground_only else None)
     H_f, W_f = feature_size(rig, stride)
 except ValueError as e:
-    st.error(str(e))
+    st.error(escape_markdown(e))
     st.stop()
-st.caption(f"{scene.label} · {len(rig)} cameras · export grid {export_grid.height} x {export_grid.width} cells x "
-           f"{export_grid.num_z} heights · features {H_f} x {W_f} at stride {stride}")
+st.caption(f"{escape_markdown(scene.label)} · {len(rig)} cameras · export grid {export_grid.height} x "
+           f"{export_grid.width} cells x {export_grid.num_z} heights · features {H_f} x {W_f} at stride {stride}")
 
 if st.button("Export", type="primary", key="npu_run", disabled=not samplers):
     if kind == "random":
@@ -79,7 +80,7 @@ if st.button("Export", type="primary", key="npu_run", disabled=not samplers):
                                       channels=C, feature_size=(H_f, W_f), dtype=dtype, opset=int(opset),
                                       exporter=exporter, dynamic=bool(dynamic), keep_int32=bool(keep_int32))
         except ValueError as e:
-            st.error(f"{LABELS[name]}: {e}")
+            st.error(f"{LABELS[name]}: {escape_markdown(e)}")
             continue
         with st.status(f"{LABELS[name]}: exporting ...", expanded=False) as status:
             def on_step(step, k, _name=name, _i=i, _status=status):
@@ -89,7 +90,7 @@ if st.button("Export", type="primary", key="npu_run", disabled=not samplers):
             out = run_export(settings, Path(workdir) / f"{name}.onnx", rig=rig, bev_grid=export_grid,
                              features=feats, on_step=on_step)
             failed = out.error is not None or (out.parity is not None and not out.parity.ok)
-            status.update(label=f"{LABELS[name]}: " + (out.error[:120] if out.error else "done"),
+            status.update(label=f"{LABELS[name]}: " + (escape_markdown(out.error[:120]) if out.error else "done"),
                           state="error" if failed else "complete")
         outcomes[name] = out
     bar.progress(1.0, text="Done")
@@ -105,7 +106,7 @@ st.subheader("Summary")
 st.caption(saved["label"])
 for name, out in outcomes.items():
     if out.error:
-        st.error(f"{LABELS[name]}: {out.error}")
+        st.error(f"{LABELS[name]}: {escape_markdown(out.error)}")
 
 table = pd.DataFrame([out.summary() for out in outcomes.values()])
 table["sampler"] = table["sampler"].map(LABELS)
@@ -160,7 +161,7 @@ for tab, (name, out) in zip(tabs, outcomes.items()):
             else:
                 o2.caption("none")
             if rep.checker_error:
-                st.warning(f"onnx.checker: {rep.checker_error}")
+                st.warning(f"onnx.checker: {escape_markdown(rep.checker_error)}")
 
 with st.expander("The rules table (bevviz/backend_rules.json): add a rule by adding a row"):
     st.dataframe(pd.DataFrame([{"id": r.id, "severity": r.severity, "backend": r.backend,

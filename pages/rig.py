@@ -7,6 +7,7 @@ import streamlit as st
 from appkit import compute, current
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
+from bevviz.limits import escape_markdown
 from bevviz.viz.bev import pick_map
 from bevviz.viz.cameras import camera_grid_figure
 from bevviz.viz.rig3d import rig_figure
@@ -16,10 +17,10 @@ rig = scene.rig
 eps, bounds = validity()
 
 st.title("Rig & Projection")
-st.caption(f"{scene.label} · {grid.height} x {grid.width} BEV cells x {grid.num_z} heights · "
+st.caption(f"{escape_markdown(scene.label)} · {grid.height} x {grid.width} BEV cells x {grid.num_z} heights · "
            f"valid: depth > {eps:g} m, {bounds} bounds")
 for note in scene.notes:
-    st.info(note)
+    st.info(escape_markdown(note))
 
 # ---- display controls (display-only: nothing is recomputed when they change) ----
 c1, c2, c3, c4, c5, c6 = st.columns([1.2, 1.2, 1, 1, 1, 1])
@@ -116,10 +117,10 @@ with right:
         seen = sorted({r["camera"] for r in report if r["status"] == "valid"}, key=rig.index)
         missed = [n for n in rig.names if n not in seen]
         st.markdown(f"Cell **(row {cell[0]}, col {cell[1]})**, centre x = {picked_xy[0]:.2f} m, "
-                    f"y = {picked_xy[1]:.2f} m: seen by **{', '.join(seen) or 'no camera'}**.")
+                    f"y = {picked_xy[1]:.2f} m: seen by **{escape_markdown(', '.join(seen)) or 'no camera'}**.")
         if missed:
             why = {n: ", ".join(sorted({r["status"] for r in report if r["camera"] == n})) for n in missed}
-            st.markdown("Missed by " + "; ".join(f"{n} ({why[n]})" for n in missed) + ".")
+            st.markdown("Missed by " + "; ".join(f"{escape_markdown(n)} ({why[n]})" for n in missed) + ".")
         st.dataframe(pd.DataFrame(report).drop(columns=["x", "y"]), hide_index=True, height=300, column_config={
             "z": st.column_config.NumberColumn(format="%.2f"), "u": st.column_config.NumberColumn(format="%.1f"),
             "v": st.column_config.NumberColumn(format="%.1f"),

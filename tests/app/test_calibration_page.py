@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from .conftest import shown
+
 pytestmark = pytest.mark.slow
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "calibration_doctor.py")
 
 
 def _metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {m.label: shown(m.value) for m in at.metric}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def test_perturb_refine_diagnose_download_adopt(doctor):
     at.selectbox(key="cd_pert_cam").set_value("CAM_FRONT").run()
     at.slider(key="cd_p_CAM_FRONT_yaw_deg").set_value(2.0).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert "CAM_FRONT: yaw_deg +2" in " ".join(c.value for c in at.caption)
+    assert "CAM_FRONT: yaw_deg +2" in " ".join(shown(c.value) for c in at.caption)
     assert _metrics(at)["Stands out (quick)"] == "CAM_FRONT"
 
     at.selectbox(key="cd_refine_cam").set_value("CAM_FRONT")
@@ -59,7 +61,7 @@ def test_perturb_refine_diagnose_download_adopt(doctor):
 
     at.button(key="cd_diagnose").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    reasons = [md.value for md in at.markdown if "turning it alone" in md.value]
+    reasons = [shown(md.value) for md in at.markdown if "turning it alone" in md.value]
     assert reasons and reasons[0].startswith("CAM_FRONT:"), reasons
     assert len(at.get("plotly_chart")) == 7  # + the full diagnosis ranking
 

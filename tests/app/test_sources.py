@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import shown
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
 needs_sample = pytest.mark.skipif(not (SAMPLE / "rig.json").exists(), reason="sample_data/ not generated yet")
@@ -22,7 +24,7 @@ def sample_upload(mutate=None) -> dict:
 
 
 def loaded_label(at) -> str:
-    return " ".join(c.value for c in at.sidebar.caption if c.value.startswith("Loaded"))
+    return " ".join(shown(c.value) for c in at.sidebar.caption if c.value.startswith("Loaded"))
 
 
 @needs_sample
@@ -54,7 +56,7 @@ def test_broken_upload_shows_error_and_keeps_previous_rig(app):
     at.radio(key="rig_source").set_value("JSON rig upload")
     at.run()
     assert not at.exception
-    errors = [e.value for e in at.error]
+    errors = [shown(e.value) for e in at.error]
     assert errors and f"camera {name}" in errors[0] and "'K'" in errors[0] and "-5" in errors[0], errors
     assert "Keeping the previous rig" in errors[0]
     assert loaded_label(at) == before
@@ -78,7 +80,7 @@ def test_upload_with_a_wrong_image_size_names_camera_and_field(app):
     at.radio(key="rig_source").set_value("JSON rig upload")
     at.run()
     assert not at.exception
-    msg = at.error[0].value
+    msg = shown(at.error[0].value)
     assert "field 'image'" in msg and "20 x 10" in msg
 
 
@@ -122,7 +124,7 @@ def test_embedded_nuscenes_scenes_and_miscalibration_note(app):
     at.run()
     assert not at.exception and not at.error
     assert "nuScenes scene-" in loaded_label(at)
-    assert any("miscalibration" in i.value.lower() for i in at.info)
+    assert any("miscalibration" in shown(i.value).lower() for i in at.info)
     assert len(at.get("plotly_chart")) == 3
 
 
@@ -138,7 +140,7 @@ def test_nuscenes_dataroot_then_a_bad_one_keeps_the_rig(app, tmp_path):
     at.text_input(key="ns_dataroot").set_value(str(tmp_path / "nowhere"))
     at.run()
     assert not at.exception
-    assert any("dataroot" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("dataroot" in shown(e.value) for e in at.error), [e.value for e in at.error]
     assert loaded_label(at) == before
     assert len(at.get("plotly_chart")) == 3
 
@@ -157,7 +159,7 @@ def test_upload_without_images_draws_geometry_and_asks_for_images(app):
     at.switch_page("pages/bev_features.py")
     at.run()
     assert not at.exception and not at.error
-    assert any("needs an image for every camera" in w.value for w in at.warning)
+    assert any("needs an image for every camera" in shown(w.value) for w in at.warning)
 
 
 def test_too_large_grid_is_refused_and_previous_grid_kept(app):
@@ -165,7 +167,8 @@ def test_too_large_grid_is_refused_and_previous_grid_kept(app):
     at.number_input(key="grid_res").set_value(0.05)  # 2048 x 2048 cells x 4 heights
     at.run()
     assert not at.exception
-    assert any("more than the app's" in e.value and "keeping the previous grid" in e.value for e in at.error)
+    assert any("more than the app's" in shown(e.value) and "keeping the previous grid" in shown(e.value)
+               for e in at.error)
 
 
 def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, tmp_path):
@@ -182,7 +185,7 @@ def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, 
     sources.sample_texture.clear()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    captions = " ".join(c.value for c in at.sidebar.caption)
+    captions = " ".join(shown(c.value) for c in at.sidebar.caption)
     assert "sample_data/ is missing" in captions
     scene = at.session_state["scene"]
     assert scene.key == "synthetic"

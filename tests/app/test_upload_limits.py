@@ -12,6 +12,7 @@ import pytest
 from appkit import sources
 
 from ..io.test_images import png_bomb
+from .conftest import shown
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 needs_sample = pytest.mark.skipif(not (SAMPLE / "rig.json").exists(), reason="sample_data/ not generated yet")
@@ -94,6 +95,6 @@ def test_the_sidebar_shows_the_error_and_keeps_the_previous_rig(app):
         at.run()
         assert time.perf_counter() - t0 < 30
         assert not at.exception
-        errors = [e.value for e in at.error]
+        errors = [shown(e.value) for e in at.error]
         assert errors and ("MAX_IMAGE_SIDE" in errors[0] or "MAX_CAMERAS" in errors[0]), errors
         assert [c.value for c in at.sidebar.caption if c.value.startswith("Loaded")] == before

@@ -1,8 +1,10 @@
-"""User text in the app (issue 14): conversion warnings reach the sidebar."""
+"""User text in the app (issue 14): conversion warnings reach the sidebar, and file names,
+scene labels, dataroots and descriptions render literally, never as markdown or HTML."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import cv2
@@ -14,6 +16,9 @@ from .conftest import shown
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
 needs_sample = pytest.mark.skipif(not (SAMPLE / "rig.json").exists(), reason="sample_data/ not generated yet")
+
+#: Markdown and HTML that would render if it reached st.markdown unescaped.
+HOSTILE = "**x** <b>y</b> [link](http://x) _z_ `c`"
 
 
 def sample_upload(json_name: str = "my_rig.json", image_names: dict[str, str] | None = None) -> dict:
@@ -73,3 +78,61 @@ def test_converted_uploads_load_with_a_warning_naming_the_file_and_what_was_done
     upload(at, sample_upload("plain.json"))
     assert loaded(at).startswith("Loaded: Uploaded rig plain.json") and not at.sidebar.warning
 
+
+@needs_sample
+def test_file_names_and_the_scene_label_render_literally(app):
+    name = f"{HOSTILE}.json"
+    image = f"{HOSTILE}.png"
+    up = sample_upload(name, {"CAM_FRONT": image})
+    up["images"][image] = _png(cv2.cvtColor(cv2.imread(str(SAMPLE / "images" / "CAM_FRONT.jpg")), cv2.COLOR_BGR2GRAY))
+    at = upload(app(), up)
+    assert not at.error, [e.value for e in at.error]
+    scene = at.session_state["scene"]
+    assert scene.label == f"Uploaded rig {name}"
+    assert loaded(at) == f"Loaded: Uploaded rig {name} — 6 cameras"
+    assert [shown(w.value) for w in at.sidebar.warning] == [f"camera CAM_FRONT: {image}: greyscale replicated to RGB"]
+    assert shown(at.caption[0].value).startswith(f"Uploaded rig {name} · ")  # the Rig page's caption
+    # Every page that captions the scene shows the label as it reads.
+    for page in ("pages/coverage.py", "pages/bev_features.py", "pages/conventions.py"):
+        at.switch_page(page)
+        at.run()
+        assert not at.exception and not at.error, (page, [e.value for e in at.error])
+        assert shown(at.caption[0].value).startswith(f"Uploaded rig {name} · "), page
+
+
+@needs_sample
+def test_a_bad_upload_with_a_hostile_name_is_an_error_that_reads_literally(app):
+    at = app()
+    before, label = loaded(at), at.session_state["scene"].label
+    up = sample_upload(f"{HOSTILE}.json")
+    rig = json.loads(up["json_bytes"])
+    rig["cameras"][0]["width"] = 2 ** 63
+    up["json_bytes"] = json.dumps(rig).encode()
+    upload(at, up)
+    (error,) = [shown(e.value) for e in at.error]
+    assert error.startswith(f"Could not load the rig: {HOSTILE}.json: camera CAM_FRONT: field 'width': more than "
+                            f"MAX_IMAGE_SIDE = 8192 (got 9223372036854775808)")
+    assert error.endswith(f"Keeping the previous rig: {label}.")
+    assert "Traceback" not in error and loaded(at) == before
+    assert len(at.get("plotly_chart")) == 3  # the previous rig still draws
+
+
+@needs_sample
+def test_a_dataroot_and_scene_description_render_literally(app, tmp_path):
+    root = tmp_path / "data [x](http://x) <b>"
+    shutil.copytree(SAMPLE / "nuscenes", root)
+    scenes = json.loads((root / "v1.0-mini" / "scene.json").read_text())
+    scenes[0]["description"] = HOSTILE
+    (root / "v1.0-mini" / "scene.json").write_text(json.dumps(scenes))
+    at = app()
+    at.radio(key="rig_source").set_value("nuScenes dataroot")
+    at.run()
+    at.text_input(key="ns_dataroot").set_value(str(root))
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert HOSTILE in [shown(c.value) for c in at.sidebar.caption]
+    assert loaded(at).startswith(f"Loaded: nuScenes {scenes[0]['name']} sample 0 ({root}) — 6 cameras")
+    # A dataroot that is not there: the error quotes it as typed.
+    at.text_input(key="ns_dataroot").set_value(str(root / "**missing**"))
+    at.run()
+    assert any(f"'{root / '**missing**'}'" in shown(e.value) for e in at.error), [e.value for e in at.error]
