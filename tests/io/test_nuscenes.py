@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -14,6 +15,8 @@ from bevviz.io import nuscenes as nu
 from bevviz.projection import project_points
 from bevviz.rotations import quaternion_to_matrix, rotation_angle_deg
 from bevviz.synthetic import BOXES, camera_rays, cast_rays, default_world, nuscenes_like_rig
+
+from .test_images import png_bomb
 
 DATAROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
 
@@ -226,8 +229,6 @@ def _replace_image(root: Path, record: dict, encoded: bytes, suffix: str = ".png
 
 
 def test_conversions_of_a_dataset_image_come_back_as_warnings(copied):
-    import cv2
-
     rec = _first_camera_record(copied)
     grey16 = (np.arange(rec["width"], dtype=np.uint16)[None, :] * 40).repeat(rec["height"], 0)
     name = _replace_image(copied, rec, cv2.imencode(".png", grey16)[1].tobytes())
@@ -242,10 +243,6 @@ def test_conversions_of_a_dataset_image_come_back_as_warnings(copied):
 
 
 def test_a_dataset_image_of_the_wrong_size_is_refused_from_its_header(copied, monkeypatch):
-    import cv2
-
-    from .test_images import png_bomb
-
     rec = _first_camera_record(copied)
     _replace_image(copied, rec, png_bomb(800, 450, 2000))
     monkeypatch.setattr(cv2, "imdecode", lambda *a, **k: pytest.fail("decoded before the header was checked"))
