@@ -10,6 +10,7 @@ import streamlit as st
 from appkit import audit as au
 from appkit.guards import shown_errors
 from bevviz.audit import CheckSettings, flagged_rows
+from bevviz.limits import escape_markdown
 from bevviz.viz.audit import offset_timeline_figure, verdict_matrix_figure
 
 au.switch_if_pending()  # a flagged sample was picked: the sidebar has loaded it by now
@@ -54,7 +55,8 @@ if not out:
 with shown_errors("Audit folder"):
     rows, summary, manifest = au.load_audit(out)
 
-st.caption(f"`{out}` · {manifest.get('dataroot')} · {manifest.get('version')} · settings {manifest.get('settings')}")
+st.caption(escape_markdown(f"{out} · {manifest.get('dataroot')} · {manifest.get('version')} · "
+                           f"settings {manifest.get('settings')}"))
 cams = list(dict.fromkeys(r["camera"] for r in rows if r["camera"] is not None))
 c = st.columns(4)
 c[0].metric("Samples", f"{len({r['sample'] for r in rows})} / {manifest.get('samples', '?')}")

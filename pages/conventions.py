@@ -11,6 +11,7 @@ from appkit.guards import shown_errors
 from appkit.state import HASH_FUNCS, SCENE
 from bevviz.convention_ranking import image_operation_checks, raw_rows
 from bevviz.conventions import NUSCENES, Convention, rank_conventions
+from bevviz.io.rig_json import parse_rig
 from bevviz.limits import escape_markdown
 from bevviz.viz.cameras import CameraOverlay, camera_grid_figure
 from bevviz.viz.conventions import candidate_scores_figure, check_matrix_figure, image_op_figure
@@ -46,8 +47,6 @@ else:
     if up is None:
         st.info("Upload a rig JSON to rank its stored numbers.")
         st.stop()
-    from bevviz.io.rig_json import parse_rig
-
     with shown_errors("Rig file"):
         raw = parse_rig(up.getvalue(), source=up.name).raw_cameras
     truth_label = None
