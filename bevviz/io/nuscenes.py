@@ -201,6 +201,20 @@ def _recorded_size(sd: dict, camera: str) -> tuple[int, int] | None:
     return image_side(width, "sample_data.width", camera), image_side(height, "sample_data.height", camera)
 
 
+def _data_path(nusc, sd: dict, field: str, camera: str | None = None) -> str:
+    """The file of a sample_data record, refused when it resolves outside the dataroot.
+
+    Tables are input like any other: a ``filename`` of ``../../etc/passwd`` or an absolute
+    path must not make the loader read outside the dataset (symlinks resolved).
+    """
+    root = Path(nusc.dataroot).resolve()
+    target = (root / str(sd["filename"])).resolve()
+    if not target.is_relative_to(root):
+        raise field_error(field, sd["filename"], f"sample_data {sd['token']} points outside the dataroot {root}",
+                          camera)
+    return str(target)
+
+
 def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple[Rig, RigImages]:
     """Rig and camera images of one sample of an open dataset.
 
@@ -238,7 +252,7 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
         size = _recorded_size(sd, ch)
         width, height = size or (0, 0)
         if with_images:
-            path = os.path.join(nusc.dataroot, sd["filename"])
+            path = _data_path(nusc, sd, "image", ch)
             if not os.path.isfile(path):
                 raise field_error("image", path, "file listed in sample_data does not exist", ch)
             decoded = read_image_report(path, camera=ch, size=size)
@@ -347,7 +361,7 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
 
     chunks, rings, sweep_ids, total, sd = [], [], [], 0, key_sd
     for k in range(sweeps):
-        path = os.path.join(nusc.dataroot, sd["filename"])
+        path = _data_path(nusc, sd, "lidar")
         if not os.path.isfile(path):
             raise field_error("lidar", path, f"file listed in sample_data {sd['token']} does not exist")
         points, ring = read_points(path)

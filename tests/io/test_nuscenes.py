@@ -301,3 +301,20 @@ def test_a_lidar_mount_quaternion_off_unit_norm_is_a_named_error(copied, nusc):
     _rewrite(copied, "calibrated_sensor", _scale_quaternion(cs_token, 3.0))
     with pytest.raises(ValueError, match=r"field 'calibrated_sensor\.rotation': quaternion norm is 3, not 1"):
         nu.load_lidar_from(nu.open_dataset(copied), sample["token"])
+
+
+
+@pytest.mark.parametrize("where", ["../outside.jpg", "absolute"])
+def test_sample_data_paths_outside_the_dataroot_are_refused(copied, where):
+    """A table naming ``../`` or an absolute path must not make the loader read outside the dataset."""
+    record = _first_camera_record(copied)
+    outside = copied.parent / "outside.jpg"
+    shutil.copy(copied / record["filename"], outside)
+    name = "../outside.jpg" if where != "absolute" else str(outside)
+
+    def edit(rows):
+        next(r for r in rows if r["token"] == record["token"])["filename"] = name
+
+    _rewrite(copied, "sample_data", edit)
+    with pytest.raises(ValueError, match=r"image.*points outside the dataroot.*outside\.jpg"):
+        nu.load_sample_from(nu.open_dataset(copied), record["sample_token"])
