@@ -116,3 +116,44 @@ def test_gradient_through_sparse_apply(rig, grid, feats):
     col_sum = torch.zeros(6 * 28 * 50).index_add_(0, table.cols.long(), table.values)
     expect = col_sum.view(6, 1, 28, 50).expand(6, 8, 28, 50)
     torch.testing.assert_close(f.grad, expect, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("method", lut_mod.METHODS)
+def test_every_method_reads_nchw_and_channels_last_features_alike(rig, grid, feats, method):
+    table = build_lut(rig, grid, (28, 50))
+    ref = bev_features(feats, rig, grid, "grid_sample").features
+    for f in (feats, feats.contiguous(memory_format=torch.channels_last)):
+        out = table.apply(f, method=method)
+        assert out.shape == (8, 25, 25)
+        assert float((out - ref).abs().max()) < TOL
+
+
+def test_bag_is_the_default_and_matches_the_sparse_product(rig, grid, feats):
+    table = build_lut(rig, grid, (28, 50))
+    assert table.method == "bag"
+    torch.testing.assert_close(table.apply(feats, method="bag"), table.apply(feats, method="sparse"),
+                               rtol=0, atol=1e-6)
+    f64 = feats.double()
+    t64 = build_lut(rig, grid, (28, 50), dtype=torch.float64)
+    torch.testing.assert_close(t64.apply(f64, method="bag"), t64.apply(f64, method="sparse"), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", lut_mod.METHODS)
+def test_gradient_of_every_method(rig, grid, feats, method):
+    table = build_lut(rig, grid, (28, 50))
+    grad_out = torch.randn(8, 25, 25, generator=torch.Generator().manual_seed(3))
+    grads = []
+    for m in ("sparse", method):
+        f = feats.clone().requires_grad_(True)
+        table.apply(f, method=m).backward(grad_out)
+        grads.append(f.grad)
+    torch.testing.assert_close(grads[1], grads[0], rtol=0, atol=1e-5)
+
+
+def test_bag_of_a_grid_no_camera_sees(rig, feats):
+    far = BEVGrid((-20.0, 20.0), (-20.0, 20.0), (500.0,), 4.0)  # 500 m up: above every camera's view
+    table = build_lut(rig, far, (28, 50))
+    assert table.nnz == 0
+    out = table.apply(feats, method="bag")
+    ref = bev_features(feats, rig, far, "grid_sample").features
+    assert out.shape == ref.shape and float((out - ref).abs().max()) < TOL
