@@ -2,34 +2,71 @@
 
 Default configuration (BEVFormer-base-like): the 6-camera nuScenes-like rig, features
 64 x 56 x 100 per camera (1600 x 900 images at stride 16), a 200 x 200 BEV grid with 4
-pillar points. One run measures, for every entry:
+pillar points. Every figure that a target judges is a ratio against a baseline measured
+in the same run, under the same conditions:
 
-* ``forward_s``: median wall time of a forward call (``torch.no_grad``), after one warm-up;
-* ``backward_s``: median wall time of ``out.sum().backward()`` after an untimed forward with
-  gradients (features require grad), where the entry is differentiable;
-* ``peak_rss_mb``: the peak resident-memory increase of one forward call (and
-  ``peak_rss_backward_mb`` of one forward + backward). Method: ``malloc_trim(0)`` returns
-  freed heap pages to the OS, ``/proc/self/clear_refs`` (5) resets the kernel's RSS
-  high-water mark, then ``VmHWM - VmRSS(before)`` after the call. That counts every page
-  the call touched at its peak -- torch's CPU allocator is plain malloc, so this is the real
-  working set, including allocator overhead and excluding memory live before the call.
-  ``tracemalloc`` would miss torch entirely. Linux only (``null`` elsewhere).
+* **Threads pinned**: torch runs on ``--threads`` intra-op threads (default: the CPUs this
+  process may use), set once before anything runs and stated in the report; the
+  gather-scatter workers (:mod:`bevviz.threads`) follow that count.
+* **Freed memory kept** (see :func:`keep_freed_memory`): glibc's ``malloc`` hands every
+  block above its mmap threshold (at most 32 MiB) straight back to the kernel on ``free``,
+  so each call's large buffers are fresh pages that fault in, 4 KiB at a time, zeroed by
+  the kernel (``F.grid_sample``'s 245 MB output on the BEV grid: 60 000 faults a call;
+  the reference pipeline's backward: 1.7 million). That was the "as much system time as user time" of a
+  full run: ~70 million minor page faults, ~170 s of system time against ~210 s of user
+  time, and the noisiest part of every figure (page faulting contends with every other
+  process on the machine). The bench keeps freed memory in the heap, as a long-running
+  process with a caching allocator would: every timed call of a target's entries then
+  runs without a fault. What faults remain is the memory phase (it trims the heap before
+  each measured call, by design) and the dense ``deformable_reference``'s 6 GB backward,
+  whose heap top exceeds the largest trim threshold ``mallopt`` can set. ``--system-malloc``
+  measures with glibc's defaults.
+* **Warm-up**: every entry runs once untimed (its output is checked), then once more to
+  size its samples.
+* **Interleaved rounds**: entries are timed in groups of a baseline and its candidates.
+  A round is a few alternations, each timing every member once, the order reversed every
+  other time (A B C, C B A, A B C), so a burst of load from other processes hits the
+  members alike; a round's ratio is the candidate's fastest sample in it over the
+  baseline's (load only ever adds time, and a burst shorter than the round is filtered).
+  A candidate's **ratio** is the ratio of minima over all its samples, and its **spread**
+  the range of the rounds' ratios: independent estimates of the same ratio.
+* **Equal windows**: a sample of an entry much faster than its baseline is the mean of
+  several calls lasting about as long as one baseline call (as ``timeit``'s autorange),
+  so both sides of a ratio are exposed to the machine's load for the same time.
+* **Verdicts with margin**: a target is PASS only if even the worst round's ratio meets
+  it (the whole spread is on the right side), else FAIL. ``--quick`` (toy sizes) prints
+  every measurement and marks every verdict ``n/a (quick)``: ratios at those sizes say
+  nothing about the real one.
 
-Entries: the pipelines ``reference`` (dense ``F.grid_sample``), ``gather_scatter``,
-``deformable_bilinear`` / ``deformable_floor`` (3 x 3 taps, zero offsets) and their dense
-``deformable_reference``; ``lut_build``, ``lut_apply_sparse``, ``lut_apply_gather`` (and
-``lut_apply``, the faster of the two, which is the table's default) and ``lut_pipeline``
-(``bev_features(sampler="lut", lut=table)``, i.e. with key checks); the standalone drop-in
+Measured per entry: ``forward_*`` (``torch.no_grad`` call), ``backward_*`` (the
+``out.sum().backward()`` after an untimed forward with gradients w.r.t. the features,
+where the entry is differentiable): the samples (seconds per call), their min / median /
+max, and the median minor page faults per call (``*_faults_per_call``); ``peak_rss_mb``
+(and ``peak_rss_backward_mb`` of one forward + backward): the peak resident-memory
+increase of one call. Method: ``malloc_trim(0)`` returns freed heap pages to the OS,
+``/proc/self/clear_refs`` (5) resets the kernel's RSS high-water mark, then ``VmHWM -
+VmRSS(before)`` after the call -- every page the call touched at its peak, allocator
+overhead included (``tracemalloc`` would miss torch entirely). Linux only (``null``
+elsewhere). The report ends with this process's user and system time and page faults,
+in all and in the timed part.
+
+Entries and their baselines: the pipelines ``gather_scatter``, ``deformable_bilinear`` /
+``deformable_floor`` (3 x 3 taps, zero offsets), their dense ``deformable_reference``,
+``lut_build``, ``lut_apply_bag``, ``lut_apply_sparse``, ``lut_apply_gather`` (the
+table's methods; ``lut_apply`` is its default, what ``table.apply`` runs) and
+``lut_pipeline`` (``bev_features(sampler="lut", lut=table)``, with key checks) against
+``reference`` (the dense ``F.grid_sample`` pipeline); the drop-in
 ``gather_scatter.grid_sample`` against ``F.grid_sample`` on the reference's own grid
-(N_cam, Z * H_bev, W_bev, 2), and (informational, forward only) both on a seeded grid of
-the same shape entirely inside the image (``[in-image]``), where the drop-in cannot skip
-points that miss the image. Ratios are time / reference time (pipelines) or time /
-``F.grid_sample`` time on the same grid (drop-in); ``speedup`` is the inverse. Max abs differences of every
-output against its reference are printed and saved. Results go to ``--out`` as JSON.
+(N_cam, Z * H_bev, W_bev, 2), forward and backward, and (informational, forward only)
+both on a seeded grid of that shape entirely inside the image (``[in-image]``), where the
+drop-in cannot skip points that miss the image. The deformable entries, ``lut_build``,
+the table's other methods and the pipelines' backward passes are informational and run
+fewer rounds. Max abs differences of every output against its reference are printed and
+saved. Results go to ``--out`` as JSON.
 
-Targets checked (reported, never asserted): gather-scatter pipeline <= 1.0x the reference;
-LUT apply >= 30x faster than the reference with output equal to 1e-5; drop-in within 2x of
-``F.grid_sample``.
+Targets (reported, never asserted): gather-scatter pipeline <= 1.0x the reference; LUT
+apply >= 30x faster than the reference with output equal to 1e-5; drop-in
+``grid_sample`` within 2x of ``F.grid_sample``, forward and backward.
 """
 
 from __future__ import annotations
@@ -41,10 +78,12 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -55,19 +94,28 @@ from bevviz.pipeline import bev_features
 from bevviz.samplers import BEV_VARIANTS, SamplerVariant
 from bevviz.samplers import gather_scatter as gs
 from bevviz.samplers.deformable import DeformableConfig, deformable_bev_reference
+from bevviz.samplers.lut import METHODS as LUT_METHODS
 from bevviz.samplers.lut import build_lut
 from bevviz.synthetic import nuscenes_like_rig
 
 DEFAULT_OUT = "bench_results/bench.json"
 CONFIGS = {
-    "default": dict(channels=64, feature_size=(56, 100), grid=dict(resolution=0.512), repeats=5, build_repeats=3),
-    "quick": dict(channels=8, feature_size=(28, 50), grid=dict(resolution=4.096), repeats=2, build_repeats=1),
+    # rounds x alternations per round of the targets' groups; (rounds, alternations) of the rest
+    "default": dict(channels=64, feature_size=(56, 100), grid=dict(resolution=0.512), rounds=6, alternations=6,
+                    info=(2, 2)),
+    "quick": dict(channels=8, feature_size=(28, 50), grid=dict(resolution=4.096), rounds=2, alternations=1,
+                  info=(1, 1)),
 }
+#: Thresholds; every one is judged on ratios against a baseline of the same run.
 TARGETS = {"gather_scatter_max_ratio": 1.0, "lut_min_speedup": 30.0, "lut_max_abs_diff": 1e-5,
-           "dropin_max_ratio": 2.0}
+           "dropin_max_ratio": 2.0, "dropin_backward_max_ratio": 2.0}
+#: Most calls one sample of a fast entry averages over (see "Equal windows").
+MAX_CALLS_PER_SAMPLE = 64
+QUICK_VERDICT = "n/a (quick)"
+MALLOC_KEPT = "freed memory kept (M_MMAP_MAX=0, M_TRIM_THRESHOLD=2 GiB)"
 
 
-# --------------------------------------------------------------------------- measurement
+# --------------------------------------------------------------------------- process set-up
 
 def _libc():
     try:
@@ -77,7 +125,52 @@ def _libc():
 
 
 _LIBC = _libc()
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameter numbers
 
+
+def keep_freed_memory() -> bool:
+    """Make glibc's ``malloc`` keep freed memory for reuse instead of unmapping it.
+
+    ``M_MMAP_MAX = 0`` serves large blocks from the heap rather than from their own
+    mappings (which ``free`` unmaps, so the next call faults in fresh zeroed pages), and a
+    2 GiB ``M_TRIM_THRESHOLD`` stops ``free`` from returning the heap's top. Repeated calls
+    then reuse resident pages: the page-fault storm (system time as large as user time)
+    and its noise are gone. Process-wide; the bench calls it once, before measuring.
+
+    Returns:
+        Whether both settings took (False off glibc).
+    """
+    if _LIBC is None:
+        return False
+    return bool(_LIBC.mallopt(_M_MMAP_MAX, 0)) and bool(_LIBC.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+
+
+def pin_threads(count: int | None) -> int:
+    """Set torch's intra-op thread count once (default: the CPUs this process may use).
+
+    Args:
+        count: Threads, or None / 0 for the CPUs in this process's affinity mask.
+
+    Returns:
+        The count set.
+    """
+    if not count:
+        try:
+            count = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            count = os.cpu_count() or 1
+    torch.set_num_threads(int(count))
+    return torch.get_num_threads()
+
+
+def _process_usage() -> dict:
+    """This process's CPU seconds (user, system) and minor page faults so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"user_s": usage.ru_utime, "system_s": usage.ru_stime, "minor_faults": usage.ru_minflt,
+            "involuntary_switches": usage.ru_nivcsw}
+
+
+# --------------------------------------------------------------------------- measurement
 
 def _status_kb(field: str) -> int | None:
     try:
@@ -123,26 +216,142 @@ def _fwd_bwd_peak(forward, x):
     return peak_rss_mb(run)
 
 
+def _timers(forward: Callable[[torch.Tensor], object], x: torch.Tensor) -> dict[str, Callable[[], float]]:
+    """``{"forward": ..., "backward": ...}``: one timed call each, seconds."""
+    def fwd() -> float:
+        with torch.no_grad():
+            t = time.perf_counter()
+            forward(x)
+            return time.perf_counter() - t
+
+    return {"forward": fwd, "backward": lambda: backward_once(forward, x)}
+
+
+def _sample(timer: Callable[[], float], calls: int) -> float:
+    """Mean seconds per call over ``calls`` consecutive timed calls."""
+    return sum(timer() for _ in range(calls)) / calls
+
+
+def calls_per_sample(seconds: float, baseline_seconds: float) -> int:
+    """Calls one sample averages so that it lasts about one baseline call (at least 1)."""
+    if seconds <= 0 or seconds * 2 > baseline_seconds:
+        return 1
+    return max(1, min(MAX_CALLS_PER_SAMPLE, round(baseline_seconds / seconds)))
+
+
+def time_group(timers: dict[str, Callable[[], float]], baseline: str, rounds: int, alternations: int = 1) -> dict:
+    """Interleaved samples of a baseline and its candidates (see the module docstring).
+
+    Args:
+        timers: Name -> one timed call (seconds); includes ``baseline``.
+        baseline: The name every other is compared with.
+        rounds: Rounds.
+        alternations: Samples of every member per round.
+
+    Returns:
+        ``{"samples": name -> [seconds per call], "round_min": name -> [fastest sample of
+        each round], "calls": name -> calls per sample, "faults": name -> [minor page
+        faults per call of each sample]}``.
+    """
+    names = [baseline] + [n for n in timers if n != baseline]
+    warm = {n: timers[n]() for n in names}  # second warm-up call; sizes the samples
+    calls = {n: 1 if n == baseline else calls_per_sample(warm[n], warm[baseline]) for n in names}
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    faults: dict[str, list[float]] = {n: [] for n in names}
+    round_min: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for a in range(alternations):
+            for n in names if (r * alternations + a) % 2 == 0 else names[::-1]:
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                samples[n].append(_sample(timers[n], calls[n]))
+                faults[n].append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls[n])
+        for n in names:
+            round_min[n].append(min(samples[n][-alternations:]))
+    return {"samples": samples, "round_min": round_min, "calls": calls, "faults": faults}
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """A candidate against its baseline over interleaved rounds.
+
+    Attributes:
+        ratio: Ratio of minima over all samples, candidate / baseline (the estimate).
+        spread: ``(min, max)`` of the rounds' ratios (each a ratio of the round's minima).
+        median: Median of the rounds' ratios.
+        rounds: Rounds compared.
+    """
+
+    ratio: float
+    spread: tuple[float, float]
+    median: float
+    rounds: int
+
+    @staticmethod
+    def of(candidate: dict, baseline: dict) -> PairStats:
+        """Statistics of two members of one :func:`time_group` (its ``samples`` and
+        ``round_min`` lists, per member)."""
+        per_round = [c / b for c, b in zip(candidate["round_min"], baseline["round_min"])]
+        return PairStats(min(candidate["samples"]) / min(baseline["samples"]), (min(per_round), max(per_round)),
+                         statistics.median(per_round), len(per_round))
+
+    def inverse(self) -> PairStats:
+        """The same figures as speedups (baseline / candidate)."""
+        return PairStats(1 / self.ratio, (1 / self.spread[1], 1 / self.spread[0]), 1 / self.median, self.rounds)
+
+    def to_dict(self) -> dict:
+        """JSON-ready."""
+        return {"ratio": self.ratio, "spread": list(self.spread), "median": self.median, "rounds": self.rounds}
+
+
+def _summary(measured: dict, prefix: str) -> dict:
+    samples = measured["samples"]
+    return {f"{prefix}_s": statistics.median(samples), f"{prefix}_min_s": min(samples),
+            f"{prefix}_max_s": max(samples), f"{prefix}_times_s": samples,
+            f"{prefix}_faults_per_call": statistics.median(measured["faults"])}
+
+
+def verdict(stats: PairStats, limit: float, kind: str, quick: bool, extra_ok: bool = True) -> tuple[str, bool | None]:
+    """PASS if the whole spread meets the target (see the module docstring).
+
+    Args:
+        stats: The candidate's figures, as ratios (``kind="max"``) or speedups (``"min"``).
+        limit: The threshold.
+        kind: ``"max"`` (at most ``limit``) or ``"min"`` (at least).
+        quick: Toy sizes: no verdict.
+        extra_ok: Another condition of the target (e.g. accuracy).
+
+    Returns:
+        ``(text, ok)``: ``"PASS"`` / ``"FAIL"`` / ``"n/a (quick)"`` and True / False / None.
+    """
+    if quick:
+        return QUICK_VERDICT, None
+    worst = stats.spread[1] if kind == "max" else stats.spread[0]
+    ok = bool(extra_ok and (worst <= limit if kind == "max" else worst >= limit))
+    return ("PASS" if ok else "FAIL"), ok
+
+
 # --------------------------------------------------------------------------- benchmark
 
-def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dict:
+def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc: str = "as found") -> dict:
     """Run every measurement once (see the module docstring).
-
-    Timed calls go round-robin over the entries (one call of each entry per round), so a
-    burst of load from other processes hits all entries alike instead of skewing a ratio.
 
     Args:
         quick: Small configuration (C=8, 28 x 50 features, 25 x 25 BEV) for smoke tests.
-        repeats: Timed repeats per entry (default 5, quick 2).
+        repeats: Interleaved rounds of the targets' groups (default 6 of 6 alternations,
+            quick 2 of 1); the informational ones run at most 2.
         log: Progress printer.
+        malloc: How the process's ``malloc`` is set up (recorded; see :func:`keep_freed_memory`).
 
     Returns:
         JSON-ready dict with ``config``, ``results`` (name -> timings/memory/ratios),
-        ``max_abs_diff``, ``targets``.
+        ``pairs`` (candidate -> forward/backward :class:`PairStats` against its
+        baseline), ``max_abs_diff``, ``targets``, ``process`` (CPU time and page faults).
     """
+    usage_start = _process_usage()
     cfg = dict(CONFIGS["quick" if quick else "default"])
-    reps = int(repeats or cfg["repeats"])
-    build_reps = min(reps, cfg["build_repeats"])
+    rounds = int(repeats or cfg["rounds"])
+    alternations = cfg["alternations"]
+    info = (min(rounds, cfg["info"][0]), cfg["info"][1])
     rig = nuscenes_like_rig()
     grid = BEVGrid(**cfg["grid"])
     hf, wf = cfg["feature_size"]
@@ -151,17 +360,19 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
     H, W = grid.shape
     config = {
         "quick": quick, "cameras": len(rig), "channels": C, "feature_size": [hf, wf],
-        "bev": [H, W], "pillar_points": grid.num_z, "repeats": reps, "dtype": "float32",
-        "torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
-        "cpu_capability": str(torch.backends.cpu.get_cpu_capability()), "machine": platform.machine(),
-        "python": platform.python_version(),
+        "bev": [H, W], "pillar_points": grid.num_z, "rounds": rounds, "alternations": alternations,
+        "info_rounds": list(info),
+        "dtype": "float32", "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(), "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
+        "machine": platform.machine(), "python": platform.python_version(), "malloc": malloc,
     }
     try:
         config["load_average_start"] = list(os.getloadavg())
     except OSError:  # pragma: no cover
         pass
     log(f"bevviz bench: {len(rig)} cameras, features {C} x {hf} x {wf}, BEV {H} x {W} x {grid.num_z} "
-        f"points, float32, {reps} repeats, torch {torch.__version__} on {config['threads']} threads")
+        f"points, float32, {rounds} interleaved rounds of {alternations}, torch {torch.__version__} pinned to "
+        f"{config['threads']} threads")
 
     table = build_lut(rig, grid, (hf, wf))
     g = bev_geometry(rig, grid).grid.to(torch.float32).reshape(len(rig), grid.num_z * H, W, 2)
@@ -179,59 +390,89 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
         w, _, _ = point_weights(geom.valid)
         return deformable_bev_reference(f, geom.grid, w, bil)
 
-    # name -> (forward, differentiable, timed repeats)
-    # The pipeline variants (the registry the pages show), the LUT's last, next to its parts.
-    variants = {v.key: (pipe(v), True, reps) for v in BEV_VARIANTS}
-    lut_pipeline = {k: variants.pop(k) for k in [v.key for v in BEV_VARIANTS if v.sampler == "lut"]}
-    entries: dict[str, tuple[Callable, bool, int]] = {
-        **variants,
-        "deformable_reference": (deformable_dense, True, reps),
-        "lut_build": (lambda f: build_lut(rig, grid, (hf, wf)), False, build_reps),
-        "lut_apply_sparse": (lambda f: table.apply(f, method="sparse"), True, reps),
-        "lut_apply_gather": (lambda f: table.apply(f, method="gather"), True, reps),
-        **lut_pipeline,
-        "F.grid_sample": (lambda f: torch.nn.functional.grid_sample(f, g, align_corners=False), True, reps),
-        "gather_scatter.grid_sample": (lambda f: gs.grid_sample(f, g, align_corners=False), True, reps),
+    pipelines = {v.key: pipe(v) for v in BEV_VARIANTS}
+    # name -> (forward, differentiable)
+    entries: dict[str, tuple[Callable, bool]] = {
+        **{k: (fn, True) for k, fn in pipelines.items() if k != "lut_pipeline"},
+        "deformable_reference": (deformable_dense, True),
+        "lut_build": (lambda f: build_lut(rig, grid, (hf, wf)), False),
+        **{f"lut_apply_{m}": (lambda f, m=m: table.apply(f, method=m), True) for m in LUT_METHODS},
+        "lut_pipeline": (pipelines["lut_pipeline"], True),
+        "F.grid_sample": (lambda f: torch.nn.functional.grid_sample(f, g, align_corners=False), True),
+        "gather_scatter.grid_sample": (lambda f: gs.grid_sample(f, g, align_corners=False), True),
         # Informational: a grid of the same shape entirely inside the image (no target).
         "F.grid_sample[in-image]": (
-            lambda f: torch.nn.functional.grid_sample(f, g_in, align_corners=False), False, reps),
-        "gather_scatter.grid_sample[in-image]": (
-            lambda f: gs.grid_sample(f, g_in, align_corners=False), False, reps),
+            lambda f: torch.nn.functional.grid_sample(f, g_in, align_corners=False), False),
+        "gather_scatter.grid_sample[in-image]": (lambda f: gs.grid_sample(f, g_in, align_corners=False), False),
     }
+    # (baseline, candidates, forward schedule, backward schedule): the targets' groups first;
+    # a schedule is (rounds, alternations per round), None for not timed.
+    full = (rounds, alternations)
+    groups = [
+        ("reference", ["gather_scatter", f"lut_apply_{table.method}", "lut_pipeline"], full, info),
+        ("F.grid_sample", ["gather_scatter.grid_sample"], full, full),
+        ("F.grid_sample[in-image]", ["gather_scatter.grid_sample[in-image]"], full, None),
+        ("reference", [*(f"lut_apply_{m}" for m in LUT_METHODS if m != table.method), "lut_build",
+                       "deformable_bilinear", "deformable_floor", "deformable_reference"], info, info),
+    ]
     outputs: dict[str, object] = {}
-    fwd = {name: [] for name in entries}
-    bwd = {name: [] for name, e in entries.items() if e[1]}
     with torch.no_grad():
         log("  warm-up and outputs ...")
-        for name, (fn, _, _) in entries.items():
+        for name, (fn, _) in entries.items():
             outputs[name] = fn(feats)
-        log("  forward timings (round-robin) ...")
-        for r in range(reps):
-            for name, (fn, _, n) in entries.items():
-                if r < n:
-                    t = time.perf_counter()
-                    fn(feats)
-                    fwd[name].append(time.perf_counter() - t)
-    log("  backward timings (round-robin) ...")
-    for r in range(reps + 1):  # round 0 is a warm-up
-        for name in bwd:
-            t = backward_once(entries[name][0], feats)
-            if r:
-                bwd[name].append(t)
+    timers = {name: _timers(fn, feats) for name, (fn, _) in entries.items()}
+    measured: dict[str, dict[str, dict]] = {"forward": {}, "backward": {}}
+    for phase in ("forward", "backward"):
+        log(f"  {phase} timings (interleaved rounds) ...")
+        for base, candidates, fwd_schedule, bwd_schedule in groups:
+            members = [n for n in [base, *candidates] if phase == "forward" or entries[n][1]]
+            schedule = fwd_schedule if phase == "forward" else bwd_schedule
+            if len(members) < 2 or schedule is None:
+                continue
+            if phase == "backward":
+                for n in members:  # a first backward of each, untimed
+                    timers[n]["backward"]()
+            res = time_group({n: timers[n][phase] for n in members}, base, *schedule)
+            for n in members:
+                measured[phase].setdefault(n, {"baselines": {}})
+                if n == base:
+                    measured[phase][n].setdefault("samples", res["samples"][n])
+                    measured[phase][n].setdefault("faults", res["faults"][n])
+                    continue
+                measured[phase][n]["faults"] = res["faults"][n]
+                measured[phase][n]["samples"] = res["samples"][n]
+                measured[phase][n]["calls"] = res["calls"][n]
+                measured[phase][n]["pair"] = PairStats.of(*({k: res[k][m] for k in ("samples", "round_min")}
+                                                            for m in (n, base)))
+                measured[phase][n]["base"] = base
+    usage_timed = _process_usage()
     log("  peak memory ...")
     results: dict[str, dict] = {}
-    for name, (fn, diff, _) in entries.items():
+    pairs: dict[str, dict] = {}
+    for name, (fn, diff) in entries.items():
         with torch.no_grad():
             mem = peak_rss_mb(lambda fn=fn: fn(feats))
-        res = {"forward_s": statistics.median(fwd[name]), "forward_min_s": min(fwd[name]),
-               "forward_times_s": fwd[name], "peak_rss_mb": mem}
+        res = {**_summary(measured["forward"][name], "forward"), "peak_rss_mb": mem}
         if diff:
-            res.update(backward_s=statistics.median(bwd[name]), backward_min_s=min(bwd[name]),
-                       backward_times_s=bwd[name], peak_rss_backward_mb=_fwd_bwd_peak(fn, feats))
+            res.update(_summary(measured["backward"][name], "backward"),
+                       peak_rss_backward_mb=_fwd_bwd_peak(fn, feats))
+        for phase, key in (("forward", "ratio"), ("backward", "backward_ratio")):
+            m = measured[phase].get(name, {})
+            if "pair" in m:
+                res[key] = m["pair"].ratio
+                res[f"{key}_spread"] = list(m["pair"].spread)
+                res[f"{phase}_calls_per_sample"] = m["calls"]
+                res[f"{phase}_baseline"] = m["base"]
+                pairs.setdefault(name, {})[phase] = m["pair"].to_dict()
+            elif phase == "forward" or diff:
+                res[key] = 1.0  # a baseline
+        if "ratio" in res:
+            res["speedup"] = 1.0 / res["ratio"]
         results[name] = res
     results["lut_build"].update(nnz=table.nnz, ell_slots=int(table.ell[0].shape[1]))
-    best = min(("sparse", "gather"), key=lambda m: results[f"lut_apply_{m}"]["forward_s"])
+    best = table.method  # what table.apply(features) runs
     results["lut_apply"] = dict(results[f"lut_apply_{best}"], method=best)
+    pairs["lut_apply"] = pairs[f"lut_apply_{best}"]
 
     ref = outputs["reference"]
     d_ref = outputs["deformable_reference"]
@@ -242,8 +483,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
         "deformable_floor_mean": float((outputs["deformable_floor"] - d_ref).abs().mean()),
         "deformable_floor_relative_rms": float(((outputs["deformable_floor"] - d_ref).pow(2).mean()
                                                 / d_ref.pow(2).mean().clamp(min=1e-30)).sqrt()),
-        "lut_apply_sparse": float((outputs["lut_apply_sparse"] - ref).abs().max()),
-        "lut_apply_gather": float((outputs["lut_apply_gather"] - ref).abs().max()),
+        **{f"lut_apply_{m}": float((outputs[f"lut_apply_{m}"] - ref).abs().max()) for m in LUT_METHODS},
         "lut_pipeline": float((outputs["lut_pipeline"] - ref).abs().max()),
         "gather_scatter.grid_sample": float((outputs["gather_scatter.grid_sample"]
                                              - outputs["F.grid_sample"]).abs().max()),
@@ -256,61 +496,90 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print) -> dic
     diffs["deformable_k1_vs_reference"] = float((d_one - ref).abs().max())
     diffs["lut_apply"] = diffs[f"lut_apply_{best}"]
 
-    ref_t = results["reference"]
-    for name, res in results.items():
-        if "grid_sample" in name:  # drop-in entries: against F.grid_sample on the same grid
-            base = results["F.grid_sample" + name.split("grid_sample", 1)[1]]
-        else:
-            base = ref_t
-        res["ratio"] = res["forward_s"] / base["forward_s"]
-        res["speedup"] = base["forward_s"] / res["forward_s"]
-        res["ratio_of_min"] = res["forward_min_s"] / base["forward_min_s"]
-        if "backward_s" in res and "backward_s" in base:
-            res["backward_ratio"] = res["backward_s"] / base["backward_s"]
-    targets = {
-        "gather_scatter_ratio": results["gather_scatter"]["ratio"],
-        "gather_scatter_ok": results["gather_scatter"]["ratio"] <= TARGETS["gather_scatter_max_ratio"],
-        "lut_apply_speedup": results["lut_apply"]["speedup"],
-        "lut_apply_max_abs_diff": diffs["lut_apply"],
-        "lut_ok": (results["lut_apply"]["speedup"] >= TARGETS["lut_min_speedup"]
-                   and diffs["lut_apply"] <= TARGETS["lut_max_abs_diff"]),
-        "dropin_ratio": results["gather_scatter.grid_sample"]["ratio"],
-        "dropin_ok": results["gather_scatter.grid_sample"]["ratio"] <= TARGETS["dropin_max_ratio"],
-        "dropin_in_image_ratio": results["gather_scatter.grid_sample[in-image]"]["ratio"],
-        "bev_grid_inside_fraction": float((g.abs() <= 1).all(-1).float().mean()),
-        "thresholds": TARGETS,
-    }
+    targets = _targets(measured, results, diffs, best, quick)
+    targets["bev_grid_inside_fraction"] = float((g.abs() <= 1).all(-1).float().mean())
     try:
         config["load_average_end"] = list(os.getloadavg())
     except OSError:  # pragma: no cover
         pass
-    return {"config": config, "results": results, "max_abs_diff": diffs, "targets": targets}
+    usage_end = _process_usage()
+    process = {k: usage_end[k] - usage_start[k] for k in usage_end}
+    process["timings"] = {k: usage_timed[k] - usage_start[k] for k in usage_end}
+    return {"config": config, "results": results, "pairs": pairs, "max_abs_diff": diffs, "targets": targets,
+            "process": process}
+
+
+def _targets(measured: dict, results: dict, diffs: dict, lut_method: str, quick: bool) -> dict:
+    """Every target's figures and verdict (see :func:`verdict`)."""
+    fwd, bwd = measured["forward"], measured["backward"]
+    judged = {
+        "gather_scatter": (fwd["gather_scatter"]["pair"], TARGETS["gather_scatter_max_ratio"], "max", True),
+        "lut": (fwd[f"lut_apply_{lut_method}"]["pair"].inverse(), TARGETS["lut_min_speedup"], "min",
+                diffs["lut_apply"] <= TARGETS["lut_max_abs_diff"]),
+        "dropin": (fwd["gather_scatter.grid_sample"]["pair"], TARGETS["dropin_max_ratio"], "max", True),
+        "dropin_backward": (bwd["gather_scatter.grid_sample"]["pair"], TARGETS["dropin_backward_max_ratio"], "max",
+                            True),
+    }
+    targets: dict = {"thresholds": TARGETS, "rule": "each is met only if every interleaved round's ratio meets it"}
+    for key, (stats, limit, kind, extra) in judged.items():
+        text, ok = verdict(stats, limit, kind, quick, extra)
+        targets[key] = {**stats.to_dict(), "limit": limit, "kind": kind, "verdict": text}
+        targets[f"{key}_ok"] = ok
+    targets["gather_scatter_ratio"] = targets["gather_scatter"]["ratio"]
+    targets["lut_apply_speedup"] = targets["lut"]["ratio"]
+    targets["lut_apply_max_abs_diff"] = diffs["lut_apply"]
+    targets["dropin_ratio"] = targets["dropin"]["ratio"]
+    targets["dropin_backward_ratio"] = targets["dropin_backward"]["ratio"]
+    dropin = results["gather_scatter.grid_sample"]
+    base = results["F.grid_sample"]
+    targets["dropin_backward_ms"] = {"gather_scatter.grid_sample": 1e3 * dropin["backward_min_s"],
+                                     "F.grid_sample": 1e3 * base["backward_min_s"]}
+    targets["dropin_in_image_ratio"] = results["gather_scatter.grid_sample[in-image]"]["ratio"]
+    return targets
 
 
 def format_report(report: dict) -> str:
     """Human-readable table of a :func:`run_bench` report."""
     lines = []
     width = max(28, *(len(name) for name in report["results"]))
-    hdr = (f"{'entry':{width}s} {'fwd ms':>9s} {'min ms':>9s} {'ratio':>7s} {'speedup':>8s} {'bwd ms':>9s} "
-           f"{'bwd ratio':>9s} {'peak MB':>8s} {'bwd MB':>8s}")
+    hdr = (f"{'entry':{width}s} {'fwd min':>8s} {'median':>8s} {'max':>8s} {'ratio':>7s} {'spread':>13s} "
+           f"{'bwd min':>8s} {'median':>8s} {'bwd ratio':>9s} {'spread':>13s} {'peak MB':>8s} {'bwd MB':>8s}")
     lines += [hdr, "-" * len(hdr)]
 
     def fmt(v, spec):
         return format(v, spec) if isinstance(v, (int, float)) else f"{'-':>{spec.split('.')[0]}}"
 
+    def ms(r, key):
+        return fmt(r[key] * 1e3 if key in r else None, "8.2f")
+
+    def spread(r, key):
+        s = r.get(key)
+        return f"{s[0]:6.3f}-{s[1]:<6.3f}" if s else f"{'-':>13s}"
+
     for name, r in report["results"].items():
         lines.append(
-            f"{name:{width}s} {fmt(r['forward_s'] * 1e3, '9.2f')} {fmt(r['forward_min_s'] * 1e3, '9.2f')} "
-            f"{fmt(r.get('ratio'), '7.3f')} "
-            f"{fmt(r.get('speedup'), '8.2f')} {fmt(r['backward_s'] * 1e3 if 'backward_s' in r else None, '9.2f')} "
-            f"{fmt(r.get('backward_ratio'), '9.3f')} {fmt(r.get('peak_rss_mb'), '8.1f')} "
+            f"{name:{width}s} {ms(r, 'forward_min_s')} {ms(r, 'forward_s')} {ms(r, 'forward_max_s')} "
+            f"{fmt(r.get('ratio'), '7.3f')} {spread(r, 'ratio_spread')} "
+            f"{ms(r, 'backward_min_s')} {ms(r, 'backward_s')} {fmt(r.get('backward_ratio'), '9.3f')} "
+            f"{spread(r, 'backward_ratio_spread')} {fmt(r.get('peak_rss_mb'), '8.1f')} "
             f"{fmt(r.get('peak_rss_backward_mb'), '8.1f')}")
     lines.append("")
     c = report["config"]
-    lines.append("median forward/backward times; ratios = median / median of the reference (dense grid_sample "
-                 "pipeline), *grid_sample entries / F.grid_sample; peak MB = peak RSS increase of one call")
-    lines.append(f"torch {c['torch']}, {c['threads']} threads, {c['cpus']} CPUs ({c['cpu_capability']}), "
-                 f"load average {c.get('load_average_start', ['?'])[0]} -> {c.get('load_average_end', ['?'])[0]}")
+    lines.append("times in ms per call (min / median / max over the rounds); ratio = ratio of minima against the "
+                 "entry's baseline (the reference pipeline; *grid_sample entries: F.grid_sample on the same grid), "
+                 "spread = range of the per-round ratios; peak MB = peak RSS increase of one call")
+    lines.append(f"torch {c['torch']}, pinned to {c['threads']} threads, {c['cpus']} CPUs ({c['cpu_capability']}), "
+                 f"{c['rounds']} rounds of {c['alternations']} (informational: {c['info_rounds'][0]} of "
+                 f"{c['info_rounds'][1]}), malloc: "
+                 f"{c.get('malloc', '?')}, load average {c.get('load_average_start', ['?'])[0]} -> "
+                 f"{c.get('load_average_end', ['?'])[0]}")
+    p = report.get("process")
+    if p:
+        def usage(u):
+            return (f"{u['user_s']:.1f} s user, {u['system_s']:.1f} s system, {u['minor_faults']} minor page faults, "
+                    f"{u['involuntary_switches']} involuntary context switches")
+        lines.append(f"this run: {usage(p)}; of which the timings: {usage(p['timings'])} (the memory phase trims "
+                     f"the heap before each call, so its pages fault in afresh by design)")
     lines.append(f"lut_apply uses method '{report['results']['lut_apply'].get('method')}'; "
                  f"lut nnz {report['results']['lut_build'].get('nnz')}, "
                  f"ELL slots {report['results']['lut_build'].get('ell_slots')}")
@@ -318,30 +587,42 @@ def format_report(report: dict) -> str:
     for k, v in report["max_abs_diff"].items():
         lines.append(f"  {k:{width + 4}s} {v:.3e}")
     t = report["targets"]
-    lines.append("targets:")
-    lines.append(f"  gather-scatter pipeline {t['gather_scatter_ratio']:.3f}x reference (<= 1.0x): "
-                 f"{'PASS' if t['gather_scatter_ok'] else 'FAIL'}")
-    lines.append(f"  LUT apply {t['lut_apply_speedup']:.1f}x faster than reference (>= 30x), max diff "
-                 f"{t['lut_apply_max_abs_diff']:.2e} (<= 1e-5): {'PASS' if t['lut_ok'] else 'FAIL'}")
-    lines.append(f"  drop-in grid_sample {t['dropin_ratio']:.3f}x F.grid_sample (<= 2x) on the BEV grid "
+
+    def judged(key: str, unit: str) -> str:
+        d = t[key]
+        return f"{d['ratio']:.3f}{unit} [rounds {d['spread'][0]:.3f}-{d['spread'][1]:.3f}{unit}]"
+
+    ms_bwd = t["dropin_backward_ms"]
+    lines.append(f"targets: ({t['rule']})")
+    lines.append(f"  gather-scatter pipeline {judged('gather_scatter', 'x')} reference (<= 1.0x): "
+                 f"{t['gather_scatter']['verdict']}")
+    lines.append(f"  LUT apply {judged('lut', 'x')} faster than reference (>= 30x), max diff "
+                 f"{t['lut_apply_max_abs_diff']:.2e} (<= 1e-5): {t['lut']['verdict']}")
+    lines.append(f"  drop-in grid_sample {judged('dropin', 'x')} F.grid_sample (<= 2x) on the BEV grid "
                  f"({100 * t['bev_grid_inside_fraction']:.0f} % of points inside the image): "
-                 f"{'PASS' if t['dropin_ok'] else 'FAIL'}")
+                 f"{t['dropin']['verdict']}")
+    lines.append(f"  drop-in grid_sample backward {judged('dropin_backward', 'x')} F.grid_sample's (<= 2x), "
+                 f"{ms_bwd['gather_scatter.grid_sample']:.1f} vs {ms_bwd['F.grid_sample']:.1f} ms: "
+                 f"{t['dropin_backward']['verdict']}")
     lines.append(f"  (informational, no target) drop-in on a grid entirely inside the image: "
                  f"{t['dropin_in_image_ratio']:.3f}x F.grid_sample")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m bevviz.bench [--quick] [--repeats N] [--threads N] [--out PATH]``."""
+    """Command line: ``python -m bevviz.bench [--quick] [--repeats N] [--threads N] [--system-malloc]
+    [--out PATH]``."""
     ap = argparse.ArgumentParser(prog="python -m bevviz.bench", description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small configuration (smoke test)")
-    ap.add_argument("--repeats", type=int, default=None, help="timed repeats per entry")
-    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    ap.add_argument("--quick", action="store_true", help="small configuration (smoke test; no verdicts)")
+    ap.add_argument("--repeats", type=int, default=None, help="interleaved rounds of the targets' groups")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: the CPUs this process may use)")
+    ap.add_argument("--system-malloc", action="store_true",
+                    help="leave glibc's malloc at its defaults (every large block a fresh mapping)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON output path (default {DEFAULT_OUT})")
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    report = run_bench(quick=args.quick, repeats=args.repeats)
+    pin_threads(args.threads)
+    kept = False if args.system_malloc else keep_freed_memory()
+    report = run_bench(quick=args.quick, repeats=args.repeats, malloc=MALLOC_KEPT if kept else "system default")
     print(format_report(report))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Tests of bevviz.bench: the quick configuration runs end to end and reports every entry.
 
-Timings are printed and saved by the benchmark, never asserted here.
+Timings are printed and saved by the benchmark, never asserted here; neither are verdicts
+(the quick run has none).
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from bevviz import bench
 
 
 def test_bench_quick_runs_and_writes_json(tmp_path):
@@ -23,12 +28,13 @@ def test_bench_quick_runs_and_writes_json(tmp_path):
     assert "targets:" in proc.stdout and "max |output - reference|" in proc.stdout
     report = json.loads(out.read_text())
     expected = {"reference", "gather_scatter", "deformable_bilinear", "deformable_floor", "deformable_reference",
-                "lut_build", "lut_apply_sparse", "lut_apply_gather", "lut_apply", "lut_pipeline",
+                "lut_build", "lut_apply_bag", "lut_apply_sparse", "lut_apply_gather", "lut_apply", "lut_pipeline",
                 "F.grid_sample", "gather_scatter.grid_sample", "F.grid_sample[in-image]",
                 "gather_scatter.grid_sample[in-image]"}
     assert expected <= set(report["results"])
     for name, res in report["results"].items():
-        assert res["forward_s"] > 0 and res["ratio"] > 0, name
+        assert 0 < res["forward_min_s"] <= res["forward_s"] <= res["forward_max_s"], name
+        assert res["ratio"] > 0, name
     for name in ("reference", "gather_scatter", "deformable_bilinear", "deformable_floor"):
         assert report["results"][name]["backward_s"] > 0
     diffs = report["max_abs_diff"]
@@ -38,11 +44,61 @@ def test_bench_quick_runs_and_writes_json(tmp_path):
     assert diffs["deformable_floor"] > 1e-3
     assert report["config"]["quick"] is True and report["config"]["threads"] == 1
     targets = report["targets"]
-    assert {"gather_scatter_ok", "lut_ok", "dropin_ok", "dropin_in_image_ratio"} <= set(targets)
+    assert {"gather_scatter_ok", "lut_ok", "dropin_ok", "dropin_backward_ok", "dropin_in_image_ratio"} <= set(targets)
     assert 0 < targets["bev_grid_inside_fraction"] < 1
-    # Each drop-in ratio is against F.grid_sample on its own grid.
+    # Toy sizes judge nothing: every verdict is "n/a (quick)", in the JSON and the report.
+    for key in ("gather_scatter", "lut", "dropin", "dropin_backward"):
+        assert targets[f"{key}_ok"] is None and targets[key]["verdict"] == "n/a (quick)"
+        low, high = targets[key]["spread"]
+        assert 0 < low <= high
+    assert "PASS" not in proc.stdout and "FAIL" not in proc.stdout
+    assert proc.stdout.count("n/a (quick)") == 4
+    # Each drop-in ratio is the ratio of minima against F.grid_sample on its own grid, with
+    # the per-round spread around it.
     results = report["results"]
     for suffix in ("", "[in-image]"):
-        ratio = (results["gather_scatter.grid_sample" + suffix]["forward_s"]
-                 / results["F.grid_sample" + suffix]["forward_s"])
-        assert abs(results["gather_scatter.grid_sample" + suffix]["ratio"] - ratio) < 1e-12
+        mine, base = results["gather_scatter.grid_sample" + suffix], results["F.grid_sample" + suffix]
+        assert abs(mine["ratio"] - mine["forward_min_s"] / base["forward_min_s"]) < 1e-12
+        assert mine["forward_baseline"] == "F.grid_sample" + suffix
+        low, high = mine["ratio_spread"]
+        assert 0 < low <= high
+    assert results["gather_scatter.grid_sample"]["backward_baseline"] == "F.grid_sample"
+    assert set(report["pairs"]["gather_scatter.grid_sample"]) == {"forward", "backward"}
+    assert report["process"]["user_s"] > 0 and report["process"]["minor_faults"] >= 0
+
+
+def test_rounds_interleave_and_reverse_and_fast_entries_average_equal_windows():
+    calls = []
+
+    def timer(name, seconds):
+        def run():
+            calls.append(name)
+            return seconds
+        return run
+
+    res = bench.time_group({"ref": timer("ref", 0.1), "slow": timer("slow", 0.2), "fast": timer("fast", 0.01)},
+                           "ref", rounds=2, alternations=2)
+    assert res["calls"] == {"ref": 1, "slow": 1, "fast": 10}
+    timed = calls[3:]  # after one sizing call each
+    fast = ["fast"] * 10
+    forward, backward = ["ref", "slow", *fast], [*fast, "slow", "ref"]
+    assert timed == forward + backward + forward + backward
+    assert res["samples"]["fast"] == pytest.approx([0.01] * 4)
+    assert res["round_min"]["slow"] == pytest.approx([0.2] * 2)
+
+
+def test_pair_stats_and_verdicts_need_the_whole_spread():
+    def member(samples):  # one sample per round
+        return {"samples": samples, "round_min": samples}
+
+    stats = bench.PairStats.of(member([1.0, 1.2, 1.9]), member([1.0, 1.0, 1.0]))
+    assert stats.ratio == 1.0 and stats.spread == (1.0, 1.9) and stats.median == 1.2
+    assert bench.verdict(stats, 2.0, "max", quick=False) == ("PASS", True)
+    assert bench.verdict(stats, 1.5, "max", quick=False) == ("FAIL", False)  # ratio fine, spread not
+    assert bench.verdict(stats, 2.0, "max", quick=False, extra_ok=False) == ("FAIL", False)
+    assert bench.verdict(stats, 2.0, "max", quick=True) == ("n/a (quick)", None)
+    # minima 0.9 / 0.02 = 45x; rounds 1.0 / 0.02 = 50x and 0.9 / 0.03 = 30x
+    speedup = bench.PairStats.of(member([0.02, 0.03]), member([1.0, 0.9])).inverse()
+    assert speedup.ratio == pytest.approx(45) and speedup.spread == pytest.approx((30, 50))
+    assert bench.verdict(speedup, 30.0, "min", quick=False) == ("PASS", True)
+    assert bench.verdict(speedup, 31.0, "min", quick=False) == ("FAIL", False)
