@@ -6,7 +6,8 @@ table (:func:`feature_table`), in cache-sized blocks on the worker threads of
 cells with hit counts; :func:`grid_sample` is ``F.grid_sample`` from exactly these stages.
 
 Performance (CPU):
-    Points are cut into segments (part of one image each, ``_BLOCKS_PER_SEGMENT`` blocks);
+    Points are cut into segments (part of one image each, a few blocks long; the blocks
+    are :mod:`~bevviz.samplers.gather_scatter.blocks`');
     worker threads, one per intra-op thread of the caller, each with a single-threaded
     torch, compute a segment's taps and then, block by cache-sized block, gather all taps
     with one ``index_select``, combine them with four multiply-adds and, for the NCHW
@@ -41,13 +42,21 @@ Convention:
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import torch
 from torch.autograd.function import once_differentiable
 
 from bevviz import threads
+from bevviz.samplers.gather_scatter.blocks import (
+    Layout,
+    gather_blocks,
+    layout_gather,
+    precomputed,
+    scatter_blocks,
+    tap_maker,
+    weighted_rows,
+)
 from bevviz.samplers.gather_scatter.rounding import tracing
 from bevviz.samplers.gather_scatter.taps import TAPS_PER_AXIS, Taps, bilinear_taps, tap_arrays
 from bevviz.samplers.reference import check_grid_sample_args
@@ -57,21 +66,6 @@ __all__ = [
     "feature_table", "gather", "gather_points", "GatherResult", "grid_sample", "scatter_add_points"
 ]
 
-
-#: Elements (taps x points x channels) gathered per block: small enough that a block's
-#: gathered rows stay in cache while they are combined, large enough that the number of
-#: op launches (and thread-pool synchronisations) stays small.
-_CHUNK_ELEMENTS = 1 << 20
-
-#: Points per tile of the two-step transposing copy (64 x C floats stay in L1).
-_TILE = 64
-
-#: Blocks per segment: a segment's taps are computed in one go by the worker that
-#: gathers it, so segments are a few blocks long (few op launches, taps stay in cache).
-_BLOCKS_PER_SEGMENT = 16
-
-#: Below this many gathered values (N * P * K * C) everything runs on the caller's thread.
-_PARALLEL_MIN_ELEMENTS = 1 << 22
 
 #: ``grid_sample`` with ``zeros`` padding gathers only the points that reach the image
 #: (see :func:`_reaches_image`) when at most this fraction of them does.
@@ -133,419 +127,11 @@ def feature_table(features: torch.Tensor) -> torch.Tensor:
     return torch.cat([rows, features.new_zeros(1, c)])
 
 
-def _weighted_rows(
-    table: torch.Tensor,
-    indices: torch.Tensor,
-    weights: torch.Tensor,
-    skip_weights: bool,
-    out: torch.Tensor | None = None,
-    scratch: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """``sum_k weights[k, :, None] * table[indices[k]]`` for one block of points.
-
-    Summed in tap order, ``((v0 w0 + v1 w1) + v2 w2) + ...``, as PyTorch's bilinear kernel
-    does (its bicubic kernel groups the 16 products by row first; the difference is
-    rounding only).
-
-    Args:
-        table: ``(R, C)`` feature table.
-        indices: ``(K, M)`` row indices (int32 or int64).
-        weights: ``(K, M)`` weights (ignored when ``skip_weights``).
-        skip_weights: Whether all weights are exactly 1 and carry no gradient (nearest).
-        out: Optional ``(M, C)`` destination, contiguous or strided (e.g. a transposed slice
-            of a channels-first output), written in place without autograd; otherwise a new
-            tensor is returned through autograd-friendly ops.
-        scratch: With ``out``: a contiguous ``(>= (K + 1) * M, C)`` buffer; the first
-            ``K * M`` rows receive all gathered rows in one ``index_select``, the rest is
-            staging for a transposed ``out``.
-
-    Returns:
-        ``(M, C)`` weighted sums (``out`` itself when given).
-    """
-    num_taps, m = indices.shape
-    w = weights.unsqueeze(-1)  # (K, M, 1), broadcast over channels
-    if out is None:
-        acc = table.index_select(0, indices[0])
-        if not skip_weights:
-            acc = acc * w[0]
-        for k in range(1, num_taps):
-            acc = torch.addcmul(acc, table.index_select(0, indices[k]), w[k])
-        return acc
-    rows = scratch[: num_taps * m]
-    if out.is_contiguous():
-        if num_taps == 1:
-            if skip_weights:
-                return torch.index_select(table, 0, indices[0], out=out)
-            return torch.mul(torch.index_select(table, 0, indices[0], out=rows), w[0], out=out)
-        torch.index_select(table, 0, indices.reshape(-1), out=rows)
-        vals = rows.view(num_taps, m, -1)
-        acc = vals[0].mul_(w[0])
-        for k in range(1, num_taps - 1):
-            acc.addcmul_(vals[k], w[k])
-        return torch.addcmul(acc, vals[-1], w[-1], out=out)
-    # A strided (transposed) destination: finish in the contiguous scratch, then copy.
-    # (Elementwise ops writing or reading transposed operands directly are far slower.)
-    torch.index_select(table, 0, indices.reshape(-1), out=rows)
-    vals = rows.view(num_taps, m, -1)
-    acc = vals[0]
-    if not skip_weights:
-        acc.mul_(w[0])
-    for k in range(1, num_taps):
-        acc.addcmul_(vals[k], w[k])
-    return _copy_transposed(out, acc, scratch[num_taps * m : (num_taps + 1) * m])
-
-
-def _copy_transposed(dest: torch.Tensor, src: torch.Tensor, staging: torch.Tensor) -> torch.Tensor:
-    """``dest.copy_(src)`` where ``dest.t()`` has contiguous rows (a channels-first slice).
-
-    A direct copy reads ``src`` with a stride of C elements for every output element
-    (~2 ns each on CPU). In two steps instead: transpose tiles of ``_TILE`` points, which
-    fit in L1, into ``staging``; then copy runs of ``_TILE`` contiguous values. About
-    40% faster single-threaded.
-
-    Args:
-        dest: ``(M, C)`` view whose transpose ``(C, M)`` has unit stride along M.
-        src: ``(M, C)`` contiguous.
-        staging: ``(>= M, C)`` contiguous scratch.
-
-    Returns:
-        ``dest``.
-    """
-    m, c = src.shape
-    rows = dest.t()
-    if m % _TILE or rows.stride(1) != 1:
-        return dest.copy_(src)
-    tiles = staging[:m].view(m // _TILE, c, _TILE)
-    tiles.copy_(src.view(m // _TILE, _TILE, c).permute(0, 2, 1))
-    rows.view(c, m // _TILE, _TILE).copy_(tiles.permute(1, 0, 2))
-    return dest
-
-
-def _rows_of(src: torch.Tensor, dest: torch.Tensor, staging: torch.Tensor) -> torch.Tensor:
-    """``dest.copy_(src.t())``: a channels-first block ``(C, M)`` as contiguous rows ``(M, C)``.
-
-    The mirror of :func:`_copy_transposed` (same two tiled steps) for the backward pass,
-    which reads blocks of a channels-first output gradient. Any strides (an expanded
-    gradient of ``out.sum()`` has stride 0) take the direct copy.
-
-    Args:
-        src: ``(C, M)`` view.
-        dest: ``(M, C)`` contiguous.
-        staging: ``(>= M, C)`` contiguous scratch.
-
-    Returns:
-        ``dest``.
-    """
-    c, m = src.shape
-    if m % _TILE or src.stride(1) != 1:
-        return dest.copy_(src.t())
-    tiles = staging[:m].view(m // _TILE, c, _TILE)
-    tiles.copy_(src.reshape(c, m // _TILE, _TILE).permute(1, 0, 2))
-    dest.view(m // _TILE, _TILE, c).copy_(tiles.permute(0, 2, 1))
-    return dest
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """Which points of an ``(N, C, P)`` result are gathered, and where their taps sit.
-
-    The gathered points of all images are numbered ``0 .. M - 1`` image after image
-    ("flat" order): the taps of a layout are ``(K, M)`` and its points ``(M, 2)``.
-
-    Attributes:
-        n: Images ``N``.
-        p: Output points per image ``P``.
-        counts: Points gathered per image (``P`` each when dense).
-        starts: Flat number of each image's first gathered point.
-        positions: ``None`` (dense: every point, in order) or, per image, the output
-            positions of its gathered points (int64, increasing).
-    """
-
-    n: int
-    p: int
-    counts: tuple[int, ...]
-    starts: tuple[int, ...]
-    positions: tuple[torch.Tensor, ...] | None = None
-
-    @staticmethod
-    def dense(n: int, p: int) -> _Layout:
-        """Every point of every image."""
-        return _Layout(n, p, (p,) * n, tuple(i * p for i in range(n)))
-
-    @staticmethod
-    def sparse(keep: torch.Tensor) -> _Layout:
-        """The points where ``keep`` ``(N, P)`` (bool) holds."""
-        positions = tuple(row.nonzero().view(-1) for row in keep)
-        counts = tuple(int(pos.numel()) for pos in positions)
-        starts = tuple(sum(counts[:i]) for i in range(len(counts)))
-        return _Layout(int(keep.shape[0]), int(keep.shape[1]), counts, starts, positions)
-
-    @property
-    def size(self) -> int:
-        """Gathered points ``M``."""
-        return sum(self.counts)
-
-    def points(self, points: torch.Tensor) -> torch.Tensor:
-        """The gathered points ``(M, 2)`` of ``points`` ``(N, P, 2)`` (autograd-friendly)."""
-        if self.positions is None:
-            return points.reshape(self.n * self.p, 2)
-        return torch.cat([points[i].index_select(0, pos) for i, pos in enumerate(self.positions)])
-
-    def rows_from(self, t: torch.Tensor, i: int, start: int, stop: int, dest: torch.Tensor,
-                  scratch: torch.Tensor) -> torch.Tensor:
-        """Copy gathered points ``start .. stop - 1`` of image ``i`` of ``t`` ``(N, C, P)``
-        (any strides) into contiguous rows ``dest`` ``(m, C)``, ``m = stop - start``.
-
-        Args:
-            t: ``(N, C, P)``.
-            i, start, stop: Image and range of its gathered points.
-            dest: ``(m, C)`` contiguous.
-            scratch: ``(>= 2 m, C)`` contiguous.
-
-        Returns:
-            ``dest``.
-        """
-        if self.positions is None:
-            return _rows_of(t[i, :, start:stop], dest, scratch)
-        c, m = t.shape[1], stop - start
-        cols = scratch[m : 2 * m].view(c, m)
-        torch.gather(t[i], 1, self.positions[i][start:stop].expand(c, m), out=cols)
-        return _rows_of(cols, dest, scratch)
-
-    def rows_into(self, t: torch.Tensor, i: int, start: int, stop: int, src: torch.Tensor,
-                  scratch: torch.Tensor) -> None:
-        """The inverse of :meth:`rows_from` for a sparse layout: scatter rows ``src``
-        ``(m, C)`` into ``t[i]`` at the points' positions (``scratch`` as there)."""
-        c, m = t.shape[1], stop - start
-        cols = scratch[m : 2 * m].view(c, m)
-        _copy_transposed(cols.t(), src, scratch)
-        t[i].scatter_(1, self.positions[i][start:stop].expand(c, m), cols)
-
-
-def _block_points(c: int, num_taps: int) -> int:
-    """Points per block: gathered rows (K x block x C) and the block's result (block x C)
-    both cache-sized, a whole number of transposition tiles."""
-    block = min(_CHUNK_ELEMENTS // max(c * num_taps, 1), _CHUNK_ELEMENTS // 4 // max(c, 1))
-    return max(_TILE, block // _TILE * _TILE)
-
-
-def _run_blocks(counts, c: int, num_taps: int, taps_of, make_state, block_work, shared: bool = False) -> list:
-    """Cut each image's points into segments and blocks and run them on the worker threads.
-
-    A worker computes a segment's taps (``taps_of(i, start, stop) -> (indices, weights)``,
-    each ``(K, stop - start)``), then calls ``block_work(state, i, start, stop, indices,
-    weights)`` for each block of it, with its own ``state = make_state(block)``. Problems
-    under ``_PARALLEL_MIN_ELEMENTS`` gathered values run inline.
-
-    Args:
-        counts: Points per image.
-        c: Channels.
-        num_taps: ``K``.
-        taps_of, make_state, block_work: As above.
-        shared: Workers take segments from one shared queue as they finish (a worker the
-            scheduler stalls on a loaded machine leaves its share to the others), instead
-            of a fixed ``segments[w::workers]`` each. Only where the result does not depend
-            on which worker did what (each output written once); a sum over a worker's
-            segments does.
-
-    Returns:
-        The workers' states.
-    """
-    block = _block_points(c, num_taps)
-    segment = block * _BLOCKS_PER_SEGMENT
-    items = [(i, s, min(m, s + segment)) for i, m in enumerate(counts) for s in range(0, m, segment)]
-    big = sum(counts) * num_taps * c >= _PARALLEL_MIN_ELEMENTS
-    workers = min(threads.worker_count() if big else 1, len(items))
-    states: list = []
-    queue, lock = iter(items), threading.Lock()
-
-    def segments(subset: list):
-        if not shared or workers <= 1:
-            yield from subset
-            return
-        while True:
-            with lock:
-                item = next(queue, None)
-            if item is None:
-                return
-            yield item
-
-    def work(subset: list) -> None:
-        # Grad mode is per thread: a worker records nothing even for inputs that require grad.
-        with torch.no_grad():
-            state = make_state(min(block, max(counts, default=0)))
-            states.append(state)
-            for i, seg_start, seg_stop in segments(subset):
-                indices, weights = taps_of(i, seg_start, seg_stop)
-                for start in range(seg_start, seg_stop, block):
-                    stop = min(seg_stop, start + block)
-                    cols = slice(start - seg_start, stop - seg_start)
-                    block_work(state, i, start, stop, indices[:, cols], weights[:, cols])
-
-    threads.run_split(items, work, workers)
-    return states
-
-
-def _gather_blocks(table, taps_of, num_taps: int, skip_weights: bool, counts, dest_of=None,
-                   store=None) -> None:
-    """Weighted gather of every image's points, in cache-sized blocks, on worker threads.
-
-    Each block gathers all taps with one ``index_select`` into a per-worker scratch buffer
-    and combines them in place; the last multiply-add writes straight into a channels-last
-    destination, or the block is copied (transposed) into a channels-first one. No
-    autograd.
-
-    Args:
-        table: ``(R, C)`` feature table (see :func:`feature_table`).
-        taps_of: ``taps_of(i, start, stop) -> (indices, weights)``, each ``(K, stop -
-            start)``, for points ``start .. stop - 1`` of image ``i`` (precomputed views, or
-            computed right there, which keeps them in cache).
-        num_taps: ``K``.
-        skip_weights: Whether the weights are all 1 (nearest).
-        counts: Points per image.
-        dest_of: ``dest_of(i, start, stop)``: the ``(stop - start, C)`` destination view;
-        store: or ``store(i, start, stop, rows, scratch)``, called with the block's result
-            ``rows`` ``(m, C)`` (contiguous) and free contiguous scratch of ``(2 m, C)``.
-    """
-    c = table.shape[1]
-
-    def block_work(scratch, i, start, stop, indices, weights):
-        if store is None:
-            _weighted_rows(table, indices, weights, skip_weights, dest_of(i, start, stop), scratch)
-            return
-        m = stop - start
-        rows = _weighted_rows(table, indices, weights, skip_weights, scratch[-m:], scratch)
-        store(i, start, stop, rows, scratch[: 2 * m])
-
-    _run_blocks(counts, c, num_taps, taps_of,
-                lambda block: table.new_empty((max(num_taps, 2) + 1) * block, c), block_work, shared=True)
-
-
-def _layout_gather(table, taps_of, num_taps: int, skip_weights: bool, layout: _Layout) -> torch.Tensor:
-    """The ``(N, C, P)`` weighted gather of a layout's points (no autograd).
-
-    Args:
-        table: ``(N * H * W + 1, C)`` feature table.
-        taps_of: As in :func:`_gather_blocks`, for the layout's points.
-        num_taps, skip_weights: As in :func:`_gather_blocks`.
-        layout: Dense, or sparse (then :func:`_sparse_gather_blocks`).
-
-    Returns:
-        ``(N, C, P)``, contiguous.
-    """
-    if layout.positions is not None:
-        return _sparse_gather_blocks(table, taps_of, num_taps, skip_weights, layout)
-    out = table.new_empty(layout.n, table.shape[1], layout.p)
-    _gather_blocks(table, taps_of, num_taps, skip_weights, layout.counts,
-                   lambda i, start, stop: out[i, :, start:stop].t())
-    return out
-
-
-def _sparse_gather_blocks(table, taps_of, num_taps: int, skip_weights: bool, layout: _Layout) -> torch.Tensor:
-    """:func:`grid_sample`'s ``zeros`` path when most points miss the image.
-
-    Only the points that may reach the image (see :func:`_plan`) are gathered -- all
-    images' as one list of blocks, so the worker threads share them however few each
-    image has -- and each block is scattered (``scatter_`` along the points) into a zero
-    NCHW output; the rest stays zero, what PyTorch returns there. A BEV grid projected
-    into one camera is the typical case: each camera sees about a sixth of it.
-
-    Args:
-        table: ``(N * H * W + 1, C)`` feature table.
-        taps_of: As in :func:`_gather_blocks`, for the layout's points.
-        num_taps, skip_weights: As in :func:`_gather_blocks`.
-        layout: A sparse :class:`_Layout`.
-
-    Returns:
-        ``(N, C, P)``, contiguous.
-    """
-    out = table.new_zeros(layout.n, table.shape[1], layout.p)
-    _gather_blocks(table, taps_of, num_taps, skip_weights, layout.counts,
-                   store=lambda i, start, stop, rows, scratch: layout.rows_into(out, i, start, stop, rows, scratch))
-    return out
-
-
-def _scatter_blocks(grad, layout: _Layout, taps_of, num_taps: int, skip_weights: bool, num_rows: int,
-                    want_table: bool, table: torch.Tensor | None) -> tuple:
-    """Backward of :func:`_layout_gather`: the table's and the weights' gradients in one pass.
-
-    Per block, on the worker threads: the output gradient's columns become contiguous rows
-    ``g`` ``(M, C)``; each tap's ``weights[k] * g`` is scatter-added into the worker's own
-    table gradient (``scatter_add_`` of all taps at once); and, when ``table`` is given, the
-    weights' gradient ``dot_k = sum_c g * table[indices[k]]`` is written for the block's
-    points. The workers' table gradients are summed at the end.
-
-    Args:
-        grad: ``(N, C, P)`` output gradient, any strides.
-        layout: The forward's layout.
-        taps_of: As in :func:`_gather_blocks`.
-        num_taps, skip_weights: As in :func:`_gather_blocks`.
-        num_rows: Rows ``R`` of the feature table.
-        want_table: Whether to compute the table's gradient.
-        table: The ``(R, C)`` feature table, or None for no weights' gradient.
-
-    Returns:
-        ``(grad_table, grad_weights)``: ``(R, C)`` (or None) and ``(K, M)`` (or None).
-    """
-    c = grad.shape[1]
-    dots = grad.new_empty(num_taps, layout.size) if table is not None else None
-
-    def make_state(block):
-        new = grad.new_empty
-        return {"acc": grad.new_zeros(num_rows, c) if want_table else None, "rows": new(block, c),
-                "scratch": new(2 * block, c), "taps": new(num_taps * block, c)}
-
-    def block_work(state, i, start, stop, indices, weights):
-        m = stop - start
-        rows = layout.rows_from(grad, i, start, stop, state["rows"][:m], state["scratch"])
-        taps = state["taps"][: num_taps * m].view(num_taps, m, c)
-        if want_table:
-            src = rows.expand(num_taps, m, c) if skip_weights else torch.mul(
-                rows, weights.unsqueeze(-1), out=taps)
-            index = indices.reshape(-1, 1).to(torch.int64).expand(-1, c)
-            state["acc"].scatter_add_(0, index, src.reshape(-1, c))
-        if dots is not None:
-            at = layout.starts[i]
-            vals = torch.index_select(table, 0, indices.reshape(-1), out=taps.view(-1, c)).view(num_taps, m, c)
-            torch.sum(vals.mul_(rows), -1, out=dots[:, at + start : at + stop])
-
-    states = _run_blocks(layout.counts, c, num_taps, taps_of, make_state, block_work)
-    grad_table = None
-    if want_table:
-        accs = [state["acc"] for state in states] or [grad.new_zeros(num_rows, c)]
-        grad_table = accs[0]
-        for acc in accs[1:]:
-            grad_table.add_(acc)
-    return grad_table, dots
-
-
-def _precomputed(indices: torch.Tensor, weights: torch.Tensor, layout: _Layout):
-    """``taps_of`` over flat ``(K, M)`` taps of ``layout``'s points."""
-    def taps_of(i: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
-        cols = slice(layout.starts[i] + start, layout.starts[i] + stop)
-        return indices[:, cols], weights[:, cols]
-
-    return taps_of
-
-
-def _tap_maker(points: torch.Tensor, layout: _Layout, size: tuple[int, int], mode: str, padding_mode: str,
-               align_corners: bool):
-    """``taps_of`` computing the taps of flat points ``(M, 2)`` of ``layout`` when asked."""
-    h_in, w_in = size
-
-    def taps_of(i: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
-        at = layout.starts[i]
-        ind, wts = tap_arrays(points[at + start : at + stop].unsqueeze(0), h_in, w_in, mode, padding_mode,
-                              align_corners, False, first_image=i, num_images=layout.n)
-        return ind.view(ind.shape[0], -1), wts.view(wts.shape[0], -1)
-
-    return taps_of
-
 
 class _GridSampleGather(torch.autograd.Function):
     """The weighted gather of :func:`grid_sample` as one autograd node.
 
-    Forward: :func:`_layout_gather` with precomputed taps. Backward: :func:`_scatter_blocks`
+    Forward: :func:`layout_gather` with precomputed taps. Backward: :func:`scatter_blocks`
     -- the input's gradient by a scatter-add of the weighted output gradient into a
     channels-last table, the weights' gradient (when they need one) from the gathered tap
     values, in the same pass. Autograd then takes the weights' gradient through the tap
@@ -558,7 +144,7 @@ class _GridSampleGather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weights, indices, layout, skip_weights):
         table = feature_table(input)
-        out = _layout_gather(table, _precomputed(indices, weights, layout), indices.shape[0], skip_weights, layout)
+        out = layout_gather(table, precomputed(indices, weights, layout), indices.shape[0], skip_weights, layout)
         ctx.layout, ctx.skip_weights = layout, skip_weights
         ctx.save_for_backward(input, weights, indices)
         return out
@@ -571,7 +157,7 @@ class _GridSampleGather(torch.autograd.Function):
         n, c, h, w = input.shape
         want_weights = ctx.needs_input_grad[1] and not ctx.skip_weights
         table = feature_table(input) if want_weights else None
-        grad_table, dots = _scatter_blocks(grad_out, layout, _precomputed(indices, weights, layout),
+        grad_table, dots = scatter_blocks(grad_out, layout, precomputed(indices, weights, layout),
                                            indices.shape[0], ctx.skip_weights, n * h * w + 1,
                                            ctx.needs_input_grad[0], table)
         grad_input = None
@@ -594,7 +180,7 @@ def _gather_table(
     """Weighted gather of ``n * p`` points with precomputed taps.
 
     With autograd, or while an exporter traces, one block through out-of-place ops;
-    otherwise :func:`_gather_blocks`.
+    otherwise :func:`gather_blocks`.
 
     Args:
         table: ``(R, C)`` feature table (see :func:`feature_table`).
@@ -611,14 +197,14 @@ def _gather_table(
     c = table.shape[1]
     needs_graph = torch.is_grad_enabled() and (table.requires_grad or weights.requires_grad)
     if needs_graph or tracing():
-        rows = _weighted_rows(table, indices, weights, skip_weights).view(n, p, c)
+        rows = weighted_rows(table, indices, weights, skip_weights).view(n, p, c)
         return rows.permute(0, 2, 1).contiguous() if channels_first else rows
-    layout = _Layout.dense(n, p)
-    taps_of = _precomputed(indices, weights, layout)
+    layout = Layout.dense(n, p)
+    taps_of = precomputed(indices, weights, layout)
     if channels_first:
-        return _layout_gather(table, taps_of, indices.shape[0], skip_weights, layout)
+        return layout_gather(table, taps_of, indices.shape[0], skip_weights, layout)
     out = table.new_empty(n, p, c)
-    _gather_blocks(table, taps_of, indices.shape[0], skip_weights, layout.counts,
+    gather_blocks(table, taps_of, indices.shape[0], skip_weights, layout.counts,
                    lambda i, start, stop: out[i, start:stop])
     return out
 
@@ -788,7 +374,7 @@ def grid_sample(
     # the gather itself then on the workers.
     with threads.single_threaded():
         layout = _plan(points, (h_in, w_in), padding_mode, align_corners)
-        taps_of = _tap_maker(layout.points(points), layout, (h_in, w_in), mode, padding_mode, align_corners)
+        taps_of = tap_maker(layout.points(points), layout, (h_in, w_in), mode, padding_mode, align_corners)
         if needs_graph:
             # All taps first (autograd records their arithmetic when the grid needs a
             # gradient), then the gather as one node with its own backward.
@@ -800,11 +386,11 @@ def grid_sample(
     if needs_graph:
         out = _GridSampleGather.apply(input, weights, indices, layout, mode == "nearest")
     else:  # each segment's taps computed by the worker that gathers it (cache-warm)
-        out = _layout_gather(table, taps_of, TAPS_PER_AXIS[mode] ** 2, mode == "nearest", layout)
+        out = layout_gather(table, taps_of, TAPS_PER_AXIS[mode] ** 2, mode == "nearest", layout)
     return out.view(n, c, h_out, w_out)
 
 
-def _plan(points: torch.Tensor, size: tuple[int, int], padding_mode: str, align_corners: bool) -> _Layout:
+def _plan(points: torch.Tensor, size: tuple[int, int], padding_mode: str, align_corners: bool) -> Layout:
     """Which points :func:`grid_sample` gathers: all, or (``zeros`` padding) only those that
     may reach the image (:func:`_reaches_image`) when at most ``_SPARSE_MAX_FRACTION`` do.
 
@@ -814,14 +400,14 @@ def _plan(points: torch.Tensor, size: tuple[int, int], padding_mode: str, align_
         padding_mode, align_corners: As in :func:`grid_sample`.
 
     Returns:
-        A dense or sparse :class:`_Layout`.
+        A dense or sparse :class:`Layout`.
     """
     if padding_mode == "zeros":
         with torch.no_grad():
             keep = _reaches_image(points, size[0], size[1], align_corners)
             if int(keep.sum()) <= _SPARSE_MAX_FRACTION * keep.numel():
-                return _Layout.sparse(keep)
-    return _Layout.dense(points.shape[0], points.shape[1])
+                return Layout.sparse(keep)
+    return Layout.dense(points.shape[0], points.shape[1])
 
 
 def _reaches_image(points: torch.Tensor, height: int, width: int,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import inspect
 import os
-import threading
 import warnings
 
 import pytest
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 
 from bevviz import threads
 from bevviz.samplers import gather_scatter as gs
-from bevviz.samplers.gather_scatter import engine, rounding, taps
+from bevviz.samplers.gather_scatter import blocks, engine, rounding, taps
 from bevviz.samplers.reference import MODES, PADDING_MODES
 
 DTYPES = [torch.float32, torch.float64]
@@ -157,58 +156,6 @@ def test_sampling_is_not_trivially_zero_or_input():
     assert out.abs().sum() > 0 and out.unique().numel() > 10
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_blocked_gather_with_partial_last_block(mode, monkeypatch, edge_grid, matches, tolerance):
-    # Tiny blocks: several per image and a partial last one, in both output layouts.
-    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 1)  # -> the minimum block of 64 points
-    x = _features(2, 3, 4, 6, torch.float32)
-    g = edge_grid(2, 4, 6, False, torch.float32)[:, :, :-1]  # > 64 points per image,
-    assert (g.shape[1] * g.shape[2]) % 64 != 0  # not a multiple of 64
-    expected = _oracle(x, g, mode, "zeros", False)
-    matches(gs.grid_sample(x, g, mode), expected, _tol(mode, torch.float32, tolerance))
-    taps = gs.compute_taps(g.reshape(2, -1, 2), 4, 6, mode)
-    matches(gs.gather(x, taps), expected.flatten(2).transpose(1, 2),
-            _tol(mode, torch.float32, tolerance))
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_worker_threads_match_and_leave_thread_count_alone(mode, monkeypatch, edge_grid, matches,
-                                                           tolerance):
-    # Force the threaded path (two workers, small blocks and segments) on tiny inputs.
-    monkeypatch.setattr(engine, "_PARALLEL_MIN_ELEMENTS", 0)
-    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(engine, "_BLOCKS_PER_SEGMENT", 1)
-    monkeypatch.setattr(threads, "worker_count", lambda: 2)
-    monkeypatch.setattr(threads, "_POOL", None)  # a fresh pool starts inside this test
-    before = torch.get_num_threads()
-    x = _features(3, 5, 4, 6, torch.float64)
-    g = edge_grid(3, 4, 6, True, torch.float64)
-    expected = _oracle(x, g, mode, "reflection", True)
-    matches(gs.grid_sample(x, g, mode, "reflection", True), expected,
-            _tol(mode, torch.float64, tolerance))
-    taps = gs.compute_taps(g.reshape(3, -1, 2), 4, 6, mode, "reflection", True)
-    matches(gs.gather(x, taps), expected.flatten(2).transpose(1, 2),
-            _tol(mode, torch.float64, tolerance))
-    assert torch.get_num_threads() == before
-    # The workers run single-threaded; a thread created afterwards does not inherit that.
-    assert threads._POOL.submit(torch.get_num_threads).result() == 1
-    seen = []
-    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
-    thread.start()
-    thread.join()
-    assert seen == [before]
-
-
-def test_two_step_transposition_of_whole_tiles(monkeypatch, matches, tolerance):
-    # Blocks of exactly 64 points take the tiled transposing copy; a partial last block
-    # takes the direct one.
-    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 4 * 64 * 7)  # 7 channels -> 64-point blocks
-    x = _features(2, 7, 5, 9, torch.float32)
-    g = torch.rand(2, 13, 11, 2, generator=torch.Generator().manual_seed(1)) * 2.4 - 1.2
-    expected = _oracle(x, g, "bilinear", "zeros", False)
-    matches(gs.grid_sample(x, g), expected, tolerance[torch.float32])
-
-
 @pytest.mark.parametrize("align_corners", [False, True])
 @pytest.mark.parametrize("size", [(1, 1), (1, 5), (4, 7), (56, 100)], ids=str)
 def test_points_judged_far_read_no_pixel_in_any_mode(size, align_corners):
@@ -244,11 +191,11 @@ def test_sparse_and_dense_zeros_paths_match_grid_sample(path, mode, align_corner
                                                         monkeypatch, edge_grid, matches,
                                                         tolerance):
     # Tiles of 4 points so small grids have many; force one path and check it was taken.
-    monkeypatch.setattr(engine, "_TILE", 4)
+    monkeypatch.setattr(blocks, "_TILE", 4)
     monkeypatch.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
     calls = []
-    sparse = engine._sparse_gather_blocks
-    monkeypatch.setattr(engine, "_sparse_gather_blocks",
+    sparse = blocks._sparse_gather_blocks
+    monkeypatch.setattr(blocks, "_sparse_gather_blocks",
                         lambda *a, **k: calls.append(1) or sparse(*a, **k))
     x = _features(3, 5, 4, 7, dtype)
     g = edge_grid(3, 4, 7, align_corners, dtype)[:, :-1, :-1]  # P not a multiple of 4
@@ -265,8 +212,8 @@ def test_mostly_outside_grid_takes_the_sparse_path(monkeypatch, matches, toleran
     # The default threshold: a grid 80 % outside the image (as a BEV grid seen by one
     # camera) is gathered sparsely; one mostly inside is not.
     calls = []
-    sparse = engine._sparse_gather_blocks
-    monkeypatch.setattr(engine, "_sparse_gather_blocks",
+    sparse = blocks._sparse_gather_blocks
+    monkeypatch.setattr(blocks, "_sparse_gather_blocks",
                         lambda *a, **k: calls.append(1) or sparse(*a, **k))
     x = _features(2, 8, 10, 12, torch.float32)
     gen = torch.Generator().manual_seed(3)
@@ -299,7 +246,7 @@ def test_traced_graph_is_out_of_place_and_matches(edge_grid):
 
 
 def test_module_never_calls_grid_sample_or_interpolate():
-    trees = [ast.parse(inspect.getsource(module)) for module in (gs, rounding, taps, engine)]
+    trees = [ast.parse(inspect.getsource(module)) for module in (gs, rounding, taps, engine, blocks)]
     called = set()
     for node in (n for tree in trees for n in ast.walk(tree)):
         if isinstance(node, ast.Call):
@@ -466,7 +413,7 @@ def test_property_sparse_zeros_path_matches_grid_sample(case, mode, tile):
     x, g, align_corners = case
     expected = _oracle(x, g, mode, "zeros", align_corners)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "_TILE", tile)
+        mp.setattr(blocks, "_TILE", tile)
         mp.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0)
         out = gs.grid_sample(x, g, mode, "zeros", align_corners)
     tol = 0.0 if mode == "nearest" else TOL[x.dtype]
@@ -619,7 +566,7 @@ def _grads(fn, x, g, mode, padding_mode, align_corners, grad_out=None, wrt=(True
 def _force_path(mp, path, tile=4):
     """Transposition tiles of ``tile`` points (blocks are whole tiles); the sparse zeros
     path forced, or never taken."""
-    mp.setattr(engine, "_TILE", tile)
+    mp.setattr(blocks, "_TILE", tile)
     mp.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
 
 
@@ -680,9 +627,9 @@ def test_gather_is_one_autograd_node(mode, padding_mode, align_corners):
 def test_backward_on_worker_threads_matches_pytorch(path, mode, monkeypatch, edge_grid):
     # Two workers, 64-point blocks, one block per segment: each worker's own table gradient,
     # summed; whole-tile blocks and a partial last one.
-    monkeypatch.setattr(engine, "_PARALLEL_MIN_ELEMENTS", 0)
-    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(engine, "_BLOCKS_PER_SEGMENT", 1)
+    monkeypatch.setattr(blocks, "_PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(blocks, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(blocks, "_BLOCKS_PER_SEGMENT", 1)
     monkeypatch.setattr(threads, "worker_count", lambda: 2)
     x = _features(3, 4, 5, 6, torch.float64)
     g = edge_grid(3, 5, 6, False, torch.float64, nonfinite=False).clamp(-50, 50)
