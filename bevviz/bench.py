@@ -72,18 +72,11 @@ apply >= 30x faster than the reference with output equal to 1e-5; drop-in
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import json
 import os
 import platform
-import re
-import resource
-import statistics
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -97,11 +90,22 @@ from bevviz.samplers.deformable import DeformableConfig, deformable_bev_referenc
 from bevviz.samplers.lut import METHODS as LUT_METHODS
 from bevviz.samplers.lut import build_lut
 from bevviz.synthetic import nuscenes_like_rig
+from bevviz.timing import (
+    PairStats,
+    forward_backward_peak_mb,
+    forward_backward_timers,
+    keep_freed_memory,
+    peak_rss_mb,
+    pin_threads,
+    process_usage,
+    summary,
+    time_group,
+)
 
 DEFAULT_OUT = "bench_results/bench.json"
 CONFIGS = {
     # rounds x alternations per round of the targets' groups; (rounds, alternations) of the rest
-    "default": dict(channels=64, feature_size=(56, 100), grid=dict(resolution=0.512), rounds=6, alternations=6,
+    "default": dict(channels=64, feature_size=(56, 100), grid=dict(resolution=0.512), rounds=6, alternations=12,
                     info=(2, 2)),
     "quick": dict(channels=8, feature_size=(28, 50), grid=dict(resolution=4.096), rounds=2, alternations=1,
                   info=(1, 1)),
@@ -109,205 +113,8 @@ CONFIGS = {
 #: Thresholds; every one is judged on ratios against a baseline of the same run.
 TARGETS = {"gather_scatter_max_ratio": 1.0, "lut_min_speedup": 30.0, "lut_max_abs_diff": 1e-5,
            "dropin_max_ratio": 2.0, "dropin_backward_max_ratio": 2.0}
-#: Most calls one sample of a fast entry averages over (see "Equal windows").
-MAX_CALLS_PER_SAMPLE = 64
 QUICK_VERDICT = "n/a (quick)"
 MALLOC_KEPT = "freed memory kept (M_MMAP_MAX=0, M_TRIM_THRESHOLD=2 GiB)"
-
-
-# --------------------------------------------------------------------------- process set-up
-
-def _libc():
-    try:
-        return ctypes.CDLL("libc.so.6")
-    except OSError:  # pragma: no cover - not glibc
-        return None
-
-
-_LIBC = _libc()
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameter numbers
-
-
-def keep_freed_memory() -> bool:
-    """Make glibc's ``malloc`` keep freed memory for reuse instead of unmapping it.
-
-    ``M_MMAP_MAX = 0`` serves large blocks from the heap rather than from their own
-    mappings (which ``free`` unmaps, so the next call faults in fresh zeroed pages), and a
-    2 GiB ``M_TRIM_THRESHOLD`` stops ``free`` from returning the heap's top. Repeated calls
-    then reuse resident pages: the page-fault storm (system time as large as user time)
-    and its noise are gone. Process-wide; the bench calls it once, before measuring.
-
-    Returns:
-        Whether both settings took (False off glibc).
-    """
-    if _LIBC is None:
-        return False
-    return bool(_LIBC.mallopt(_M_MMAP_MAX, 0)) and bool(_LIBC.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
-
-
-def pin_threads(count: int | None) -> int:
-    """Set torch's intra-op thread count once (default: the CPUs this process may use).
-
-    Args:
-        count: Threads, or None / 0 for the CPUs in this process's affinity mask.
-
-    Returns:
-        The count set.
-    """
-    if not count:
-        try:
-            count = len(os.sched_getaffinity(0))
-        except AttributeError:  # pragma: no cover - not Linux
-            count = os.cpu_count() or 1
-    torch.set_num_threads(int(count))
-    return torch.get_num_threads()
-
-
-def _process_usage() -> dict:
-    """This process's CPU seconds (user, system) and minor page faults so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"user_s": usage.ru_utime, "system_s": usage.ru_stime, "minor_faults": usage.ru_minflt,
-            "involuntary_switches": usage.ru_nivcsw}
-
-
-# --------------------------------------------------------------------------- measurement
-
-def _status_kb(field: str) -> int | None:
-    try:
-        text = Path("/proc/self/status").read_text()
-    except OSError:  # pragma: no cover - not Linux
-        return None
-    m = re.search(field + r":\s+(\d+) kB", text)
-    return int(m.group(1)) if m else None
-
-
-def peak_rss_mb(fn: Callable[[], object]) -> float | None:
-    """Peak resident-memory increase (MiB) while ``fn()`` runs; see the module docstring."""
-    gc.collect()
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return None
-    before = _status_kb("VmRSS")
-    result = fn()
-    peak = _status_kb("VmHWM")
-    del result
-    if before is None or peak is None:
-        return None
-    return max(0.0, (peak - before) / 1024.0)
-
-
-def backward_once(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> float:
-    """Wall time of the backward part of ``forward(x).sum().backward()`` (forward untimed)."""
-    xr = x.detach().clone().requires_grad_(True)
-    loss = forward(xr).sum()
-    t = time.perf_counter()
-    loss.backward()
-    return time.perf_counter() - t
-
-
-def _fwd_bwd_peak(forward, x):
-    def run():
-        xr = x.detach().clone().requires_grad_(True)
-        forward(xr).sum().backward()
-        return xr.grad
-    return peak_rss_mb(run)
-
-
-def _timers(forward: Callable[[torch.Tensor], object], x: torch.Tensor) -> dict[str, Callable[[], float]]:
-    """``{"forward": ..., "backward": ...}``: one timed call each, seconds."""
-    def fwd() -> float:
-        with torch.no_grad():
-            t = time.perf_counter()
-            forward(x)
-            return time.perf_counter() - t
-
-    return {"forward": fwd, "backward": lambda: backward_once(forward, x)}
-
-
-def _sample(timer: Callable[[], float], calls: int) -> float:
-    """Mean seconds per call over ``calls`` consecutive timed calls."""
-    return sum(timer() for _ in range(calls)) / calls
-
-
-def calls_per_sample(seconds: float, baseline_seconds: float) -> int:
-    """Calls one sample averages so that it lasts about one baseline call (at least 1)."""
-    if seconds <= 0 or seconds * 2 > baseline_seconds:
-        return 1
-    return max(1, min(MAX_CALLS_PER_SAMPLE, round(baseline_seconds / seconds)))
-
-
-def time_group(timers: dict[str, Callable[[], float]], baseline: str, rounds: int, alternations: int = 1) -> dict:
-    """Interleaved samples of a baseline and its candidates (see the module docstring).
-
-    Args:
-        timers: Name -> one timed call (seconds); includes ``baseline``.
-        baseline: The name every other is compared with.
-        rounds: Rounds.
-        alternations: Samples of every member per round.
-
-    Returns:
-        ``{"samples": name -> [seconds per call], "round_min": name -> [fastest sample of
-        each round], "calls": name -> calls per sample, "faults": name -> [minor page
-        faults per call of each sample]}``.
-    """
-    names = [baseline] + [n for n in timers if n != baseline]
-    warm = {n: timers[n]() for n in names}  # second warm-up call; sizes the samples
-    calls = {n: 1 if n == baseline else calls_per_sample(warm[n], warm[baseline]) for n in names}
-    samples: dict[str, list[float]] = {n: [] for n in names}
-    faults: dict[str, list[float]] = {n: [] for n in names}
-    round_min: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for a in range(alternations):
-            for n in names if (r * alternations + a) % 2 == 0 else names[::-1]:
-                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-                samples[n].append(_sample(timers[n], calls[n]))
-                faults[n].append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls[n])
-        for n in names:
-            round_min[n].append(min(samples[n][-alternations:]))
-    return {"samples": samples, "round_min": round_min, "calls": calls, "faults": faults}
-
-
-@dataclass(frozen=True)
-class PairStats:
-    """A candidate against its baseline over interleaved rounds.
-
-    Attributes:
-        ratio: Ratio of minima over all samples, candidate / baseline (the estimate).
-        spread: ``(min, max)`` of the rounds' ratios (each a ratio of the round's minima).
-        median: Median of the rounds' ratios.
-        rounds: Rounds compared.
-    """
-
-    ratio: float
-    spread: tuple[float, float]
-    median: float
-    rounds: int
-
-    @staticmethod
-    def of(candidate: dict, baseline: dict) -> PairStats:
-        """Statistics of two members of one :func:`time_group` (its ``samples`` and
-        ``round_min`` lists, per member)."""
-        per_round = [c / b for c, b in zip(candidate["round_min"], baseline["round_min"])]
-        return PairStats(min(candidate["samples"]) / min(baseline["samples"]), (min(per_round), max(per_round)),
-                         statistics.median(per_round), len(per_round))
-
-    def inverse(self) -> PairStats:
-        """The same figures as speedups (baseline / candidate)."""
-        return PairStats(1 / self.ratio, (1 / self.spread[1], 1 / self.spread[0]), 1 / self.median, self.rounds)
-
-    def to_dict(self) -> dict:
-        """JSON-ready."""
-        return {"ratio": self.ratio, "spread": list(self.spread), "median": self.median, "rounds": self.rounds}
-
-
-def _summary(measured: dict, prefix: str) -> dict:
-    samples = measured["samples"]
-    return {f"{prefix}_s": statistics.median(samples), f"{prefix}_min_s": min(samples),
-            f"{prefix}_max_s": max(samples), f"{prefix}_times_s": samples,
-            f"{prefix}_faults_per_call": statistics.median(measured["faults"])}
 
 
 def verdict(stats: PairStats, limit: float, kind: str, quick: bool, extra_ok: bool = True) -> tuple[str, bool | None]:
@@ -337,7 +144,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
 
     Args:
         quick: Small configuration (C=8, 28 x 50 features, 25 x 25 BEV) for smoke tests.
-        repeats: Interleaved rounds of the targets' groups (default 6 of 6 alternations,
+        repeats: Interleaved rounds of the targets' groups (default 6 of 12 alternations,
             quick 2 of 1); the informational ones run at most 2.
         log: Progress printer.
         malloc: How the process's ``malloc`` is set up (recorded; see :func:`keep_freed_memory`).
@@ -347,7 +154,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
         ``pairs`` (candidate -> forward/backward :class:`PairStats` against its
         baseline), ``max_abs_diff``, ``targets``, ``process`` (CPU time and page faults).
     """
-    usage_start = _process_usage()
+    usage_start = process_usage()
     cfg = dict(CONFIGS["quick" if quick else "default"])
     rounds = int(repeats or cfg["rounds"])
     alternations = cfg["alternations"]
@@ -413,14 +220,16 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
         ("F.grid_sample", ["gather_scatter.grid_sample"], full, full),
         ("F.grid_sample[in-image]", ["gather_scatter.grid_sample[in-image]"], full, None),
         ("reference", [*(f"lut_apply_{m}" for m in LUT_METHODS if m != table.method), "lut_build",
-                       "deformable_bilinear", "deformable_floor", "deformable_reference"], info, info),
+                       "deformable_bilinear", "deformable_floor"], info, info),
+        # 1-3 s a call and a 6 GB backward that faults in afresh every time (see above): once.
+        ("reference", ["deformable_reference"], (1, 2), (1, 1)),
     ]
     outputs: dict[str, object] = {}
     with torch.no_grad():
         log("  warm-up and outputs ...")
         for name, (fn, _) in entries.items():
             outputs[name] = fn(feats)
-    timers = {name: _timers(fn, feats) for name, (fn, _) in entries.items()}
+    timers = {name: forward_backward_timers(fn, feats) for name, (fn, _) in entries.items()}
     measured: dict[str, dict[str, dict]] = {"forward": {}, "backward": {}}
     for phase in ("forward", "backward"):
         log(f"  {phase} timings (interleaved rounds) ...")
@@ -445,17 +254,17 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
                 measured[phase][n]["pair"] = PairStats.of(*({k: res[k][m] for k in ("samples", "round_min")}
                                                             for m in (n, base)))
                 measured[phase][n]["base"] = base
-    usage_timed = _process_usage()
+    usage_timed = process_usage()
     log("  peak memory ...")
     results: dict[str, dict] = {}
     pairs: dict[str, dict] = {}
     for name, (fn, diff) in entries.items():
         with torch.no_grad():
             mem = peak_rss_mb(lambda fn=fn: fn(feats))
-        res = {**_summary(measured["forward"][name], "forward"), "peak_rss_mb": mem}
+        res = {**summary(measured["forward"][name], "forward"), "peak_rss_mb": mem}
         if diff:
-            res.update(_summary(measured["backward"][name], "backward"),
-                       peak_rss_backward_mb=_fwd_bwd_peak(fn, feats))
+            res.update(summary(measured["backward"][name], "backward"),
+                       peak_rss_backward_mb=forward_backward_peak_mb(fn, feats))
         for phase, key in (("forward", "ratio"), ("backward", "backward_ratio")):
             m = measured[phase].get(name, {})
             if "pair" in m:
@@ -502,7 +311,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
         config["load_average_end"] = list(os.getloadavg())
     except OSError:  # pragma: no cover
         pass
-    usage_end = _process_usage()
+    usage_end = process_usage()
     process = {k: usage_end[k] - usage_start[k] for k in usage_end}
     process["timings"] = {k: usage_timed[k] - usage_start[k] for k in usage_end}
     return {"config": config, "results": results, "pairs": pairs, "max_abs_diff": diffs, "targets": targets,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bevviz import bench
+from bevviz import bench, timing
 
 
 def test_bench_quick_runs_and_writes_json(tmp_path):
@@ -67,38 +67,18 @@ def test_bench_quick_runs_and_writes_json(tmp_path):
     assert report["process"]["user_s"] > 0 and report["process"]["minor_faults"] >= 0
 
 
-def test_rounds_interleave_and_reverse_and_fast_entries_average_equal_windows():
-    calls = []
-
-    def timer(name, seconds):
-        def run():
-            calls.append(name)
-            return seconds
-        return run
-
-    res = bench.time_group({"ref": timer("ref", 0.1), "slow": timer("slow", 0.2), "fast": timer("fast", 0.01)},
-                           "ref", rounds=2, alternations=2)
-    assert res["calls"] == {"ref": 1, "slow": 1, "fast": 10}
-    timed = calls[3:]  # after one sizing call each
-    fast = ["fast"] * 10
-    forward, backward = ["ref", "slow", *fast], [*fast, "slow", "ref"]
-    assert timed == forward + backward + forward + backward
-    assert res["samples"]["fast"] == pytest.approx([0.01] * 4)
-    assert res["round_min"]["slow"] == pytest.approx([0.2] * 2)
-
-
 def test_pair_stats_and_verdicts_need_the_whole_spread():
     def member(samples):  # one sample per round
         return {"samples": samples, "round_min": samples}
 
-    stats = bench.PairStats.of(member([1.0, 1.2, 1.9]), member([1.0, 1.0, 1.0]))
+    stats = timing.PairStats.of(member([1.0, 1.2, 1.9]), member([1.0, 1.0, 1.0]))
     assert stats.ratio == 1.0 and stats.spread == (1.0, 1.9) and stats.median == 1.2
     assert bench.verdict(stats, 2.0, "max", quick=False) == ("PASS", True)
     assert bench.verdict(stats, 1.5, "max", quick=False) == ("FAIL", False)  # ratio fine, spread not
     assert bench.verdict(stats, 2.0, "max", quick=False, extra_ok=False) == ("FAIL", False)
     assert bench.verdict(stats, 2.0, "max", quick=True) == ("n/a (quick)", None)
     # minima 0.9 / 0.02 = 45x; rounds 1.0 / 0.02 = 50x and 0.9 / 0.03 = 30x
-    speedup = bench.PairStats.of(member([0.02, 0.03]), member([1.0, 0.9])).inverse()
+    speedup = timing.PairStats.of(member([0.02, 0.03]), member([1.0, 0.9])).inverse()
     assert speedup.ratio == pytest.approx(45) and speedup.spread == pytest.approx((30, 50))
     assert bench.verdict(speedup, 30.0, "min", quick=False) == ("PASS", True)
     assert bench.verdict(speedup, 31.0, "min", quick=False) == ("FAIL", False)

@@ -1,0 +1,236 @@
+"""How the benchmark measures: process set-up, one call's time and peak memory, interleaved rounds.
+
+The machinery under :mod:`bevviz.bench`, with nothing of bevviz in it: :func:`keep_freed_memory`
+and :func:`pin_threads` set the process up; :func:`peak_rss_mb` and :func:`backward_once`
+measure one call; :func:`time_group` times a baseline and its candidates in interleaved
+rounds and :class:`PairStats` turns two members of a group into a ratio of minima with the
+spread of the rounds' ratios. Why each of these is done so: the docstring of
+:mod:`bevviz.bench`.
+
+Convention:
+    Times are seconds per call (wall clock, ``time.perf_counter``); memory is MiB of
+    resident-set increase; a ratio is candidate / baseline (a speedup its inverse).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import re
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+__all__ = [
+    "MAX_CALLS_PER_SAMPLE", "PairStats", "backward_once", "calls_per_sample", "forward_backward_peak_mb",
+    "forward_backward_timers", "keep_freed_memory", "peak_rss_mb", "pin_threads", "process_usage", "summary",
+    "time_group",
+]
+
+#: Most calls one sample of a fast entry averages over (see "Equal windows" in bevviz.bench).
+MAX_CALLS_PER_SAMPLE = 64
+# --------------------------------------------------------------------------- process set-up
+
+def _libc():
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # pragma: no cover - not glibc
+        return None
+
+
+_LIBC = _libc()
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameter numbers
+
+
+def keep_freed_memory() -> bool:
+    """Make glibc's ``malloc`` keep freed memory for reuse instead of unmapping it.
+
+    ``M_MMAP_MAX = 0`` serves large blocks from the heap rather than from their own
+    mappings (which ``free`` unmaps, so the next call faults in fresh zeroed pages), and a
+    2 GiB ``M_TRIM_THRESHOLD`` stops ``free`` from returning the heap's top. Repeated calls
+    then reuse resident pages: the page-fault storm (system time as large as user time)
+    and its noise are gone. Process-wide; the bench calls it once, before measuring.
+
+    Returns:
+        Whether both settings took (False off glibc).
+    """
+    if _LIBC is None:
+        return False
+    return bool(_LIBC.mallopt(_M_MMAP_MAX, 0)) and bool(_LIBC.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+
+
+def pin_threads(count: int | None) -> int:
+    """Set torch's intra-op thread count once (default: the CPUs this process may use).
+
+    Args:
+        count: Threads, or None / 0 for the CPUs in this process's affinity mask.
+
+    Returns:
+        The count set.
+    """
+    if not count:
+        try:
+            count = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            count = os.cpu_count() or 1
+    torch.set_num_threads(int(count))
+    return torch.get_num_threads()
+
+
+def process_usage() -> dict:
+    """This process's CPU seconds (user, system) and minor page faults so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"user_s": usage.ru_utime, "system_s": usage.ru_stime, "minor_faults": usage.ru_minflt,
+            "involuntary_switches": usage.ru_nivcsw}
+
+
+# --------------------------------------------------------------------------- measurement
+
+def _status_kb(field: str) -> int | None:
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    m = re.search(field + r":\s+(\d+) kB", text)
+    return int(m.group(1)) if m else None
+
+
+def peak_rss_mb(fn: Callable[[], object]) -> float | None:
+    """Peak resident-memory increase (MiB) while ``fn()`` runs; see the module docstring."""
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return None
+    before = _status_kb("VmRSS")
+    result = fn()
+    peak = _status_kb("VmHWM")
+    del result
+    if before is None or peak is None:
+        return None
+    return max(0.0, (peak - before) / 1024.0)
+
+
+def backward_once(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> float:
+    """Wall time of the backward part of ``forward(x).sum().backward()`` (forward untimed)."""
+    xr = x.detach().clone().requires_grad_(True)
+    loss = forward(xr).sum()
+    t = time.perf_counter()
+    loss.backward()
+    return time.perf_counter() - t
+
+
+def forward_backward_peak_mb(forward, x):
+    def run():
+        xr = x.detach().clone().requires_grad_(True)
+        forward(xr).sum().backward()
+        return xr.grad
+    return peak_rss_mb(run)
+
+
+def forward_backward_timers(forward: Callable[[torch.Tensor], object],
+                            x: torch.Tensor) -> dict[str, Callable[[], float]]:
+    """``{"forward": ..., "backward": ...}``: one timed call each, seconds.
+
+    Args:
+        forward: The entry, features ``(N, C, H, W)`` -> its output.
+        x: The features ``(N, C, H, W)``.
+    """
+    def fwd() -> float:
+        with torch.no_grad():
+            t = time.perf_counter()
+            forward(x)
+            return time.perf_counter() - t
+
+    return {"forward": fwd, "backward": lambda: backward_once(forward, x)}
+
+
+def _sample(timer: Callable[[], float], calls: int) -> float:
+    """Mean seconds per call over ``calls`` consecutive timed calls."""
+    return sum(timer() for _ in range(calls)) / calls
+
+
+def calls_per_sample(seconds: float, baseline_seconds: float) -> int:
+    """Calls one sample averages so that it lasts about one baseline call (at least 1)."""
+    if seconds <= 0 or seconds * 2 > baseline_seconds:
+        return 1
+    return max(1, min(MAX_CALLS_PER_SAMPLE, round(baseline_seconds / seconds)))
+
+
+def time_group(timers: dict[str, Callable[[], float]], baseline: str, rounds: int, alternations: int = 1) -> dict:
+    """Interleaved samples of a baseline and its candidates (see the module docstring).
+
+    Args:
+        timers: Name -> one timed call (seconds); includes ``baseline``.
+        baseline: The name every other is compared with.
+        rounds: Rounds.
+        alternations: Samples of every member per round.
+
+    Returns:
+        ``{"samples": name -> [seconds per call], "round_min": name -> [fastest sample of
+        each round], "calls": name -> calls per sample, "faults": name -> [minor page
+        faults per call of each sample]}``.
+    """
+    names = [baseline] + [n for n in timers if n != baseline]
+    warm = {n: timers[n]() for n in names}  # second warm-up call; sizes the samples
+    calls = {n: 1 if n == baseline else calls_per_sample(warm[n], warm[baseline]) for n in names}
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    faults: dict[str, list[float]] = {n: [] for n in names}
+    round_min: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for a in range(alternations):
+            for n in names if (r * alternations + a) % 2 == 0 else names[::-1]:
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                samples[n].append(_sample(timers[n], calls[n]))
+                faults[n].append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls[n])
+        for n in names:
+            round_min[n].append(min(samples[n][-alternations:]))
+    return {"samples": samples, "round_min": round_min, "calls": calls, "faults": faults}
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """A candidate against its baseline over interleaved rounds.
+
+    Attributes:
+        ratio: Ratio of minima over all samples, candidate / baseline (the estimate).
+        spread: ``(min, max)`` of the rounds' ratios (each a ratio of the round's minima).
+        median: Median of the rounds' ratios.
+        rounds: Rounds compared.
+    """
+
+    ratio: float
+    spread: tuple[float, float]
+    median: float
+    rounds: int
+
+    @staticmethod
+    def of(candidate: dict, baseline: dict) -> PairStats:
+        """Statistics of two members of one :func:`time_group` (its ``samples`` and
+        ``round_min`` lists, per member)."""
+        per_round = [c / b for c, b in zip(candidate["round_min"], baseline["round_min"])]
+        return PairStats(min(candidate["samples"]) / min(baseline["samples"]), (min(per_round), max(per_round)),
+                         statistics.median(per_round), len(per_round))
+
+    def inverse(self) -> PairStats:
+        """The same figures as speedups (baseline / candidate)."""
+        return PairStats(1 / self.ratio, (1 / self.spread[1], 1 / self.spread[0]), 1 / self.median, self.rounds)
+
+    def to_dict(self) -> dict:
+        """JSON-ready."""
+        return {"ratio": self.ratio, "spread": list(self.spread), "median": self.median, "rounds": self.rounds}
+
+
+def summary(measured: dict, prefix: str) -> dict:
+    samples = measured["samples"]
+    return {f"{prefix}_s": statistics.median(samples), f"{prefix}_min_s": min(samples),
+            f"{prefix}_max_s": max(samples), f"{prefix}_times_s": samples,
+            f"{prefix}_faults_per_call": statistics.median(measured["faults"])}

@@ -1,0 +1,57 @@
+"""bevviz.timing: interleaved rounds, equal windows, peak-memory and process figures.
+
+No test asserts a speed: the interleaving tests use fake timers that return fixed seconds
+(the schedule and the arithmetic are checked), the others only that a measurement is sane."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bevviz import timing
+
+
+def test_rounds_interleave_and_reverse_and_fast_entries_average_equal_windows():
+    calls = []
+
+    def timer(name, seconds):
+        def run():
+            calls.append(name)
+            return seconds
+        return run
+
+    res = timing.time_group({"ref": timer("ref", 0.1), "slow": timer("slow", 0.2), "fast": timer("fast", 0.01)},
+                           "ref", rounds=2, alternations=2)
+    assert res["calls"] == {"ref": 1, "slow": 1, "fast": 10}
+    timed = calls[3:]  # after one sizing call each
+    fast = ["fast"] * 10
+    forward, backward = ["ref", "slow", *fast], [*fast, "slow", "ref"]
+    assert timed == forward + backward + forward + backward
+    assert res["samples"]["fast"] == pytest.approx([0.01] * 4)
+    assert res["round_min"]["slow"] == pytest.approx([0.2] * 2)
+
+
+@pytest.mark.parametrize(("seconds", "baseline", "calls"),
+                         [(0.2, 0.1, 1), (0.06, 0.1, 1), (0.01, 0.1, 10), (1e-6, 0.1, timing.MAX_CALLS_PER_SAMPLE),
+                          (0.0, 0.1, 1)])
+def test_calls_per_sample_make_windows_about_one_baseline_call(seconds, baseline, calls):
+    assert timing.calls_per_sample(seconds, baseline) == calls
+
+
+def test_peak_rss_sees_a_large_allocation_and_process_usage_counts():
+
+
+    mb = timing.peak_rss_mb(lambda: torch.ones(64 * 2**20 // 4).add_(1))  # 64 MiB touched
+    if mb is None:
+        pytest.skip("no /proc/self/clear_refs here")
+    assert 60 <= mb < 400
+    usage = timing.process_usage()
+    assert usage["user_s"] > 0 and usage["minor_faults"] >= 0
+
+
+def test_backward_once_times_only_the_backward():
+
+
+    x = torch.randn(3, 4)
+    seconds = timing.backward_once(lambda t: (t * 2).sum(1), x)
+    assert 0 <= seconds < 5 and x.grad is None  # the caller's tensor is left alone
