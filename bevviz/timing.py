@@ -28,9 +28,9 @@ from pathlib import Path
 import torch
 
 __all__ = [
-    "MAX_CALLS_PER_SAMPLE", "PairStats", "backward_once", "calls_per_sample", "forward_backward_peak_mb",
-    "forward_backward_timers", "keep_freed_memory", "peak_rss_mb", "pin_threads", "process_usage", "summary",
-    "time_group",
+    "HUGE_PAGES_ENV", "MAX_CALLS_PER_SAMPLE", "PairStats", "backward_once", "calls_per_sample",
+    "forward_backward_peak_mb", "forward_backward_timers", "huge_pages_state", "keep_freed_memory", "peak_rss_mb",
+    "pin_threads", "process_usage", "summary", "time_group",
 ]
 
 #: Most calls one sample of a fast entry averages over (see "Equal windows" in bevviz.bench).
@@ -63,6 +63,30 @@ def keep_freed_memory() -> bool:
     if _LIBC is None:
         return False
     return bool(_LIBC.mallopt(_M_MMAP_MAX, 0)) and bool(_LIBC.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+
+
+#: PyTorch's own switch (read once, at its first allocation): CPU tensors of 2 MiB and more
+#: are 2 MiB-aligned and advised to the kernel as transparent huge pages.
+HUGE_PAGES_ENV = "THP_MEM_ALLOC_ENABLE"
+_THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def huge_pages_state() -> str:
+    """Whether this process's large torch tensors sit on transparent huge pages, in words.
+
+    ``HUGE_PAGES_ENV=1`` makes torch's CPU allocator ask for huge pages; the kernel grants
+    them when its THP setting is ``always`` or ``madvise`` (``[never]`` refuses them).
+
+    Returns:
+        E.g. ``"torch THP allocations on (kernel: madvise)"``.
+    """
+    try:
+        kernel = re.search(r"\[(\w+)\]", _THP_SETTING.read_text())
+        kernel_mode = kernel.group(1) if kernel else "unknown"
+    except OSError:
+        kernel_mode = "unavailable"
+    on = os.environ.get(HUGE_PAGES_ENV) == "1"
+    return f"torch THP allocations {'on' if on else 'off'} (kernel: {kernel_mode})"
 
 
 def pin_threads(count: int | None) -> int:

@@ -21,12 +21,14 @@ def test_bench_quick_runs_and_writes_json(tmp_path):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "bench.json"
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop(timing.HUGE_PAGES_ENV, None)  # the bench starts itself afresh with it set
     proc = subprocess.run(
         [sys.executable, "-m", "bevviz.bench", "--quick", "--threads", "1", "--repeats", "1", "--out", str(out)],
         cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "targets:" in proc.stdout and "max |output - reference|" in proc.stdout
     report = json.loads(out.read_text())
+    assert report["config"]["huge_pages"].startswith("torch THP allocations on (kernel: ")
     expected = {"reference", "gather_scatter", "deformable_bilinear", "deformable_floor", "deformable_reference",
                 "lut_build", "lut_apply_bag", "lut_apply_sparse", "lut_apply_gather", "lut_apply", "lut_pipeline",
                 "F.grid_sample", "gather_scatter.grid_sample", "F.grid_sample[in-image]",

@@ -55,3 +55,15 @@ def test_backward_once_times_only_the_backward():
     x = torch.randn(3, 4)
     seconds = timing.backward_once(lambda t: (t * 2).sum(1), x)
     assert 0 <= seconds < 5 and x.grad is None  # the caller's tensor is left alone
+
+
+def test_huge_pages_state_says_what_the_switch_and_the_kernel_say(monkeypatch, tmp_path):
+    setting = tmp_path / "enabled"
+    setting.write_text("always [madvise] never\n")
+    monkeypatch.setattr(timing, "_THP_SETTING", setting)
+    monkeypatch.setenv(timing.HUGE_PAGES_ENV, "1")
+    assert timing.huge_pages_state() == "torch THP allocations on (kernel: madvise)"
+    monkeypatch.delenv(timing.HUGE_PAGES_ENV)
+    assert timing.huge_pages_state() == "torch THP allocations off (kernel: madvise)"
+    monkeypatch.setattr(timing, "_THP_SETTING", tmp_path / "missing")
+    assert timing.huge_pages_state().endswith("(kernel: unavailable)")
