@@ -1,7 +1,9 @@
-"""Fixtures shared by every test: the sample rig, the embedded sample's images, a small BEV grid.
+"""Fixtures shared by every test: the sample rig, the embedded sample's images, a small BEV grid,
+the two embedded nuScenes-format dataroots, the real keyframe and its LiDAR evidence.
 
-Folders add their own (``samplers/``: edge-rich grids; ``calibration/``: the embedded
-sample's frames; ``app/``: the Streamlit test harness).
+Folders add only their own (``samplers/``: edge-rich grids; ``calibration/``: the embedded
+dataset's frames; ``audit/``: recorded truths and check settings; ``app/``: the Streamlit
+test harness; ``viz/``: figure validation).
 """
 
 from __future__ import annotations
@@ -51,14 +53,32 @@ def grid() -> BEVGrid:
     return BEVGrid(resolution=2.048)
 
 
+def _dataroot(sample_data: Path, name: str) -> Path:
+    root = sample_data / name
+    if not (root / "v1.0-mini").is_dir():
+        pytest.skip(f"sample_data/{name} is missing")
+    return root
+
+
 @pytest.fixture(scope="session")
-def real_sample(sample_data):
+def nuscenes_root(sample_data) -> Path:
+    """``sample_data/nuscenes``: the synthetic nuScenes-format dataset (three scenes, one
+    physical rig); tests that need it skip when it is missing."""
+    return _dataroot(sample_data, "nuscenes")
+
+
+@pytest.fixture(scope="session")
+def real_root(sample_data) -> Path:
+    """``sample_data/real_nuscenes``: one real keyframe with LIDAR_TOP; tests that need it
+    skip when it is missing."""
+    return _dataroot(sample_data, "real_nuscenes")
+
+
+@pytest.fixture(scope="session")
+def real_sample(real_root):
     """The embedded real nuScenes keyframe (``sample_data/real_nuscenes``): (rig, images,
     LidarScan). Skips when it is missing."""
-    root = sample_data / "real_nuscenes"
-    if not (root / "v1.0-mini").is_dir():
-        pytest.skip("sample_data/real_nuscenes is missing")
-    nusc = open_dataset(root, "v1.0-mini")
+    nusc = open_dataset(real_root, "v1.0-mini")
     token = nusc.sample[0]["token"]
     rig, images = load_sample_from(nusc, token)
     return rig, images, load_lidar_from(nusc, token)

@@ -22,13 +22,13 @@ from bevviz.cli import main
 
 
 @pytest.fixture(scope="module")
-def local_run(synthetic_root, fast, tmp_path_factory):
-    return run_audit(synthetic_root, tmp_path_factory.mktemp("audit") / "local", settings=fast, progress=False)
+def local_run(nuscenes_root, fast, tmp_path_factory):
+    return run_audit(nuscenes_root, tmp_path_factory.mktemp("audit") / "local", settings=fast, progress=False)
 
 
 @pytest.fixture(scope="module")
-def drift_run(synthetic_root, seams, drift, tmp_path_factory):
-    return run_audit(synthetic_root, tmp_path_factory.mktemp("audit") / "drift", scenes=[drift["scene"]],
+def drift_run(nuscenes_root, seams, drift, tmp_path_factory):
+    return run_audit(nuscenes_root, tmp_path_factory.mktemp("audit") / "drift", scenes=[drift["scene"]],
                      settings=seams, progress=False)
 
 
@@ -67,9 +67,9 @@ def test_the_summary_and_the_report(local_run, drift):
     assert read_manifest(out)["samples"] == 8 and local_run.planned == 8 and local_run.checked == 8
 
 
-def test_a_sample_that_fails_is_a_row_and_the_run_goes_on(synthetic_root, fast, tmp_path):
+def test_a_sample_that_fails_is_a_row_and_the_run_goes_on(nuscenes_root, fast, tmp_path):
     root = tmp_path / "nuscenes"
-    shutil.copytree(synthetic_root, root)
+    shutil.copytree(nuscenes_root, root)
     broken = sorted((root / "samples" / "CAM_FRONT").glob("scene-0001__*.jpg"))[1]
     broken.unlink()
     run = run_audit(root, tmp_path / "out", scenes=["scene-0001"], settings=fast, progress=False)
@@ -111,8 +111,8 @@ def _dies(dataroot, version, token, settings, *, nusc=None, victims: dict):
 
 
 @pytest.mark.ray
-def test_ray_gives_the_rows_of_the_local_engine(ray_session, local_run, synthetic_root, fast, comparable, tmp_path):
-    run = run_audit(synthetic_root, tmp_path / "ray", settings=fast, engine="ray", workers=2, progress=False)
+def test_ray_gives_the_rows_of_the_local_engine(ray_session, local_run, nuscenes_root, fast, comparable, tmp_path):
+    run = run_audit(nuscenes_root, tmp_path / "ray", settings=fast, engine="ray", workers=2, progress=False)
     assert comparable(run.rows) == comparable(local_run.rows)
     assert run.stats.engine == "ray" and run.stats.workers == 2
     assert len(run.stats.peak_rss_mib) == 2 and all(m > 50 for m in run.stats.peak_rss_mib)
@@ -127,14 +127,14 @@ def test_ray_on_the_real_keyframe_through_the_command_line(ray_session, real_roo
 
 
 @pytest.fixture(scope="module")
-def faulty_run(ray_session, synthetic_root, fast, tmp_path_factory):
+def faulty_run(ray_session, nuscenes_root, fast, tmp_path_factory):
     """scene-0001 on Ray, where the worker dies once at the first sample and at every attempt at the second."""
     tmp = tmp_path_factory.mktemp("faulty")
-    reference = run_audit(synthetic_root, tmp / "local", scenes=["scene-0001"], settings=fast, progress=False)
+    reference = run_audit(nuscenes_root, tmp / "local", scenes=["scene-0001"], settings=fast, progress=False)
     once, always = dict.fromkeys(reference.rows.column("sample").to_pylist())
     marker = tmp / "died-once"
     fn = functools.partial(_dies, victims={once: str(marker), always: None})
-    run = run_audit(synthetic_root, tmp / "ray", scenes=["scene-0001"], settings=fast, engine="ray", workers=2,
+    run = run_audit(nuscenes_root, tmp / "ray", scenes=["scene-0001"], settings=fast, engine="ray", workers=2,
                     progress=False, fn=fn, retries=1)
     return reference, run, once, always, marker
 

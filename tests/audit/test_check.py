@@ -82,9 +82,9 @@ def test_a_convention_mix_up_flags_the_whole_rig(embedded_rig, fast):
     assert any("needs every camera's image" in n for n in report.notes)
 
 
-def test_a_drifted_sample_gives_one_row_per_camera(synthetic_root, drift, fast):
+def test_a_drifted_sample_gives_one_row_per_camera(nuscenes_root, drift, fast):
     k = next(s for s in drift["samples"] if s["degrees"] > 0)
-    rows = check_sample(str(synthetic_root), "v1.0-mini", k["sample_token"], fast)
+    rows = check_sample(str(nuscenes_root), "v1.0-mini", k["sample_token"], fast)
     assert len(rows) == 6 and all(tuple(r) == ROW_COLUMNS for r in rows)
     by_cam = {r["camera"]: r for r in rows}
     assert by_cam[drift["camera"]]["verdict"] == "miscalibrated"
@@ -104,8 +104,8 @@ def test_the_real_keyframe_with_lidar_has_offsets_with_uncertainty(real_root):
         assert r["lidar_verdict"] in ("ok", "inconclusive", "miscalibrated")
 
 
-def test_a_sample_that_cannot_be_checked_is_one_error_row(synthetic_root, fast):
-    rows = check_sample(str(synthetic_root), "v1.0-mini", "no-such-token", fast)
+def test_a_sample_that_cannot_be_checked_is_one_error_row(nuscenes_root, fast):
+    rows = check_sample(str(nuscenes_root), "v1.0-mini", "no-such-token", fast)
     assert len(rows) == 1 and rows[0]["verdict"] == "error" and rows[0]["camera"] is None
     assert "sample" in rows[0]["error"] and "no-such-token" in rows[0]["error"]
 
@@ -118,6 +118,6 @@ def test_a_sample_that_cannot_be_checked_is_one_error_row(synthetic_root, fast):
     ("nuscenes", {"sample": "abc"}, "--sample"),
     ("nuscenes", {"version": "v9"}, "version"),
 ])
-def test_bad_sources_name_the_field(synthetic_root, source, kwargs, field):
+def test_bad_sources_name_the_field(nuscenes_root, source, kwargs, field):
     with pytest.raises(ValueError, match=f"field '{field}'"):
         load_source(source, **kwargs)

@@ -15,9 +15,9 @@ from bevviz.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_sigkill_midway_then_resume_loses_nothing_and_duplicates_nothing(synthetic_root, fast, comparable, tmp_path):
+def test_sigkill_midway_then_resume_loses_nothing_and_duplicates_nothing(nuscenes_root, fast, comparable, tmp_path):
     out = tmp_path / "audit"
-    args = ["audit", str(synthetic_root), "--out", str(out), "--no-lidar", "--no-estimate", "--no-progress"]
+    args = ["audit", str(nuscenes_root), "--out", str(out), "--no-lidar", "--no-estimate", "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-m", "bevviz", *args, "--flush-every", "1"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
@@ -38,5 +38,5 @@ def test_sigkill_midway_then_resume_loses_nothing_and_duplicates_nothing(synthet
     keys = [(r["sample"], r["camera"]) for r in rows]
     assert len(keys) == len(set(keys)) == 8 * 6  # nothing lost, nothing twice
     assert set(killed) <= set(part_files(out))  # what the killed run wrote was kept, not redone
-    reference = run_audit(synthetic_root, tmp_path / "reference", settings=fast, progress=False)
+    reference = run_audit(nuscenes_root, tmp_path / "reference", settings=fast, progress=False)
     assert comparable(read_rows(out)) == comparable(reference.rows)

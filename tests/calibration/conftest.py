@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from bevviz.camera import NUSCENES_CAMERAS, Rig
 from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
 from bevviz.rotations import quaternion_to_matrix
 
-NUSCENES_ROOT = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
 AXES = ("roll_deg", "pitch_deg", "yaw_deg")
 
 
@@ -34,14 +32,6 @@ def injected():
         return float(rng.uniform(1.0, 3.0) * rng.choice([-1.0, 1.0]))
 
     return injected
-
-
-@pytest.fixture(scope="session")
-def nuscenes_root() -> Path:
-    """``sample_data/nuscenes``; every test that needs it skips when it is missing."""
-    if not (NUSCENES_ROOT / "v1.0-mini").is_dir():
-        pytest.skip("sample_data/nuscenes is missing")
-    return NUSCENES_ROOT
 
 
 #: The scenes these tests were written for; scene-0003 (the audit's drift scene: four more
