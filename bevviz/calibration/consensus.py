@@ -173,7 +173,7 @@ def rig_consensus(rig: Rig, evidence: Mapping[str, CameraEvidence], min_points: 
     predict = [*names, leave_out] if leave_out is not None and leave_out in evidence else names
     X_all = {**X, **{n: _design(rig, n) for n in predict}}
     reps = {n: evidence[n].replicates_deg for n in names}
-    y = {n: (np.median(reps[n], axis=0) if len(reps[n]) else evidence[n].offset_deg) for n in names}
+    y = {n: evidence[n].central_offset_deg for n in names}
     sd = {n: np.maximum(np.nan_to_num(evidence[n].sd_deg, nan=3.0, posinf=3.0), MIN_SD_DEG) for n in names}
     fits = [(_select(names, X, y, sd, cols), cols) for cols in MODELS]
     costs = [f[0][1] + OUTLIER_PENALTY * len(f[0][2]) + PARAM_PENALTY * len(f[1]) for f in fits]

@@ -173,13 +173,15 @@ NO_MOTION_NOTE = ("the LiDAR came without the ego motion to this camera's exposu
 
 
 def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapping[str, CameraEvidence],
-                    seam_median: float, quick_text: Mapping[str, str], motion_known: bool = True) -> RigConsensus:
-    """Fill the LiDAR fields and verdicts of ``findings`` in place; returns the consensus."""
+                    seam_why: Mapping[str, str], quick_text: Mapping[str, str],
+                    motion_known: bool = True) -> RigConsensus:
+    """Fill the LiDAR fields and verdicts of ``findings`` in place (their seam verdicts, with
+    ``seam_why``, as :func:`diagnose` found them); returns the consensus."""
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)
     for cam, f in findings.items():
         ev = evidence[cam]
         lv = lidar_verdict(ev, consensus)
-        sv = seam_verdict(f.quick_score, len(f.seams), seam_median)
+        sv = (f.witnesses["seams"], seam_why[cam])
         f.verdict, text = combine(lv, sv, f.quick_score)
         f.witnesses = {"lidar": lv.verdict, "seams": sv[0]}
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
@@ -280,7 +282,7 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
             pairs = as_lidar_frames([p.images for p in frames], lidar)
             motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
             evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
-        consensus = _lidar_findings(rig, findings, evidence, med, quick_text, motion_known)
+        consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known)
         return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med)
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
@@ -360,12 +362,14 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             isinstance(lv, Level) for lv in levels):
         raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
     grid = seam_grid() if grid is None else grid
-    if camera is None:
-        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence)[0].camera
-    if lidar is not None:
+    frames = None
+    if lidar is not None:  # aligned once: the diagnosis below (no camera given) reuses it
         frames = as_lidar_frames([p.images for p in as_pyramids(images)], lidar)
         if evidence is None or any(n not in evidence for n in rig.names):
             evidence = lidar_evidence(rig, None, frames)
+    if camera is None:
+        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence)[0].camera
+    if frames is not None:
         if evidence[camera].n_points >= MIN_EDGE_POINTS:
             return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress)
         # Too few LiDAR edges in this camera: the seams are the witness left.

@@ -50,7 +50,6 @@ import numpy as np
 from bevviz.calibration.edge_maps import attraction_maps
 from bevviz.calibration.lidar_edges import (
     DEPTH,
-    MIN_RANGE_M,
     REFLECTIVITY,
     LidarEdges,
     lidar_edges,
@@ -195,7 +194,7 @@ class EdgeAlignment:
             inside = ((pc[:, 2] > MIN_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
                       & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
             xyz = fr.scan.xyz.astype(np.float64)
-            near = np.linalg.norm(xyz - fr.scan.origin, axis=1) > MIN_RANGE_M
+            near = fr.scan.far_from_origin()
             occ = xyz[near] @ Rx.T + tx
             keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,
                                     CELL_PX * camera.width / 1600.0)
@@ -353,6 +352,12 @@ class CameraEvidence:
     uv_best: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     kind_first: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     seconds: float = 0.0
+
+    @property
+    def central_offset_deg(self) -> np.ndarray:
+        """The offset the verdicts and the consensus go by, (3,) degrees: the median of the
+        bootstrap replicates, or :attr:`offset_deg` without replicates."""
+        return np.median(self.replicates_deg, axis=0) if len(self.replicates_deg) else self.offset_deg
 
     @property
     def sd_deg(self) -> np.ndarray:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bevviz.camera import Camera
-from bevviz.lidar import LidarScan
+from bevviz.lidar import MIN_RANGE_M, LidarScan
 from bevviz.shapes import field_error
 
 __all__ = [
@@ -71,8 +71,6 @@ MIN_REFLECTIVITY = 10.0
 #: Largest depth change (metres, or 2 % of the range) between the two points of a
 #: reflectivity edge: both lie on one surface.
 SAME_SURFACE_M = 0.2
-#: Points nearer than this to the lidar are dropped (the car itself, no-returns).
-MIN_RANGE_M = 1.5
 #: Ring neighbours further apart than this in azimuth are not compared.
 MAX_GAP_DEG = 1.0
 #: View edges: cell (pixels at 1600 px width) of the neighbour search, and how far (pixels)
@@ -296,7 +294,7 @@ def view_edges(scan: LidarScan, camera: Camera) -> LidarEdges:
     exposure = scan.exposure(camera.name)
     R, t = camera.cam_from_ego[:3, :3], camera.cam_from_ego[:3, 3]
     xyz = scan.xyz.astype(np.float64)
-    near = np.linalg.norm(xyz - scan.origin, axis=1) > MIN_RANGE_M
+    near = scan.far_from_origin()
     pe = xyz[near] @ exposure[:3, :3].T + exposure[:3, 3]
     pc = pe @ R.T + t
     z = pc[:, 2]

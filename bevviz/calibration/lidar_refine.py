@@ -39,7 +39,7 @@ from bevviz.calibration.consensus import rig_consensus
 from bevviz.calibration.lidar import AXES, CameraEvidence, EdgeAlignment, LidarFrame, as_lidar_frames, lidar_evidence
 from bevviz.calibration.perturbations import camera_delta, perturb_camera
 from bevviz.calibration.refine import RefineHistory, RefineStep
-from bevviz.calibration.verdicts import CONFIDENCE, MIN_EDGE_POINTS, TOLERANCE_DEG, lidar_verdict
+from bevviz.calibration.verdicts import CONFIDENCE, MIN_EDGE_POINTS, TOLERANCE_DEG, format_axes, lidar_verdict
 from bevviz.camera import Rig
 
 __all__ = ["HALF_AGREEMENT_DEG", "MAX_SPREAD_DEG", "refine_with_lidar"]
@@ -49,10 +49,6 @@ __all__ = ["HALF_AGREEMENT_DEG", "MAX_SPREAD_DEG", "refine_with_lidar"]
 HALF_AGREEMENT_DEG = TOLERANCE_DEG
 #: Largest bootstrap spread (degrees) of a corrected axis: twice it stays within the tolerance.
 MAX_SPREAD_DEG = TOLERANCE_DEG / 2
-
-
-def _fmt(v: np.ndarray) -> str:
-    return ", ".join(f"{a} {x:+.2f}" for a, x in zip(AXES, v))
 
 
 def _align_half(al: EdgeAlignment, weights: np.ndarray, starts: Sequence[np.ndarray]) -> np.ndarray:
@@ -115,7 +111,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     if len(al) < MIN_EDGE_POINTS:
         hist.check = f"too few LiDAR edge points ({len(al)}, at least {MIN_EDGE_POINTS}) to refine against"
     elif not axes.any():
-        hist.check = (f"no correction: no axis of the camera's own offset ({_fmt(own)} deg) is beyond "
+        hist.check = (f"no correction: no axis of the camera's own offset ({format_axes(own)} deg) is beyond "
                       f"{TOLERANCE_DEG:g} deg in {CONFIDENCE:.0%} of the bootstrap replicates")
     elif np.max(np.where(axes, res.std(axis=0), 0.0)) > MAX_SPREAD_DEG:
         spread = res.std(axis=0)
@@ -137,13 +133,14 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             gains.append(al.score(fix, last, other) - al.score(np.zeros(3), last, other))
         if np.max(gap) > HALF_AGREEMENT_DEG:
             hist.check = (f"the two halves of the evidence disagree on {which} by up to {np.max(gap):.2f} deg "
-                          f"(half A: {_fmt(halves[0])}, half B: {_fmt(halves[1])}; at most {HALF_AGREEMENT_DEG:g})")
+                          f"(half A: {format_axes(halves[0])}, half B: {format_axes(halves[1])}; "
+                          f"at most {HALF_AGREEMENT_DEG:g})")
         elif min(gains) <= 0:
             hist.check = (f"a half's correction does not improve the other half (score gains {gains[0]:+.4f}, "
                           f"{gains[1]:+.4f})")
         else:
             hist.accepted = True
-            hist.check = (f"corrected {which} by {_fmt(correction)} deg: both halves agree within "
+            hist.check = (f"corrected {which} by {format_axes(correction)} deg: both halves agree within "
                           f"{np.max(gap):.2f} deg and each improves the other (score gains {gains[0]:+.4f}, "
                           f"{gains[1]:+.4f}); {verdict.reason}")
     new_cam = perturb_camera(cam, *correction)

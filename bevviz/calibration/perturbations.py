@@ -24,10 +24,10 @@ from bevviz.camera import Camera, Rig
 from bevviz.rotations import (
     FLU_FROM_RDF,
     axis_angle_to_matrix,
+    body_rotation,
     invert_transform,
     make_transform,
     matrix_to_rpy,
-    rpy_to_matrix,
 )
 from bevviz.shapes import check_shape, field_error
 
@@ -64,10 +64,8 @@ def perturb_camera(camera: Camera, roll_deg: float = 0.0, pitch_deg: float = 0.0
             raise field_error(name, val, "must be finite and > 0", camera.name)
     t = np.asarray(translation, dtype=np.float64)
     check_shape(t, (3,), "translation", camera.name)
-    rb = rpy_to_matrix(*np.radians([roll_deg, pitch_deg, yaw_deg]))
     ego_from_cam = camera.ego_from_cam
-    # ego_from_cam' = ego_from_body Rb body_from_cam = ego_from_cam (rdf_from_flu Rb flu_from_rdf)
-    R = ego_from_cam[:3, :3] @ FLU_FROM_RDF.T @ rb @ FLU_FROM_RDF
+    R = body_rotation(ego_from_cam[:3, :3], roll_deg, pitch_deg, yaw_deg)
     new_ego_from_cam = make_transform(R, ego_from_cam[:3, 3] + t)
     K = camera.K.copy()
     K[0, 0] *= fx_scale

@@ -342,10 +342,12 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
             hist.steps.append(RefineStep(len(hist.steps), li, loss, r, t))
     obj = objective(len(levels) - 1)
     with torch.no_grad():
-        hist.initial_loss = float(obj.loss(torch.zeros(3), torch.zeros(3)))
-        hist.final_loss = float(obj.loss(rot, trans))
-        before = [float(v) for v in obj.pair_losses(torch.zeros(3), torch.zeros(3))]
-        after = [float(v) for v in obj.pair_losses(rot, trans)]
+        # The plain mean of the terms is obj.loss(..., robust=None): one evaluation per pose.
+        before_t, after_t = obj.pair_losses(torch.zeros(3), torch.zeros(3)), obj.pair_losses(rot, trans)
+        hist.initial_loss = float(torch.stack(before_t).mean())
+        hist.final_loss = float(torch.stack(after_t).mean())
+        before = [float(v) for v in before_t]
+        after = [float(v) for v in after_t]
     hist.term_losses = [(name, b, a) for (_, name), b, a in zip(obj.terms, before, after)]
     hist.accepted, hist.check = seam_check(hist.term_losses)
     cam0 = rig[camera]

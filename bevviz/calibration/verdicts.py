@@ -100,7 +100,9 @@ class LidarVerdict:
     reason: str
 
 
-def _axes(v: np.ndarray, unc: np.ndarray | None = None) -> str:
+def format_axes(v: np.ndarray, unc: np.ndarray | None = None) -> str:
+    """``"roll +0.12, pitch -0.30, yaw +0.05"`` of a (3,) offset in degrees, each with
+    ``+- u`` when uncertainties ``unc`` (3,) are given."""
     if unc is None:
         return ", ".join(f"{a} {x:+.2f}" for a, x in zip(AXES, v))
     return ", ".join(f"{a} {x:+.2f} +- {u:.2f}" for a, x, u in zip(AXES, v, unc))
@@ -137,26 +139,27 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
                             "rotation down")
     support = (f"{evidence.n_points} edge points ({evidence.n_depth} depth, {evidence.n_reflectivity} "
                f"reflectivity)")
-    own = f"its own offset {_axes(med, unc)} deg"
+    own = f"its own offset {format_axes(med, unc)} deg"
     if beyond >= confidence:
-        raw = np.median(evidence.replicates_deg, axis=0) if len(evidence.replicates_deg) else evidence.offset_deg
+        raw = evidence.central_offset_deg
         by_others = consensus.expected_by_others_deg.get(name, [])
         inside = [e for e in by_others if np.max(np.abs(raw - e)) <= tolerance]
         if inside:
             return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                                 f"{name}: off by more than {tolerance:g} deg against the rig consensus ({own}), but "
-                                f"within it of where the other cameras alone put it ({_axes(raw - inside[0])} deg): "
+                                "within it of where the other cameras alone put it "
+                                f"({format_axes(raw - inside[0])} deg): "
                                 "the verdict would hang on how the rest of the rig is modelled")
         return LidarVerdict(MISCALIBRATED, med, unc, beyond,
                             f"{name}: the LiDAR puts it off by more than {tolerance:g} deg in "
                             f"{beyond:.0%} of the bootstrap replicates: {own}; {support}")
     if within >= confidence:
-        raw = np.median(evidence.replicates_deg, axis=0) if len(evidence.replicates_deg) else evidence.offset_deg
+        raw = evidence.central_offset_deg
         if consensus.fitted and np.max(np.abs(raw)) > tolerance and consensus.magnitude_deg > tolerance:
             k = len(consensus.cameras) - len(consensus.excluded)
             return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                                 f"{name}: {k} cameras are off against the LiDAR by the same rotation "
-                                f"(LiDAR rotation {_axes(consensus.lidar_rotation_deg)} deg in the ego frame, "
+                                f"(LiDAR rotation {format_axes(consensus.lidar_rotation_deg)} deg in the ego frame, "
                                 f"common pitch {consensus.common_pitch_deg:+.2f} deg); the LiDAR-to-ego "
                                 f"calibration (or the LiDAR's height) is the suspect, not this camera; {own}")
         return LidarVerdict(OK, med, unc, beyond,
