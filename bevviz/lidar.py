@@ -32,8 +32,11 @@ import torch
 from bevviz.limits import MAX_LIDAR_POINTS, limit_error
 from bevviz.shapes import check_shape, field_error
 
-__all__ = ["MAX_LIDAR_POINTS", "RIGID_TOL", "LidarScan", "as_lidar_scan"]
+__all__ = ["MAX_LIDAR_POINTS", "MIN_RANGE_M", "RIGID_TOL", "LidarScan", "as_lidar_scan"]
 
+#: Returns nearer the LiDAR than this (metres) are the car itself (its roof, its mirrors) or
+#: no-returns stored as zeros: every user of a scan drops them.
+MIN_RANGE_M = 1.5
 #: Largest |R R^T - I| of an ``exposure_from_keyframe`` rotation (float32-rounded poses
 #: from other tools are accepted).
 RIGID_TOL = 1e-4
@@ -197,6 +200,15 @@ class LidarScan:
             raise field_error("camera", camera, "must be a camera name or an object with a name")
         T = self.exposure_from_keyframe.get(name)
         return np.eye(4) if T is None else np.array(T)
+
+    def far_from_origin(self, min_range: float = MIN_RANGE_M) -> np.ndarray:
+        """Which points lie further than ``min_range`` metres from :attr:`origin`: the rest
+        are the car itself or no-returns (see :data:`MIN_RANGE_M`).
+
+        Returns:
+            (N,) bool.
+        """
+        return np.linalg.norm(self.xyz.astype(np.float64) - self.origin, axis=1) > min_range
 
     def points_at(self, camera: object) -> np.ndarray:
         """Positions moved into the ego frame at ``camera``'s exposure time.

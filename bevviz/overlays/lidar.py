@@ -28,31 +28,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.camera import Camera, Rig
-from bevviz.depth_buffer import depth_buffer, unoccluded
-from bevviz.lidar import LidarScan
+from bevviz.depth_buffer import CELL_PX, MIN_DEPTH_M, SPREAD_CELLS, depth_buffer, unoccluded
+from bevviz.lidar import MIN_RANGE_M, LidarScan
 from bevviz.overlays.coverage import subsample_indices
 from bevviz.rotations import quaternion_to_matrix
 from bevviz.shapes import check_shape
 
 __all__ = [
-    "BOX_EDGES", "DEPTH_CELL_PX", "DEPTH_MARGIN_M", "DEPTH_RELATIVE", "DEPTH_SPREAD_CELLS", "MAX_LIDAR_POINTS",
+    "BOX_EDGES", "MAX_LIDAR_POINTS",
     "MIN_DEPTH_M", "MIN_RANGE_M", "BoxWireframes", "CameraLidar", "box_corners", "box_wireframe",
     "boxes_in_cameras", "camera_lidar", "depth_buffer", "lidar_in_cameras", "unoccluded",
 ]
 
-#: Depth-buffer cell side, pixels of a 1600 px wide image (scaled with the width).
-DEPTH_CELL_PX = 8.0
-#: Cells on each side whose nearest depth also occludes: LiDAR rings are a degree or more
-#: apart, so a near surface leaves gaps a cell wide between its rings.
-DEPTH_SPREAD_CELLS = 1
-#: A point is hidden when it lies more than ``DEPTH_RELATIVE * d + DEPTH_MARGIN_M`` behind
-#: the nearest depth ``d`` around it (a surface seen at a slant spans some depth per cell).
-DEPTH_RELATIVE = 0.1
-DEPTH_MARGIN_M = 0.3
-#: Near plane (metres of camera depth) for points and box edges.
-MIN_DEPTH_M = 0.5
-#: Returns nearer the LiDAR than this (metres) are the car itself (its roof, its mirrors).
-MIN_RANGE_M = 1.5
+# The depth buffer's cell (CELL_PX, pixels of a 1600 px wide image, scaled with the width),
+# spread (SPREAD_CELLS: LiDAR rings are a degree or more apart, so a near surface leaves gaps
+# a cell wide between its rings), depth tolerances and near plane (MIN_DEPTH_M, which also
+# clips points and box edges here) are bevviz.depth_buffer's shared defaults.
 #: Points per camera kept for drawing.
 MAX_LIDAR_POINTS = 3000
 
@@ -96,7 +87,7 @@ class CameraLidar:
 
 
 def camera_lidar(camera: Camera, points: np.ndarray, intensity: np.ndarray, *, max_points: int | None = None,
-                 cell_px: float = DEPTH_CELL_PX, spread: int = DEPTH_SPREAD_CELLS,
+                 cell_px: float = CELL_PX, spread: int = SPREAD_CELLS,
                  min_depth: float = MIN_DEPTH_M, seed: int = 0) -> CameraLidar:
     """The points of a scan one camera sees, nearer surfaces hiding farther ones.
 
@@ -158,7 +149,7 @@ def lidar_in_cameras(rig: Rig, scan: LidarScan, max_points: int | None = MAX_LID
         Each camera takes :meth:`~bevviz.lidar.LidarScan.points_at` itself (the car moves
         between the cameras' exposures). See the module docstring.
     """
-    far = np.linalg.norm(scan.xyz - scan.origin, axis=1) > min_range if len(scan) else np.zeros(0, bool)
+    far = scan.far_from_origin(min_range)
     return {cam.name: camera_lidar(cam, scan.points_at(cam)[far], scan.intensity[far], max_points=max_points,
                                    **kwargs) for cam in rig}
 
