@@ -184,6 +184,30 @@ def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     return rz @ ry @ rx
 
 
+def body_rotation(ego_from_cam_rotation: np.ndarray, roll_deg: float = 0.0, pitch_deg: float = 0.0,
+                  yaw_deg: float = 0.0) -> np.ndarray:
+    """A camera's rotation turned in its own body frame, as the Calibration Doctor's sliders
+    and injected faults turn it.
+
+    Args:
+        ego_from_cam_rotation: The camera's ``ego_from_cam`` rotation, shape (3, 3).
+        roll_deg: About the optical axis.
+        pitch_deg: Positive looks down.
+        yaw_deg: Positive turns left.
+
+    Returns:
+        The turned ``ego_from_cam`` rotation, shape (3, 3), float64.
+
+    Convention:
+        ``ego_from_body' = ego_from_body @ Rz(yaw) Ry(pitch) Rx(roll)`` with the body frame
+        FLU (x = optical axis, y = left, z = up in the image), so the angles mean the same
+        for every camera whatever its heading: ``ego_from_cam' = ego_from_cam (rdf_from_flu
+        Rb flu_from_rdf)``. See docs/conventions.md.
+    """
+    rb = rpy_to_matrix(*np.radians([roll_deg, pitch_deg, yaw_deg]))
+    return np.asarray(ego_from_cam_rotation, dtype=np.float64) @ FLU_FROM_RDF.T @ rb @ FLU_FROM_RDF
+
+
 def matrix_to_rpy(R: np.ndarray) -> tuple[float, float, float]:
     """Roll, pitch, yaw in radians of ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``, R shape (3, 3)."""
     m = np.asarray(R, dtype=np.float64)

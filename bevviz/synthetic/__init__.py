@@ -40,7 +40,6 @@ from bevviz.synthetic.dataset import (
     README,
     SCENES,
     axis_angle_matrix,
-    body_rotated,
     generate,
     main,
     write_nuscenes,
@@ -90,5 +89,5 @@ __all__ = [
     "ground_texture", "lane_marking_points", "texture_grid", "BOX", "GROUND", "SKY", "cast_rays", "default_world",
     "Hits", "sample_ground", "World", "IMAGE_SIZE", "NUSCENES_LIKE_MOUNTS", "mounted_camera", "nuscenes_like_rig",
     "LIDAR_MOUNT", "camera_rays", "exposure_map", "lidar_scan", "render", "render_camera", "BASE_TIMESTAMP",
-    "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "body_rotated", "generate", "main", "write_nuscenes"
+    "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "generate", "main", "write_nuscenes"
 ]

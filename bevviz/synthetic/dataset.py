@@ -27,7 +27,7 @@ import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.io.rig_json import rig_to_dict
-from bevviz.rotations import FLU_FROM_RDF, make_transform, matrix_to_quaternion, rpy_to_matrix
+from bevviz.rotations import body_rotation, make_transform, matrix_to_quaternion
 from bevviz.shapes import field_error
 from bevviz.storage import NUSCENES
 from bevviz.synthetic.renderer import LIDAR_MOUNT, lidar_scan, render
@@ -36,7 +36,7 @@ from bevviz.synthetic.texture import ground_texture
 from bevviz.synthetic.world import World, default_world
 
 __all__ = [
-    "BASE_TIMESTAMP", "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "body_rotated", "generate", "main",
+    "BASE_TIMESTAMP", "JPEG_QUALITY", "README", "SCENES", "axis_angle_matrix", "generate", "main",
     "write_nuscenes",
 ]
 
@@ -93,29 +93,6 @@ def axis_angle_matrix(axis, degrees: float) -> np.ndarray:
     th = math.radians(degrees)
     S = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
     return np.eye(3) + math.sin(th) * S + (1 - math.cos(th)) * S @ S
-
-
-def body_rotated(ego_from_cam: np.ndarray, axis: str, degrees: float) -> np.ndarray:
-    """A camera rotation turned in its body frame (FLU), as the Calibration Doctor's sliders.
-
-    Args:
-        ego_from_cam: The camera's ``ego_from_cam`` (4, 4) or its rotation (3, 3).
-        axis: ``"roll"``, ``"pitch"`` (positive looks down) or ``"yaw"`` (positive turns left).
-        degrees: The angle.
-
-    Returns:
-        The rotated ``ego_from_cam`` rotation, shape (3, 3).
-
-    Convention:
-        ``ego_from_body' = ego_from_body @ Rz(yaw) Ry(pitch) Rx(roll)`` with the body frame
-        FLU, as ``bevviz.calibration.perturb_camera``. See docs/conventions.md.
-    """
-    angles = {"roll": 0.0, "pitch": 0.0, "yaw": 0.0}
-    if axis not in angles:
-        raise field_error("axis", axis, f"must be one of {sorted(angles)}")
-    angles[axis] = math.radians(degrees)
-    R = np.asarray(ego_from_cam, float)[:3, :3]
-    return R @ FLU_FROM_RDF.T @ rpy_to_matrix(angles["roll"], angles["pitch"], angles["yaw"]) @ FLU_FROM_RDF
 
 
 def write_nuscenes(root: Path, world: World, log=print) -> dict:
@@ -216,7 +193,7 @@ def write_nuscenes(root: Path, world: World, log=print) -> dict:
                 tok = cs_tokens[ch]
                 if deg:
                     tok = _token("calibrated_sensor", sc["name"], ch, k)
-                    R = body_rotated(rig[ch].ego_from_cam, drift["axis"], deg)
+                    R = body_rotation(rig[ch].ego_from_cam[:3, :3], **{f"{drift['axis']}_deg": deg})
                     T["calibrated_sensor"].append({
                         "token": tok, "sensor_token": _token("sensor", ch),
                         "translation": list(map(float, raw.translation)),
