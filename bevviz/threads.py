@@ -123,7 +123,7 @@ def _worker_pool(workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
-def run_split(items: list, work, workers: int) -> None:
+def run_split(items: list, work, workers: int, shared: bool = False) -> None:
     """Run ``work(items_subset)`` on ``workers`` single-threaded worker threads.
 
     Why threads rather than torch's own OpenMP parallelism: a blocked gather is a long run
@@ -135,14 +135,32 @@ def run_split(items: list, work, workers: int) -> None:
 
     Args:
         items: Work items; worker ``w`` gets ``items[w::workers]``.
-        work: ``work(subset)``, called once per worker.
-        workers: Threads to use (at most ``len(items)``; 1 runs inline).
+        work: ``work(subset)``, called once per worker; ``subset`` is an iterable of items.
+        workers: Threads to use (at most ``len(items)``; 1 runs inline, with the list).
+        shared: Instead, every worker takes the next item from one shared queue as it
+            finishes the last (a worker the scheduler stalls on a loaded machine leaves its
+            share to the others). Only where the result does not depend on which worker did
+            what.
     """
     workers = min(workers, len(items))
     if workers <= 1:
         work(items)
         return
     pool = _worker_pool(workers)
-    futures = [pool.submit(work, items[w::workers]) for w in range(workers)]
+    if shared:
+        queue, lock, done = iter(items), threading.Lock(), object()
+
+        def pulled():
+            while True:
+                with lock:
+                    item = next(queue, done)
+                if item is done:
+                    return
+                yield item
+
+        subsets = [pulled() for _ in range(workers)]
+    else:
+        subsets = [items[w::workers] for w in range(workers)]
+    futures = [pool.submit(work, subset) for subset in subsets]
     for future in futures:
         future.result()

@@ -18,7 +18,6 @@ Convention:
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import torch
@@ -267,34 +266,22 @@ def _run_blocks(counts, c: int, num_taps: int, taps_of, make_state, block_work, 
     segment = block * _BLOCKS_PER_SEGMENT
     items = [(i, s, min(m, s + segment)) for i, m in enumerate(counts) for s in range(0, m, segment)]
     big = sum(counts) * num_taps * c >= _PARALLEL_MIN_ELEMENTS
-    workers = min(threads.worker_count() if big else 1, len(items))
+    workers = threads.worker_count() if big else 1
     states: list = []
-    queue, lock = iter(items), threading.Lock()
 
-    def segments(subset: list):
-        if not shared or workers <= 1:
-            yield from subset
-            return
-        while True:
-            with lock:
-                item = next(queue, None)
-            if item is None:
-                return
-            yield item
-
-    def work(subset: list) -> None:
+    def work(subset) -> None:
         # Grad mode is per thread: a worker records nothing even for inputs that require grad.
         with torch.no_grad():
             state = make_state(min(block, max(counts, default=0)))
             states.append(state)
-            for i, seg_start, seg_stop in segments(subset):
+            for i, seg_start, seg_stop in subset:
                 indices, weights = taps_of(i, seg_start, seg_stop)
                 for start in range(seg_start, seg_stop, block):
                     stop = min(seg_stop, start + block)
                     cols = slice(start - seg_start, stop - seg_start)
                     block_work(state, i, start, stop, indices[:, cols], weights[:, cols])
 
-    threads.run_split(items, work, workers)
+    threads.run_split(items, work, workers, shared=shared)
     return states
 
 
