@@ -17,9 +17,8 @@ from pathlib import Path
 import streamlit as st
 
 from appkit.sidebar import SOURCE_NUSCENES
-from appkit.sources import open_nuscenes
+from appkit.sources import embedded_scene_table
 from bevviz.audit import EMBEDDED, CheckSettings, part_files, read_manifest, read_rows, run_audit, summarize
-from bevviz.io.nuscenes import list_scenes
 
 __all__ = ["AUDIT_DIR", "DOCTOR_PAGE", "EMBEDDED_DATASETS", "PENDING_SWITCH", "audit_scenes", "load_audit",
            "open_in_doctor", "run_embedded", "switch_if_pending"]
@@ -44,23 +43,22 @@ def _fingerprint(out: str) -> tuple:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _load(out: str, fingerprint: tuple) -> tuple[list[dict], list[dict], dict]:
-    rows = read_rows(out)
-    return rows.to_pylist(), summarize(rows), read_manifest(out)
+def _load(out: str, fingerprint: tuple) -> tuple[list[dict], list[dict]]:
+    rows = read_rows(out).to_pylist()
+    return rows, summarize(rows)
 
 
 def load_audit(out: str | os.PathLike) -> tuple[list[dict], list[dict], dict]:
     """(rows, summary, manifest) of an audit folder (a ValueError naming ``--out`` if it is none)."""
     out = str(Path(out).expanduser())
     manifest = read_manifest(out)  # the named error for a folder that holds no audit
-    rows, summary, _ = _load(out, _fingerprint(out))
+    rows, summary = _load(out, _fingerprint(out))
     return rows, summary, manifest
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
 def audit_scenes(dataroot: str) -> list[str]:
-    """Scene names of an embedded dataset."""
-    return [s.name for s in list_scenes(open_nuscenes(dataroot, "v1.0-mini"))]
+    """Scene names of an embedded dataset (read from its scene table, without opening the devkit)."""
+    return [s["name"] for s in embedded_scene_table(dataroot)]
 
 
 def run_embedded(dataroot: str | os.PathLike, scenes: list[str] | None, settings: CheckSettings,

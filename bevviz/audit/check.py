@@ -44,12 +44,11 @@ from bevviz.calibration import (
     refine_camera,
 )
 from bevviz.camera import Rig
-from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING
+from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints
 from bevviz.conventions import NUSCENES, Convention, RawCamera, rank_conventions
-from bevviz.io.nuscenes import LIDAR_CHANNEL, load_lidar_from, load_sample_from, open_dataset
+from bevviz.io.nuscenes import LIDAR_CHANNEL, has_lidar, load_lidar_from, load_sample_from, open_dataset
 from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
-from bevviz.projection import project_points
 from bevviz.shapes import field_error
 
 __all__ = [
@@ -67,9 +66,6 @@ EMBEDDED = {
     "nuscenes": SAMPLE_DATA / "nuscenes",
     "real-nuscenes": SAMPLE_DATA / "real_nuscenes",
 }
-#: Ground ring (metres from the rig centre) and angular step of the sanity check's points.
-SANITY_RING = OVERLAP_RING
-SANITY_STEP_DEG = 1.0
 
 
 @dataclass(frozen=True)
@@ -123,7 +119,7 @@ class CameraSanity:
 
     Attributes:
         height_m: Mounting height above the ground (ego z of the optical centre).
-        ground_points: Points of the ground ring (:data:`SANITY_RING`) that land in the image.
+        ground_points: Points of the ground ring (``OVERLAP_RING``) that land in the image.
         principal_point_inside: Whether (cx, cy) lies inside the image.
         neighbours: Other cameras that see some of the same ground-ring points.
         problems: Readable sentences; empty when the camera passes.
@@ -256,16 +252,12 @@ def _finite(x: float) -> float | None:
 # --------------------------------------------------------------------------------------
 
 
-def _ring_points(ring: tuple[float, float] = SANITY_RING, step_deg: float = SANITY_STEP_DEG) -> np.ndarray:
-    r, th = np.meshgrid(np.arange(ring[0], ring[1] + 1e-9, 1.0), np.radians(np.arange(-180.0, 180.0, step_deg)))
-    return np.stack([r.ravel() * np.cos(th.ravel()), r.ravel() * np.sin(th.ravel()), np.zeros(r.size)], 1)
-
-
 def projection_sanity(rig: Rig) -> dict[str, CameraSanity]:
     """Per camera: does its projection make physical sense?
 
-    Ground points on a ring around the rig centre (:data:`SANITY_RING`, every
-    :data:`SANITY_STEP_DEG`) are projected into every camera. A camera fails when it sees
+    Ground points on a ring around the rig centre (the convention ranking's
+    :func:`~bevviz.convention_ranking.ground_footprints`: ``OVERLAP_RING``, 1 m by 1 degree)
+    are projected into every camera. A camera fails when it sees
     none of them, when its principal point lies outside its image, when it sits outside the
     plausible mounting heights (``HEIGHT_RANGE``), or (rigs of several cameras) when no
     other camera shares any of its ground.
@@ -280,16 +272,14 @@ def projection_sanity(rig: Rig) -> dict[str, CameraSanity]:
         Ground z = 0 of the ego frame; pixel bounds as :func:`bevviz.projection.project_points`
         (``bounds="pixel"``).
     """
-    centre = np.mean([c.position for c in rig], axis=0)
-    pts = _ring_points() + np.array([centre[0], centre[1], 0.0])
-    valid = project_points(pts, rig).valid.numpy()  # (N_cam, M)
+    valid = ground_footprints(rig).reshape(len(rig), -1)  # (N_cam, M)
     out = {}
     lo, hi = HEIGHT_RANGE
     for i, cam in enumerate(rig):
         problems = []
         n = int(valid[i].sum())
         if n == 0:
-            problems.append(f"sees no ground {SANITY_RING[0]:g}-{SANITY_RING[1]:g} m around the rig")
+            problems.append(f"sees no ground {OVERLAP_RING[0]:g}-{OVERLAP_RING[1]:g} m around the rig")
         cx, cy = float(cam.K[0, 2]), float(cam.K[1, 2])
         inside = -0.5 <= cx <= cam.width - 0.5 and -0.5 <= cy <= cam.height - 0.5
         if not inside:
@@ -495,7 +485,7 @@ def _sample_meta(nusc, token: str, field_name: str = "sample") -> dict:
 def _lidar(nusc, token: str, use: bool, sweeps: int) -> tuple[LidarScan | None, tuple[str, ...]]:
     if not use:
         return None, ("LiDAR witness off (settings)",)
-    if LIDAR_CHANNEL not in nusc.get("sample", token)["data"]:
+    if not has_lidar(nusc, token):
         return None, (f"the sample has no {LIDAR_CHANNEL}: seams only",)
     return load_lidar_from(nusc, token, sweeps), ()
 

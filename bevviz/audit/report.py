@@ -21,7 +21,7 @@ import pyarrow as pa
 from bevviz.audit.check import ERROR, CheckReport, report_rows
 from bevviz.calibration import INCONCLUSIVE, MISCALIBRATED, OK
 from bevviz.camera import NUSCENES_CAMERAS
-from bevviz.viz.audit import camera_offsets_figure, offset_timeline_figure, verdict_matrix_figure
+from bevviz.viz.audit import camera_offsets_figure, offset_size, offset_timeline_figure, verdict_matrix_figure
 from bevviz.viz.calibration import ranking_figure
 from bevviz.viz.common import data_uri, downsample
 from bevviz.viz.conventions import candidate_scores_figure
@@ -62,10 +62,13 @@ def summarize(rows: pa.Table | Sequence[Mapping]) -> list[dict]:
     rows = rows.to_pylist() if isinstance(rows, pa.Table) else list(rows)
     scenes = list(dict.fromkeys(r["scene"] or "" for r in rows))
     cams = _camera_order(list({r["camera"] for r in rows if r["camera"] is not None}))
+    groups: dict[tuple[str, str], list[Mapping]] = {}  # one pass over the rows, not one per scene x camera
+    for r in rows:
+        groups.setdefault((r["scene"] or "", r["camera"] or SAMPLE_ROW), []).append(r)
     out = []
     for sc in scenes:
         for cam in [*cams, SAMPLE_ROW]:
-            sel = [r for r in rows if (r["scene"] or "") == sc and (r["camera"] or SAMPLE_ROW) == cam]
+            sel = groups.get((sc, cam))
             if not sel:
                 continue
             entry = {"scene": sc, "camera": cam, "samples": len(sel)}
@@ -74,8 +77,7 @@ def summarize(rows: pa.Table | Sequence[Mapping]) -> list[dict]:
             flagged = sorted(r["sample_index"] for r in sel if r["verdict"] == MISCALIBRATED
                              and r["sample_index"] is not None)
             entry["first_flagged"] = flagged[0] if flagged else None
-            sizes = [float(np.sqrt(sum(r[f"{a}_deg"] ** 2 for a in ("roll", "pitch", "yaw")))) for r in sel
-                     if r["roll_deg"] is not None]
+            sizes = [size for size, _ in map(offset_size, sel) if size is not None]
             entry["max_offset_deg"] = max(sizes) if sizes else None
             out.append(entry)
     return out
