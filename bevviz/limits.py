@@ -125,11 +125,9 @@ def image_side(value: object, field: str, camera: str | None = None) -> int:
         The size as an ``int``.
 
     Raises:
-        ValueError: not a positive whole number, or more than ``MAX_IMAGE_SIDE``; an int is
-            compared before any conversion.
+        ValueError: not a positive whole number, or more than ``MAX_IMAGE_SIDE`` (huge ints
+            such as ``2**63`` included: neither check converts an int to float).
     """
-    if isinstance(value, int) and not isinstance(value, bool):
-        check_at_most(value, MAX_IMAGE_SIDE, "MAX_IMAGE_SIDE", field, camera)
     side = positive_int(value, field, camera)
     check_at_most(side, MAX_IMAGE_SIDE, "MAX_IMAGE_SIDE", field, camera)
     return side

@@ -226,7 +226,7 @@ def image_header(data: bytes, name: str, camera: str | None = None) -> ImageHead
         raise _cannot_decode(name, "not a PNG, JPEG, BMP or TIFF file", camera)
     fmt, parse = match
     try:
-        width, height, components = parse(bytes(data) if fmt != "BMP" else head + bytes(data[16:32]))
+        width, height, components = parse(bytes(data) if fmt != "BMP" else bytes(data[:32]))
     except _BadHeader as exc:
         raise _cannot_decode(name, str(exc), camera) from None
     if width <= 0 or height <= 0:

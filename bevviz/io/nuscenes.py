@@ -35,8 +35,8 @@ from bevviz.camera import NUSCENES_CAMERAS, Rig
 from bevviz.io.images import read_image_report
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import RigImages
-from bevviz.lidar import MAX_LIDAR_POINTS, LidarScan
-from bevviz.limits import image_side
+from bevviz.lidar import LidarScan
+from bevviz.limits import MAX_LIDAR_POINTS, check_at_most, image_side
 from bevviz.rotations import invert_transform, make_transform, matrix_to_quaternion, unit_quaternion_to_matrix
 from bevviz.shapes import field_error, positive_int
 from bevviz.storage import NUSCENES, RawCamera
@@ -369,9 +369,8 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
             keep = ~((np.abs(points[:, 0]) < min_distance) & (np.abs(points[:, 1]) < min_distance))
             points, ring = points[keep], ring[keep]
         total += len(points)
-        if total > MAX_LIDAR_POINTS:
-            raise field_error("sweeps", sweeps, f"{k + 1} sweeps hold more than MAX_LIDAR_POINTS = "
-                                                f"{MAX_LIDAR_POINTS} points")
+        check_at_most(total, MAX_LIDAR_POINTS, "MAX_LIDAR_POINTS", "sweeps",
+                      shown=f"{k + 1} of {sweeps} sweeps, {total} points")
         if k == 0:
             ego_kf_from_sensor = ego_from_lidar
         else:
