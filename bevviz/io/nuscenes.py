@@ -21,6 +21,7 @@ Convention:
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -33,6 +34,7 @@ import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS, Rig
 from bevviz.io.images import read_image_report
+from bevviz.io.nuscenes_tables import RecordProblem, follow, screen_tables, walk
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import RigImages
 from bevviz.lidar import LidarScan
@@ -86,6 +88,13 @@ def open_dataset(dataroot: str | os.PathLike, version: str = "v1.0-mini"):
         dataroot: Folder holding ``<version>/`` (the tables) and the sensor files.
         version: Table folder name, e.g. ``"v1.0-mini"``.
 
+    Every record is screened before the devkit indexes the tables
+    (:func:`bevviz.io.nuscenes_tables.screen_tables`): records the index cannot take (a
+    dangling token, a missing key) are set aside, and the handle's ``problems`` (a list of
+    :class:`~bevviz.io.nuscenes_tables.RecordProblem`) and ``blocked`` (sample token -> the
+    problem that keeps it from being checked) say what was found; :func:`record_problems`
+    reads them.
+
     Returns:
         The ``nuscenes.nuscenes.NuScenes`` handle (tables loaded, reverse index built).
 
@@ -100,12 +109,12 @@ def open_dataset(dataroot: str | os.PathLike, version: str = "v1.0-mini"):
         found = sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "sample.json").exists())
         raise field_error("version", version, f"no table folder {root / str(version)} (found: {found or 'none'})")
     try:
-        from nuscenes.nuscenes import NuScenes  # optional heavy dependency: 2.4 s to import, opened on demand
+        screened_devkit = _screened_devkit()
     except ImportError as exc:  # pragma: no cover - the devkit is a hard dependency
         raise field_error("dataroot", str(dataroot), f"nuscenes-devkit is not installed ({exc})") from exc
     try:
         with redirect_stdout(io.StringIO()):
-            return NuScenes(version=version, dataroot=str(root), verbose=False)
+            return screened_devkit(version=version, dataroot=str(root), verbose=False)
     except FileNotFoundError as exc:
         raise field_error("dataroot", str(dataroot), f"a table or file is missing: {exc}") from exc
     except json.JSONDecodeError as exc:
@@ -115,6 +124,37 @@ def open_dataset(dataroot: str | os.PathLike, version: str = "v1.0-mini"):
                           f"tables in {version} are broken or incomplete ({type(exc).__name__}: {exc})") from exc
 
 
+@functools.cache
+def _screened_devkit() -> type:
+    """The devkit's ``NuScenes`` with the tables screened before its reverse index is built."""
+    from nuscenes.nuscenes import NuScenes  # optional heavy dependency: 2.4 s to import, opened on demand
+
+    class ScreenedNuScenes(NuScenes):
+        """``NuScenes`` whose index is built over screened tables (``problems``, ``blocked``)."""
+
+        def __make_reverse_index__(self, verbose: bool) -> None:
+            screened = screen_tables({t: getattr(self, t) for t in self.table_names})
+            for table, records in screened.tables.items():
+                setattr(self, table, records)
+            self.problems, self.blocked = screened.problems, screened.blocked
+            super().__make_reverse_index__(verbose)
+
+    return ScreenedNuScenes
+
+
+def record_problems(nusc) -> tuple[list[RecordProblem], dict[str, RecordProblem]]:
+    """The problems :func:`open_dataset` found in the tables, and the samples they block.
+
+    Args:
+        nusc: Handle from :func:`open_dataset` (a plain devkit handle has none).
+
+    Returns:
+        ``(problems, blocked)``: every :class:`~bevviz.io.nuscenes_tables.RecordProblem`, and
+        sample token -> the problem that keeps that sample from being checked.
+    """
+    return list(getattr(nusc, "problems", ())), dict(getattr(nusc, "blocked", {}))
+
+
 def list_scenes(nusc) -> list[SceneInfo]:
     """Scenes of an open dataset, in table order.
 
@@ -122,10 +162,16 @@ def list_scenes(nusc) -> list[SceneInfo]:
         nusc: Handle from :func:`open_dataset`.
 
     Returns:
-        One :class:`SceneInfo` per scene.
+        One :class:`SceneInfo` per scene (a name stored as a number reads as its text; a
+        sample count that is not a whole number >= 0 reads as 0: the table screen reports it).
     """
-    return [SceneInfo(s["name"], s["token"], s.get("description", ""), int(s["nbr_samples"]))
-            for s in nusc.scene]
+    out = []
+    for s in nusc.scene:
+        count = s.get("nbr_samples")
+        count = count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
+        desc = s.get("description", "")
+        out.append(SceneInfo(str(s.get("name", s["token"])), s["token"], desc if isinstance(desc, str) else "", count))
+    return out
 
 
 def _sample(nusc, sample_token: str) -> dict:
@@ -142,8 +188,50 @@ def _camera_channels(nusc, sample: dict) -> list[str]:
     return ring + sorted(c for c in cams if c not in NUSCENES_CAMERAS)
 
 
+def scene_samples(nusc, scene_token: str) -> tuple[list[SampleInfo], RecordProblem | None]:
+    """Key-frame samples of a scene, in time order, and what cut the chain short.
+
+    The ``next`` links are followed from the scene's ``first_sample_token``, each sample at
+    most once (:func:`bevviz.io.nuscenes_tables.follow`): a link to a token not in the
+    table, a loop back, or a sample of another scene ends the chain with a problem, after
+    at most as many steps as the sample table holds.
+
+    Args:
+        nusc: Handle from :func:`open_dataset`.
+        scene_token: Scene token.
+
+    Returns:
+        ``(samples, problem)``: one :class:`SampleInfo` per sample reached, and the
+        :class:`~bevviz.io.nuscenes_tables.RecordProblem` of the bad link (None when the
+        chain ends with ``""``).
+
+    Raises:
+        ValueError: naming ``scene_token`` if it is unknown.
+    """
+    try:
+        scene = nusc.get("scene", scene_token)
+    except (KeyError, TypeError):
+        raise field_error("scene_token", scene_token, "no such scene in the dataset") from None
+    records, problem = follow(nusc.get, "sample", scene.get("first_sample_token"), "next", len(nusc.sample),
+                              ("scene", scene_token, "first_sample_token"))
+    out = []
+    for s in records:
+        if s.get("scene_token") != scene_token:
+            holder = ("scene", scene_token, "first_sample_token") if not out else ("sample", out[-1].token, "next")
+            problem = RecordProblem(*holder, s["token"], f"leads to a sample of another scene "
+                                    f"({s.get('scene_token')!r}, not {scene_token!r})", scene=scene_token)
+            break
+        stamp = s.get("timestamp")
+        out.append(SampleInfo(s["token"], len(out), stamp if isinstance(stamp, int) else 0,
+                              tuple(_camera_channels(nusc, s))))
+    if problem is not None and problem.scene is None:
+        problem = RecordProblem(problem.table, problem.token, problem.field, problem.value, problem.problem,
+                                problem.token if problem.table == "sample" else None, scene_token)
+    return out, problem
+
+
 def list_samples(nusc, scene_token: str) -> list[SampleInfo]:
-    """Key-frame samples of a scene, in time order (following ``next`` links).
+    """Key-frame samples of a scene, in time order (following ``next`` links, bounded).
 
     Args:
         nusc: Handle from :func:`open_dataset`.
@@ -153,18 +241,32 @@ def list_samples(nusc, scene_token: str) -> list[SampleInfo]:
         One :class:`SampleInfo` per sample.
 
     Raises:
-        ValueError: naming ``scene_token`` if it is unknown.
+        ValueError: naming ``scene_token`` if it is unknown, or the bad link as
+            :func:`scene_samples` finds it (``sample.next``, ``scene.first_sample_token``:
+            a dangling token, a loop, a sample of another scene) and its value.
     """
-    try:
-        scene = nusc.get("scene", scene_token)
-    except (KeyError, TypeError):
-        raise field_error("scene_token", scene_token, "no such scene in the dataset") from None
-    out, token = [], scene["first_sample_token"]
-    while token:
-        s = _sample(nusc, token)
-        out.append(SampleInfo(token, len(out), int(s["timestamp"]), tuple(_camera_channels(nusc, s))))
-        token = s["next"]
-    return out
+    samples, problem = scene_samples(nusc, scene_token)
+    if problem is not None:
+        raise problem.error()
+    return samples
+
+
+def sample_position(nusc, sample_token: str) -> int:
+    """How many samples come before ``sample_token`` in its scene (following ``prev``, bounded).
+
+    Args:
+        nusc: Handle from :func:`open_dataset`.
+        sample_token: Sample token.
+
+    Returns:
+        The 0-based index of the sample in its scene.
+
+    Raises:
+        ValueError: naming ``sample_token`` (unknown) or ``sample.prev`` (a dangling token or
+            a loop, found within as many steps as the sample table holds) and its value.
+    """
+    s = _sample(nusc, sample_token)
+    return len(walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", sample_token, "prev")))
 
 
 def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
@@ -333,7 +435,8 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
     Raises:
         ValueError: naming ``sample_token`` (unknown, or no LIDAR_TOP channel), ``sweeps``,
             ``min_distance``, the lidar file (missing, or as
-            :func:`bevviz.io.pointcloud.read_points`), or ``calibrated_sensor.rotation`` /
+            :func:`bevviz.io.pointcloud.read_points`), ``sample_data.prev`` (a dangling
+            token or a loop among the sweeps), or ``calibrated_sensor.rotation`` /
             ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
             :data:`bevviz.limits.QUATERNION_NORM_TOL`), and the value.
 
@@ -359,8 +462,10 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
     global_from_ego_kf = _devkit_pose(nusc, "ego_pose", key_sd["ego_pose_token"])
     ego_kf_from_global = invert_transform(global_from_ego_kf)
 
-    chunks, rings, sweep_ids, total, sd = [], [], [], 0, key_sd
-    for k in range(sweeps):
+    chain = walk(nusc.get, "sample_data", key_sd["token"], "prev", len(nusc.sample_data),
+                 ("sample", sample_token, f"data.{LIDAR_CHANNEL}"), stop=sweeps)
+    chunks, rings, sweep_ids, total = [], [], [], 0
+    for k, sd in enumerate(chain):
         path = _data_path(nusc, sd, "lidar")
         if not os.path.isfile(path):
             raise field_error("lidar", path, f"file listed in sample_data {sd['token']} does not exist")
@@ -382,9 +487,6 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
         chunks.append(pc.points.T)
         rings.append(ring)
         sweep_ids.append(np.full(len(points), k, np.int16))
-        if not sd["prev"]:
-            break
-        sd = nusc.get("sample_data", sd["prev"])
 
     exposure = {}
     for ch in _camera_channels(nusc, s):

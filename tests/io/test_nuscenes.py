@@ -178,9 +178,14 @@ def test_broken_tables_are_a_named_error(tmp_path):
     (root / "v1.0-mini" / "sample.json").write_text("[{not json")
     with pytest.raises(ValueError, match="dataroot.*not valid JSON"):
         nu.open_dataset(root)
+    # An empty sample table: every sample_data and scene points nowhere; each is a reported
+    # problem (not a bare KeyError from the devkit's index), and loading a sample is a named error.
     (root / "v1.0-mini" / "sample.json").write_text("[]")
-    with pytest.raises(ValueError, match="dataroot"):
-        nu.open_dataset(root)
+    problems, blocked = nu.record_problems(nu.open_dataset(root))
+    assert {(p.table, p.field) for p in problems} >= {("sample_data", "sample_token"),
+                                                      ("scene", "first_sample_token")} and not blocked
+    with pytest.raises(ValueError, match="sample_token"):
+        nu.load_sample(root)
     (root / "v1.0-mini" / "sample.json").unlink()
     with pytest.raises(ValueError, match="dataroot.*missing"):
         nu.open_dataset(root)
