@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import onnx
 from onnx import TensorProto
 
-from bevviz.shapes import field_error
+from bevviz.export.onnx_file import LoadedModel, load_model, walk_graphs
 
 #: Op type -> position of its index input.
 INDEX_OPS = {
@@ -265,18 +265,6 @@ def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:
     return TensorInfo(vi.name, _shape_of(vi.type) or (), dtype_name(vi.type.tensor_type.elem_type))
 
 
-def _iter_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """The graph and every subgraph nested in node attributes (If / Loop / Scan bodies)."""
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _iter_graphs(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for g in attr.graphs:
-                    yield from _iter_graphs(g)
-
-
 def _count_ops(model: onnx.ModelProto) -> Counter:
     """Op counts over the main graph, its subgraphs and the local functions it calls."""
     functions = {(f.domain, f.name): f for f in model.functions}
@@ -308,51 +296,86 @@ def _check(model: onnx.ModelProto) -> str | None:
     return None
 
 
-def inspect_onnx(path: str | os.PathLike) -> OpReport:
+def tensor_types(model: onnx.ModelProto) -> dict[str, tuple[int, tuple | None]]:
+    """Element type and shape of every named tensor, over all graphs.
+
+    From ``onnx.shape_inference`` (with data propagation; the file's own declarations when
+    inference fails), then initializers, ``Constant`` nodes and ``Cast`` targets.
+
+    Args:
+        model: The model (not changed).
+
+    Returns:
+        Tensor name -> (ONNX element type, 0 when unknown; shape with ints for fixed axes,
+        ``str`` symbols, ``None`` unknown axes; or ``None`` when the rank is unknown).
+    """
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # keep going with what the file itself declares
+        inferred = model
+    types: dict[str, tuple[int, tuple | None]] = {}
+    for g in walk_graphs(inferred.graph):
+        for vi in (*g.input, *g.output, *g.value_info):
+            types[vi.name] = (vi.type.tensor_type.elem_type, _shape_of(vi.type))
+        for init in g.initializer:
+            types[init.name] = (init.data_type, tuple(int(d) for d in init.dims))
+        for node in g.node:
+            if node.op_type == "Constant":
+                for attr in node.attribute:
+                    if attr.name == "value":
+                        types[node.output[0]] = (attr.t.data_type, tuple(int(d) for d in attr.t.dims))
+                    elif attr.name in ("value_int", "value_ints"):
+                        types[node.output[0]] = (TensorProto.INT64, () if attr.name == "value_int"
+                                                 else (len(attr.ints),))
+                    elif attr.name in ("value_float", "value_floats"):
+                        types[node.output[0]] = (TensorProto.FLOAT, () if attr.name == "value_float"
+                                                 else (len(attr.floats),))
+            elif node.op_type == "Cast" and not types.get(node.output[0], (0,))[0]:
+                to = next((a.i for a in node.attribute if a.name == "to"), 0)
+                types[node.output[0]] = (to, types.get(node.output[0], (0, None))[1])
+    return types
+
+
+def inspect_onnx(src: str | os.PathLike | onnx.ModelProto | LoadedModel) -> OpReport:
     """Inventory an ONNX model's ops, index dtypes, casts and dynamic shapes.
 
     Args:
-        path: Path of the ``.onnx`` file (weights stored inside it or beside it).
+        src: Path of the ``.onnx`` file (weights stored inside it or beside it, in its
+            folder), or a model already read (``onnx.ModelProto`` or
+            :class:`~bevviz.export.onnx_file.LoadedModel`). A file is read within the bounds
+            of :func:`bevviz.export.onnx_file.load_model`; a model that fails
+            ``onnx.checker`` is reported (:attr:`OpReport.checker_error`), not refused.
 
     Returns:
         An :class:`OpReport`; ``report.op_counts`` maps op type -> count.
 
     Raises:
-        ValueError: naming ``path`` when the file is missing or not an ONNX model.
+        InputError: naming ``path`` when the file is missing, ``model`` when it is not an
+            ONNX model or breaks a bound (see :mod:`bevviz.export.onnx_file`).
     """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise field_error("path", path, "no such ONNX file")
-    try:
-        model = onnx.load(path)
-    except Exception as exc:
-        raise field_error("path", path, f"not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    if isinstance(src, onnx.ModelProto):
+        path, model = src.graph.name or "model", src
+    elif isinstance(src, LoadedModel):
+        path, model = src.name, src.model
+    else:
+        path = os.fspath(src)
+        model = load_model(path, validate=False).model
     checker_error = _check(model)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:  # keep going with what the file itself declares
-        inferred = model
-    graph = inferred.graph
+    types_shapes = tensor_types(model)
+    graph = model.graph
 
     imports = {(imp.domain or "ai.onnx"): int(imp.version) for imp in model.opset_import}
     opset = imports.get("ai.onnx", 0)
 
-    # name -> (elem_type, shape, constant?) over every graph level
-    types: dict[str, int] = {}
-    shapes: dict[str, tuple | None] = {}
+    types = {k: t for k, (t, _) in types_shapes.items() if t}
+    shapes = {k: sh for k, (_, sh) in types_shapes.items()}
     constants: set[str] = set()
     producers: dict[str, onnx.NodeProto] = {}
     consumers: dict[str, list[onnx.NodeProto]] = {}
     n_init = 0
     init_bytes = 0
-    for g in _iter_graphs(graph):
-        for vi in (*g.input, *g.output, *g.value_info):
-            if vi.type.tensor_type.elem_type:
-                types[vi.name] = vi.type.tensor_type.elem_type
-            shapes[vi.name] = _shape_of(vi.type)
+    for g in walk_graphs(graph):
         for init in g.initializer:
-            types[init.name] = init.data_type
-            shapes[init.name] = tuple(int(d) for d in init.dims)
             constants.add(init.name)
             n_init += 1
             init_bytes += _nbytes(init.data_type, init.dims)
@@ -362,20 +385,7 @@ def inspect_onnx(path: str | os.PathLike) -> OpReport:
             for inp in node.input:
                 consumers.setdefault(inp, []).append(node)
             if node.op_type == "Constant":
-                for attr in node.attribute:
-                    if attr.name == "value":
-                        types[node.output[0]] = attr.t.data_type
-                        shapes[node.output[0]] = tuple(int(d) for d in attr.t.dims)
-                    elif attr.name in ("value_int", "value_ints"):
-                        types[node.output[0]] = TensorProto.INT64
-                        shapes[node.output[0]] = () if attr.name == "value_int" else (len(attr.ints),)
-                    elif attr.name in ("value_float", "value_floats"):
-                        types[node.output[0]] = TensorProto.FLOAT
                 constants.add(node.output[0])
-            elif node.op_type == "Cast" and node.output[0] not in types:
-                for attr in node.attribute:
-                    if attr.name == "to":
-                        types[node.output[0]] = attr.i
 
     def find_cast(name: str, depth: int = 0) -> onnx.NodeProto | None:
         node = producers.get(name)
@@ -391,7 +401,7 @@ def inspect_onnx(path: str | os.PathLike) -> OpReport:
     casts_into: set[str] = set()
     casts_after: set[str] = set()
     counter: Counter = Counter()
-    for g in _iter_graphs(graph):
+    for g in walk_graphs(graph):
         for node in g.node:
             if node.op_type not in INDEX_OPS or len(node.input) <= INDEX_OPS[node.op_type]:
                 continue

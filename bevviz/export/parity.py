@@ -53,7 +53,9 @@ class ParityResult:
         return self.torch_ms / self.ort_ms if self.ort_ms > 0 else float("nan")
 
 
-def _max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a - b| of two arrays of any one shape ``S`` (``inf`` when the shapes differ; NaN
+    where both are NaN counts as equal, NaN on one side as ``inf``)."""
     if a.shape != b.shape:
         return float("inf")
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -129,7 +131,7 @@ def check_parity(result: ExportResult, runs: int = 5, tol: float = DEFAULT_TOL,
     finally:
         torch.set_num_threads(torch_threads)
     ref_np = ref.detach().cpu().numpy()
-    diff = _max_abs_diff(np.asarray(ort_out), ref_np)
+    diff = max_abs_diff(np.asarray(ort_out), ref_np)
     return ParityResult(max_abs_diff=diff, tol=float(tol), ok=bool(diff <= tol),
                         ort_ms=statistics.median(ort_times), torch_ms=statistics.median(torch_times),
                         ort_runs_ms=tuple(ort_times), torch_runs_ms=tuple(torch_times),

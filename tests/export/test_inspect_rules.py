@@ -126,7 +126,7 @@ def test_inspect_bad_paths(tmp_path):
     with pytest.raises(ValueError, match="field 'path'.*no such ONNX file"):
         inspect_onnx(tmp_path / "missing.onnx")
     (tmp_path / "junk.onnx").write_bytes(b"\x00not a model at all")
-    with pytest.raises(ValueError, match="field 'path'"):
+    with pytest.raises(ValueError, match="field 'model'.*not an ONNX model"):
         inspect_onnx(tmp_path / "junk.onnx")
 
 
