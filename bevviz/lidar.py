@@ -29,6 +29,7 @@ from types import MappingProxyType
 import numpy as np
 import torch
 
+from bevviz.errors import InputError
 from bevviz.limits import MAX_LIDAR_POINTS, limit_error
 from bevviz.shapes import check_shape, field_error
 
@@ -276,5 +277,5 @@ def as_lidar_scan(obj: object, field: str = "lidar", origin: object = None, time
             raise field_error("origin", origin, "must be three numbers") from None
     try:
         return LidarScan(pts, None, np.zeros(n, np.int16), origin, timestamp_us, {})
-    except ValueError as exc:
-        raise ValueError(f"{field}: {exc}") from None
+    except InputError as exc:
+        raise exc.within(field) from None

@@ -1,17 +1,19 @@
 """Every bound bevviz puts on its input, as named constants with their reasons, and the checks.
 
 Each limit is checked where the input enters (a file header, a JSON text, a constructor),
-before anything of the limit's size is allocated, and a limit hit is a ``ValueError`` that
+before anything of the limit's size is allocated, and a limit hit is an error that
 names the field, the value and the limit: ``camera CAM_FRONT: field 'width': more than
-MAX_IMAGE_SIDE = 8192 (got 9223372036854775808)``. docs/limits.md lists them all.
+MAX_IMAGE_SIDE = 8192 (got 9223372036854775808)``, an :class:`bevviz.errors.InputError`.
+docs/limits.md lists them all.
 
-This is a core module: it imports :mod:`bevviz.shapes` only.
+This is a core module: it imports :mod:`bevviz.shapes` and :mod:`bevviz.errors` only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from bevviz.errors import InputError
 from bevviz.shapes import field_error, positive_int
 
 __all__ = [
@@ -78,7 +80,7 @@ CAMERA_NAME_RULE = (f"a camera name is 1 to {CAMERA_NAME_MAX_CHARS} characters: 
                     "and spaces, starting with a letter, a digit or '_' and not ending in a space")
 
 
-def limit_error(field: str, value: object, name: str, limit: float, camera: str | None = None) -> ValueError:
+def limit_error(field: str, value: object, name: str, limit: float, camera: str | None = None) -> InputError:
     """The error of a limit hit: ``field 'width': more than MAX_IMAGE_SIDE = 8192 (got ...)``.
 
     Args:
@@ -89,7 +91,7 @@ def limit_error(field: str, value: object, name: str, limit: float, camera: str 
         camera: Camera name, when the field belongs to one.
 
     Returns:
-        A ``ValueError`` ready to raise.
+        An :class:`~bevviz.errors.InputError` ready to raise.
     """
     return field_error(field, value, f"more than {name} = {limit}", camera)
 
@@ -125,7 +127,7 @@ def image_side(value: object, field: str, camera: str | None = None) -> int:
         The size as an ``int``.
 
     Raises:
-        ValueError: not a positive whole number, or more than ``MAX_IMAGE_SIDE`` (huge ints
+        InputError: not a positive whole number, or more than ``MAX_IMAGE_SIDE`` (huge ints
             such as ``2**63`` included: neither check converts an int to float).
     """
     side = positive_int(value, field, camera)
@@ -144,7 +146,7 @@ def check_image_size(width: int, height: int, field: str, camera: str | None = N
         label: Shown before the size in the message (e.g. the file name).
 
     Raises:
-        ValueError: naming the field, ``"<label>: W x H px"`` and the limit hit.
+        InputError: naming the field, ``"<label>: W x H px"`` and the limit hit.
     """
     shown = f"{label + ': ' if label else ''}{width} x {height} px"
     check_at_most(max(width, height), MAX_IMAGE_SIDE, "MAX_IMAGE_SIDE", field, camera, shown)
@@ -163,7 +165,7 @@ def check_camera_name(name: object, camera: str | None = None) -> str:
         The name.
 
     Raises:
-        ValueError: field ``name``: not a non-empty string, longer than
+        InputError: field ``name``: not a non-empty string, longer than
             :data:`CAMERA_NAME_MAX_CHARS`, a character outside the rule (control characters,
             markdown or HTML punctuation, slashes), or a bad first or last character.
     """
@@ -194,7 +196,7 @@ def check_json_like(obj: object, field: str = "json", limit: int | None = None) 
         limit: Deepest nesting allowed; the top-level container is depth 1.
 
     Raises:
-        ValueError: naming the field and the depth reached with ``MAX_JSON_DEPTH``, or the
+        InputError: naming the field and the depth reached with ``MAX_JSON_DEPTH``, or the
             first key that is not a string.
     """
     limit = MAX_JSON_DEPTH if limit is None else limit

@@ -1,7 +1,9 @@
 """The one place for input validation: shapes, finiteness and named errors.
 
-Every check raises ``ValueError`` whose message names the field (and the camera, when
-there is one) and the offending value, so an app can show it verbatim with ``st.error``.
+Every check raises :class:`bevviz.errors.InputError` (a ``ValueError``) whose message names
+the field (and the camera, when there is one) and the offending value, and which carries
+them as ``.field``, ``.value`` and ``.camera``, so an app can show it verbatim with
+``st.error`` and a command can exit 2 for it alone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
+
+from bevviz.errors import InputError
 
 ArrayLike = "np.ndarray | torch.Tensor | Sequence[float]"
 
@@ -32,7 +36,7 @@ def _fmt_value(value: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def field_error(field: str, value: object, problem: str, camera: str | None = None) -> ValueError:
+def field_error(field: str, value: object, problem: str, camera: str | None = None) -> InputError:
     """Build the project's standard error: ``camera CAM_FRONT: field K: <problem> (got <value>)``.
 
     Args:
@@ -42,10 +46,10 @@ def field_error(field: str, value: object, problem: str, camera: str | None = No
         camera: Camera name, when the field belongs to a camera.
 
     Returns:
-        A ``ValueError`` ready to raise.
+        An :class:`~bevviz.errors.InputError` (a ``ValueError``) ready to raise.
     """
     where = f"camera {camera}: " if camera is not None else ""
-    return ValueError(f"{where}field '{field}': {problem} (got {_fmt_value(value)})")
+    return InputError(f"{where}field '{field}': {problem} (got {_fmt_value(value)})", field, value, camera)
 
 
 def check_shape(
@@ -69,14 +73,15 @@ def check_shape(
         Mapping from named dimensions to their sizes.
 
     Raises:
-        ValueError: naming the field, the expected shape and the actual shape.
+        InputError: naming the field, the expected shape and the actual shape (``.value``
+            is the actual shape).
     """
     actual = tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
     spec = list(shape)
-    bad = ValueError(
+    bad = InputError(
         (f"camera {camera}: " if camera is not None else "")
-        + f"field '{field}': expected shape {tuple(shape)}, got shape {tuple(actual)}"
-    )
+        + f"field '{field}': expected shape {tuple(shape)}, got shape {tuple(actual)}",
+        field, tuple(actual), camera)
     if spec and spec[0] == "...":
         tail = spec[1:]
         if len(actual) < len(tail):
@@ -98,14 +103,14 @@ def check_shape(
 
 
 def check_finite(value: np.ndarray | torch.Tensor, field: str, camera: str | None = None) -> None:
-    """Raise a named ``ValueError`` if ``value`` holds NaN or inf."""
+    """Raise a named ``InputError`` if ``value`` holds NaN or inf."""
     arr = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
     if not np.all(np.isfinite(arr)):
         raise field_error(field, value, "must be finite (no NaN or inf)", camera)
 
 
 def as_float_array(value: object, field: str, camera: str | None = None) -> np.ndarray:
-    """Convert ``value`` to a float64 numpy array, or raise a named ``ValueError``."""
+    """Convert ``value`` to a float64 numpy array, or raise a named ``InputError``."""
     try:
         if isinstance(value, torch.Tensor):
             return value.detach().cpu().numpy().astype(np.float64)
@@ -115,7 +120,7 @@ def as_float_array(value: object, field: str, camera: str | None = None) -> np.n
 
 
 def check_choice(value: object, choices: Iterable, field: str, camera: str | None = None) -> None:
-    """Raise a named ``ValueError`` unless ``value`` is one of ``choices``.
+    """Raise a named ``InputError`` unless ``value`` is one of ``choices``.
 
     The message lists the choices: ``field 'mode': must be one of ('bilinear', ...) (got 'x')``.
     """
@@ -126,7 +131,7 @@ def check_choice(value: object, choices: Iterable, field: str, camera: str | Non
 
 def as_int(value: object, field: str, camera: str | None = None, minimum: int | None = None) -> int:
     """``value`` as an ``int`` (whole floats accepted), at least ``minimum`` if given, or a
-    named ``ValueError``."""
+    named ``InputError``."""
     what = "an integer" if minimum is None else (
         "a positive integer" if minimum == 1 else f"an integer >= {minimum}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
@@ -139,7 +144,7 @@ def as_int(value: object, field: str, camera: str | None = None, minimum: int | 
 
 
 def positive_int(value: object, field: str, camera: str | None = None) -> int:
-    """Return ``value`` as a positive ``int`` or raise a named ``ValueError``."""
+    """Return ``value`` as a positive ``int`` or raise a named ``InputError``."""
     return as_int(value, field, camera, minimum=1)
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bevviz.errors import InputError
 from bevviz.lidar import LidarScan
 from bevviz.limits import MAX_LIDAR_POINTS
 from bevviz.shapes import field_error
@@ -49,9 +50,9 @@ _INT16_MAX = int(np.iinfo(np.int16).max)
 _NPY_ERRORS = (Exception,)
 
 
-def _file_error(name: str, field: str, value: object, problem: str) -> ValueError:
+def _file_error(name: str, field: str, value: object, problem: str) -> InputError:
     """``file 'x.bin': field 'size': <problem> (got <value>)``."""
-    return ValueError(f"file {name!r}: {field_error(field, value, problem)}")
+    return field_error(field, value, problem).within(f"file {name!r}")
 
 
 def _source(path_or_bytes: object, name: str | None) -> tuple[str, str, bytes | None, Path | None]:
@@ -221,5 +222,5 @@ def read_pointcloud(path_or_bytes: str | os.PathLike | bytes, name: str | None =
             raise _file_error(label, "origin", origin, "must be three numbers") from None
     try:
         return LidarScan(points, ring, np.zeros(len(points), np.int16), origin, timestamp_us, {})
-    except ValueError as exc:
-        raise ValueError(f"file {label!r}: {exc}") from None
+    except InputError as exc:
+        raise exc.within(f"file {label!r}") from None

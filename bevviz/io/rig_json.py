@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from bevviz.camera import Camera, Rig, raw_from_camera
+from bevviz.errors import InputError
 from bevviz.io.images import DecodedImage, atomic_write_bytes, check_camera_size, decode_image_report, read_image_report
 from bevviz.limits import (
     MAX_CAMERAS,
@@ -222,8 +223,8 @@ def _camera(entry: Any, index: int, seen: set[str]) -> tuple[RawCamera, str | No
     return RawCamera(name, K, rotation, translation, width, height), image
 
 
-def _with_source(source: str, err: ValueError) -> ValueError:
-    return ValueError(f"{source}: {err}")
+def _with_source(source: str, err: InputError) -> InputError:
+    return err.within(source)
 
 
 def parse_rig(data: dict | str | bytes, source: str = "<rig json>") -> RigFile:
@@ -284,7 +285,7 @@ def parse_rig(data: dict | str | bytes, source: str = "<rig json>") -> RigFile:
             raws.append(raw)
             images[raw.name] = image
         rig = Rig.from_raw(raws, convention)
-    except ValueError as e:
+    except InputError as e:  # any other exception is a bug and goes up as it is
         raise _with_source(source, e) from None
     return RigFile(rig=rig, raw_cameras=raws, convention=convention, image_files=images, source=source)
 
