@@ -1,4 +1,4 @@
-"""Page-side guards: show bad input as a message (never a traceback) and stop the page.
+"""Page-side guards: show bad input as a message (never a traceback) and stop the page; show a bug as a bug.
 
 Messages quote user-provided values (file names, camera names, numbers as typed), so they
 go through :func:`bevviz.limits.escape_markdown` before ``st.error`` / ``st.warning``
@@ -12,13 +12,16 @@ from contextlib import contextmanager
 import streamlit as st
 
 from appkit.state import Scene
+from bevviz.errors import InputError, bug_message
 from bevviz.limits import escape_markdown
 
 
 @contextmanager
 def shown_errors(what: str):
-    """Run a block; a ``ValueError`` from bevviz (which names camera, field and value) becomes
-    ``st.error`` and stops the rest of the page (the sidebar and anything above still show).
+    """Run a block; an :class:`~bevviz.errors.InputError` from bevviz (which names camera, field
+    and value) becomes ``st.error`` and stops the rest of the page (the sidebar and anything
+    above still show). Any other exception is a bug in bevviz: shown as one (what, where,
+    where to report it), never as the user's mistake, and the page stops too.
 
     Args:
         what: What the block does, in the app's own words (shown unescaped, before the
@@ -26,8 +29,11 @@ def shown_errors(what: str):
     """
     try:
         yield
-    except ValueError as e:
+    except InputError as e:
         st.error(f"{what}: {escape_markdown(e)}")
+        st.stop()
+    except Exception as e:  # not the user's fault
+        st.error(f"{what}: {escape_markdown(bug_message(e))}")
         st.stop()
 
 

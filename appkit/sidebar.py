@@ -1,8 +1,11 @@
 """The shared sidebar: rig source, BEV grid and validity settings, kept in session state.
 
 Loading follows one rule: the sidebar builds a *request* (a hashable description of what
-it asks for); when the request changes, the matching loader runs once. Success replaces
-the scene; a ``ValueError`` is remembered and shown, and the previous scene stays.
+it asks for); when the request changes, the matching loader (:mod:`appkit.sources`, over
+:mod:`bevviz.session`) runs once. Success replaces the scene; an
+:class:`~bevviz.errors.InputError` is remembered and shown as the user's to fix, any other
+exception as a bug in bevviz (:func:`bevviz.errors.bug_message`), and the previous scene
+stays.
 
 Every user-provided string it shows (file names, dataroots, scene names and descriptions,
 error messages quoting values, the scene's label, notes and warnings) goes through
@@ -19,8 +22,11 @@ from appkit import sources
 from appkit.session import current_grid, current_scene
 from appkit.state import GRID, GRID_ERROR, SCENE, SCENE_ERROR, SCENE_REQUEST
 from bevviz.bev_grid import BEVGrid, pillar_heights
+from bevviz.errors import InputError, bug_message
 from bevviz.io.nuscenes import SceneInfo
 from bevviz.limits import escape_markdown
+from bevviz.session import embedded
+from bevviz.shapes import field_error
 
 SOURCE_SAMPLE = "Embedded sample"
 SOURCE_NUSCENES = "nuScenes dataroot"
@@ -65,11 +71,11 @@ def apply_request(request: tuple | None, loader: Callable[[], sources.Scene], wh
     try:
         with st.spinner(f"Loading {escape_markdown(what)} ..."):
             scene = loader()
-    except ValueError as e:
+    except InputError as e:
         st.session_state[SCENE_ERROR] = str(e)
         return
-    except Exception as e:  # anything else: a message, never a traceback
-        st.session_state[SCENE_ERROR] = f"{type(e).__name__}: {e}"
+    except Exception as e:  # anything else is a bug: said so, never a traceback
+        st.session_state[SCENE_ERROR] = bug_message(e)
         return
     st.session_state[SCENE] = scene
     st.session_state[SCENE_ERROR] = None
@@ -86,11 +92,11 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
         return ("synthetic",), sources.synthetic_scene, "the synthetic rig"
     options = [SAMPLE_RIG_OPTION]
     scenes = {}
-    for s in sources.embedded_scene_table(str(sources.SAMPLE_NUSCENES)):
+    for s in sources.embedded_scene_table(str(embedded.sample_path("nuscenes"))):
         label = f"nuScenes {s['name']}: {s['description']}" if s["description"] else f"nuScenes {s['name']}"
         scenes[label] = SceneInfo(s["name"], s["token"], s["description"], int(s["nbr_samples"]))
         options.append(label)
-    real = sources.embedded_scene_table(str(sources.REAL_NUSCENES))
+    real = sources.embedded_scene_table(str(embedded.sample_path("real-nuscenes")))
     if real:
         r = real[0]
         scenes[REAL_SAMPLE_OPTION] = SceneInfo(r["name"], r["token"], r["description"], int(r["nbr_samples"]))
@@ -101,9 +107,9 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
                                "The real keyframe: six photos, the LiDAR sweep and 69 boxes of nuScenes "
                                "(CC BY-NC-SA 4.0).")
     if choice == SAMPLE_RIG_OPTION:
-        path = str(sources.SAMPLE_RIG)
+        path = str(embedded.sample_path("rig"))
         return ("rigjson", path), lambda: sources.rig_json_scene(path), "the sample rig"
-    root = sources.REAL_NUSCENES if choice == REAL_SAMPLE_OPTION else sources.SAMPLE_NUSCENES
+    root = embedded.sample_path("real-nuscenes" if choice == REAL_SAMPLE_OPTION else "nuscenes")
     key = "real_sample_index" if choice == REAL_SAMPLE_OPTION else "sample_index"
     with st.spinner("Opening the embedded nuScenes sample ..."):
         return _nuscenes_sample_picker(str(root), "v1.0-mini", scenes[choice], key)
@@ -119,11 +125,11 @@ def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
     idx = min(int(idx), len(samples) - 1)
     token = samples[idx].token
     return (("nuscenes", dataroot, version, token),
-            lambda: sources.nuscenes_scene(dataroot, version, token, scene.name, idx), f"{scene.name} #{idx}")
+            lambda: sources.nuscenes_scene(dataroot, version, token), f"{scene.name} #{idx}")
 
 
 def _nuscenes_controls():
-    dataroot = st.text_input("Dataroot", value=str(sources.SAMPLE_NUSCENES), key="ns_dataroot",
+    dataroot = st.text_input("Dataroot", value=str(embedded.sample_path("nuscenes")), key="ns_dataroot",
                              help="Folder holding <version>/ (the tables) and samples/.").strip()
     version = st.selectbox("Version", sources.NUSCENES_VERSIONS, key="ns_version")
     if not dataroot:
@@ -131,8 +137,11 @@ def _nuscenes_controls():
     try:
         with st.spinner("Opening the dataset ..."):
             scenes = sources.nuscenes_scenes(dataroot, version)
-    except ValueError as e:
+    except InputError as e:
         st.error(escape_markdown(e))
+        return None, None, ""
+    except Exception as e:  # a bug, said so
+        st.error(escape_markdown(bug_message(e)))
         return None, None, ""
     if not scenes:
         st.warning("The dataset has no scenes.")
@@ -186,13 +195,13 @@ def _upload_controls():
 
 
 def parse_z_values(text: str) -> tuple[float, ...]:
-    """Comma-separated heights -> tuple of floats (a named ValueError otherwise)."""
+    """Comma-separated heights -> tuple of floats (a named InputError otherwise)."""
     try:
         vals = tuple(float(t) for t in text.replace(";", ",").split(",") if t.strip())
     except ValueError:
-        raise ValueError(f"field 'z values': must be numbers separated by commas (got {text!r})") from None
+        raise field_error("z values", text, "must be numbers separated by commas") from None
     if not vals:
-        raise ValueError(f"field 'z values': need at least one height (got {text!r})")
+        raise field_error("z values", text, "need at least one height")
     return vals
 
 
@@ -212,12 +221,12 @@ def _check_app_grid_size(x_range: tuple, y_range: tuple, num_z: int, resolution:
         return
     points = h * w * num_z
     if h > 0 and w > 0 and points > MAX_GRID_POINTS:
-        raise ValueError(f"field 'resolution': {h} x {w} cells x {num_z} heights = {points:,} points, more than "
-                         f"the app's {MAX_GRID_POINTS:,} (got {resolution})")
+        raise field_error("resolution", resolution, f"{h} x {w} cells x {num_z} heights = {points:,} points, more "
+                          f"than the app's {MAX_GRID_POINTS:,}")
 
 
 def grid_from_state() -> BEVGrid:
-    """Build the BEVGrid from the grid widgets' values (raises a named ValueError)."""
+    """Build the BEVGrid from the grid widgets' values (raises a named InputError)."""
     ss = st.session_state
     mode = ss.get("grid_z_mode", Z_BEVFORMER)
     if mode == Z_BEVFORMER:
@@ -253,7 +262,7 @@ def _grid_controls() -> None:
         grid = grid_from_state()
         ss[GRID] = grid
         ss[GRID_ERROR] = None
-    except ValueError as e:
+    except InputError as e:
         ss[GRID_ERROR] = str(e)
     g = current_grid()
     if ss.get(GRID_ERROR):

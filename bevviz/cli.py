@@ -1,34 +1,34 @@
-"""The ``bevviz`` command (also ``python -m bevviz``): headless checks and the dataset audit.
+"""The ``bevviz`` command (also ``python -m bevviz``): headless checks, the dataset audit, the app.
 
 ``bevviz check SOURCE`` checks one rig and exits 0 / 1 / 2; ``bevviz audit DATAROOT`` checks
-every sample of a nuScenes-format dataset into Parquet (locally, or on Ray). Built on click;
-every error is one line on stderr and exit status 2, never a traceback. :func:`main` is the
-console script's entry point.
+every sample of a nuScenes-format dataset into Parquet (locally, or on Ray); ``bevviz app``
+starts the Streamlit app of the installed package. Built on click. A check loads its source
+and asks the doctor through :mod:`bevviz.session`, the road the app takes too. Bad input (an
+:class:`bevviz.errors.InputError`, a usage error, a file that cannot be read or written) is
+one line on stderr and exit status 2, never a traceback; any other exception is a bug in
+bevviz and says so, with where to report it (exit status 3). :func:`main` is the console
+script's entry point.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
-from bevviz.audit import (
-    ENGINES,
-    CheckReport,
-    CheckSettings,
-    check_html,
-    check_rig,
-    flagged_rows,
-    load_source,
-    run_audit,
-)
+from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, flagged_rows, run_audit
+from bevviz.errors import InputError, bug_message
+from bevviz.session import Doctor, load_scene
 
-__all__ = ["EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "cli", "main"]
+__all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
 
-EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FLAGGED, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 PROG = "bevviz"
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: Most scene x camera lines the audit's summary prints (the rest are in summary.json).
@@ -72,6 +72,7 @@ def cli(ctx: click.Context) -> None:
     COMMANDS
       check SOURCE     check one rig: conventions, projection sanity, the Calibration Doctor
       audit DATAROOT   check every sample of a nuScenes-format dataset into Parquet
+      app              start the interactive app (Streamlit) on the embedded sample
 
     \b
     EXIT STATUS
@@ -79,6 +80,7 @@ def cli(ctx: click.Context) -> None:
       1  a camera flagged miscalibrated or failing a sanity check (with --strict: or
          inconclusive); for audit, also a sample that could not be checked
       2  bad input or usage; one line on stderr names the field and the value
+      3  a bug in bevviz (not in the input): one line says where to report it
     130  interrupted
 
     \b
@@ -125,7 +127,10 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 
 @cli.command(context_settings=CONTEXT)
 @click.argument("source", metavar="SOURCE")
-@click.option("--images", metavar="DIR", help="JSON rig: folder of its images (default: the JSON file's folder).")
+@click.option("--images", metavar="DIR",
+              help="JSON rig: folder of its images (default: the JSON file's folder). Each camera's image is "
+                   "the path the JSON names under DIR, else that file name in DIR, else <camera name>.jpg "
+                   "(.jpeg, .png, .bmp, .tif, .tiff) in DIR.")
 @click.option("--version", "version", default="v1.0-mini", show_default=True, metavar="NAME",
               help="nuScenes: the table folder under the dataroot.")
 @click.option("--sample", metavar="TOKEN", help="nuScenes: the sample token (default: the first sample).")
@@ -142,9 +147,13 @@ def check(ctx: click.Context, source: str, images: str | None, version: str, sam
     \b
     SOURCE is one of
       a JSON rig file      (bevviz rig format, see the README), images from --images DIR
-                           or the paths the file names
+                           or the JSON file's folder (see --images for the lookup order)
       a nuScenes dataroot  (a folder holding <version>/sample.json); --version, --sample
-      an embedded sample   rig | nuscenes | real-nuscenes
+      an embedded sample   rig | nuscenes | real-nuscenes (a path of that name that
+                           exists is checked instead)
+
+    A check that cannot run the doctor (a camera without its image) exits 2 and names
+    the cameras and what was looked for.
 
     The doctor uses the LiDAR sweep when the sample has one (nuScenes), and the seams
     between neighbouring cameras always. The table lists each camera's verdict
@@ -160,20 +169,20 @@ def check(ctx: click.Context, source: str, images: str | None, version: str, sam
     settings = _settings(lidar, thorough, estimate, sweeps)
     if ctx.obj.get("parse_only"):
         return EXIT_OK
-    loaded = load_source(source, images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps)
-    report = check_rig(loaded.rig, loaded.images, raw_cameras=loaded.raw_cameras, convention=loaded.convention,
-                       lidar=loaded.lidar, settings=settings, source=loaded.source, notes=loaded.notes)
+    scene = load_scene(source, images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps)
+    scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
+    report = Doctor(scene, settings).check()
     _print_check(report, strict)
     if json_path:
         Path(json_path).write_text(json.dumps(report.to_dict(strict), indent=2) + "\n")
     if html_path:
-        Path(html_path).write_text(check_html(report, loaded.images, strict))
+        Path(html_path).write_text(check_html(report, scene.images, strict))
     return report.exit_code(strict)
 
 
 def _scenes(value: tuple[str, ...]) -> list[str] | None:
     names = [n.strip() for v in value for n in v.split(",") if n.strip()]
-    return names or None
+    return names if value else None  # --scenes "," names no scene: run_audit refuses it (exit 2)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -250,6 +259,59 @@ def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ..
     return EXIT_FLAGGED if flagged_rows(run.rows, strict) else EXIT_OK
 
 
+def app_script() -> Path:
+    """The Streamlit script of the app: ``app.py`` of the installed package (shipped inside
+    ``appkit/streamlit_app/`` with ``pages/`` and ``.streamlit/config.toml``), or of the
+    source checkout (beside ``appkit/``). Found without importing the app.
+
+    Raises:
+        InputError: field ``app`` when neither is there (an installation without the app).
+    """
+    spec = importlib.util.find_spec("appkit")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("field 'app': the app (package appkit) is not installed (got None)", "app", None)
+    package = Path(list(spec.submodule_search_locations)[0])
+    for script in (package / "streamlit_app" / "app.py", package.parent / "app.py"):
+        if script.is_file() and (script.parent / "pages").is_dir():
+            return script
+    raise InputError(f"field 'app': no app.py with pages/ in {package} or beside it (got {package})", "app", package)
+
+
+def _config_flags(script: Path) -> list[str]:
+    """The app's ``.streamlit/config.toml`` (beside its script) as ``--section.key=value``
+    flags: Streamlit reads that file from the working folder only, and the app must look the
+    same started from any folder."""
+    path = script.parent / ".streamlit" / "config.toml"
+    if not path.is_file():
+        return []
+    flags = []
+    for section, values in tomllib.loads(path.read_text()).items():
+        for key, value in values.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            flags.append(f"--{section}.{key}={text}")
+    return flags
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, metavar="PORT",
+              help="Port of the app's web server.")
+@click.option("--address", "server_address", metavar="ADDR", help="Address to listen on (default: Streamlit's).")
+@click.pass_context
+def app(ctx: click.Context, port: int, server_address: str | None) -> int:
+    """Start the interactive app (Streamlit) on the embedded sample; open the URL it prints.
+
+    Works from any folder: the app, its pages and its settings come with the package.
+    Stop it with Ctrl-C.
+    """
+    if ctx.obj.get("parse_only"):
+        return EXIT_OK
+    script = app_script()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), *_config_flags(script), f"--server.port={port}"]
+    if server_address:
+        cmd.append(f"--server.address={server_address}")
+    return subprocess.call(cmd, cwd=script.parent)
+
+
 def main(argv: Sequence[str] | None = None, *, parse_only: bool = False) -> int:
     """Run the ``bevviz`` command line; returns the exit status.
 
@@ -260,7 +322,8 @@ def main(argv: Sequence[str] | None = None, *, parse_only: bool = False) -> int:
 
     Returns:
         0 (nothing flagged, or help shown), 1 (flagged), 2 (bad input or usage; one line on
-        stderr), 130 (interrupted).
+        stderr), 3 (a bug in bevviz; one line saying so and where to report it), 130
+        (interrupted).
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
@@ -275,7 +338,7 @@ def main(argv: Sequence[str] | None = None, *, parse_only: bool = False) -> int:
     except click.ClickException as e:
         _error(e.format_message())
         return EXIT_USAGE
-    except ValueError as e:  # the library's named errors: field and value
+    except InputError as e:  # the library's named errors: field and value
         _error(str(e))
         return EXIT_USAGE
     except OSError as e:  # a file that cannot be written or read
@@ -284,4 +347,7 @@ def main(argv: Sequence[str] | None = None, *, parse_only: bool = False) -> int:
     except (click.Abort, KeyboardInterrupt):
         _error("interrupted")
         return EXIT_INTERRUPTED
+    except Exception as e:  # anything else is a bug in bevviz, never the user's fault
+        _error(bug_message(e))
+        return EXIT_BUG
     return int(rv or 0)

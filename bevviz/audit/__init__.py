@@ -1,7 +1,7 @@
 """Headless checks and the whole-dataset calibration audit.
 
-:mod:`~bevviz.audit.check` checks one rig (conventions, projection sanity, the doctor) and
-one dataset sample as rows (the audit's pure per-sample function);
+:mod:`~bevviz.audit.check` checks one dataset sample as rows (the audit's pure per-sample
+function), through the use cases of :mod:`bevviz.session` (which check one rig);
 :mod:`~bevviz.audit.store` keeps the rows in atomic Parquet part files with resume;
 :mod:`~bevviz.audit.local` and :mod:`~bevviz.audit.ray_engine` run the function over many
 samples (this process, or Ray actors); :mod:`~bevviz.audit.run` is ``bevviz audit``;
@@ -22,12 +22,10 @@ from bevviz.audit.check import (
     CheckReport,
     CheckSettings,
     ConventionCheck,
-    LoadedSource,
     check_rig,
     check_sample,
     dataset,
     error_row,
-    load_source,
     projection_sanity,
     report_rows,
 )
@@ -40,8 +38,7 @@ from bevviz.audit.store import SCHEMA, AuditStore, part_files, read_manifest, re
 __all__ = [
     # one rig, one sample
     "EMBEDDED", "ERROR", "ROW_COLUMNS", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
-    "ConventionCheck", "LoadedSource", "check_rig", "check_sample", "dataset", "error_row", "load_source",
-    "projection_sanity", "report_rows",
+    "ConventionCheck", "check_rig", "check_sample", "dataset", "error_row", "projection_sanity", "report_rows",
     # engines
     "ENGINES", "RETRIES", "EngineStats", "SampleWorker", "peak_rss_mib", "run_local", "run_ray",
     # the audit, its store and report

@@ -175,10 +175,9 @@ def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, 
     # A checkout without sample_data/ (e.g. a trimmed copy) still opens: the nuScenes-like
     # rig rendered on the fly, with a caption that says why.
     from appkit import sources
+    from bevviz.session import embedded
 
-    monkeypatch.setattr(sources, "SAMPLE_DIR", tmp_path)
-    monkeypatch.setattr(sources, "SAMPLE_RIG", tmp_path / "rig.json")
-    monkeypatch.setattr(sources, "SAMPLE_NUSCENES", tmp_path / "nuscenes")
+    monkeypatch.setattr(embedded, "SAMPLE_DATA", tmp_path)  # the one place the samples' folder is known
     sources.synthetic_scene.clear()
     sources.sample_texture.clear()  # cached by earlier tests from the real sample_data
     at = app()

@@ -1,4 +1,4 @@
-"""bevviz.audit.check: one rig checked (conventions, sanity, the doctor) and one sample as rows."""
+"""bevviz.audit.check over bevviz.session: one rig checked (conventions, sanity, the doctor), one sample as rows."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ from bevviz.audit import (
     CheckSettings,
     check_rig,
     check_sample,
-    load_source,
     projection_sanity,
 )
 from bevviz.calibration import perturb_rig
 from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention
+from bevviz.session import load_scene
 
 
 @pytest.fixture(scope="module")
 def embedded_rig():
-    return load_source("rig")
+    return load_scene("rig")
 
 
 def test_settings_are_validated_by_name(seams):
@@ -120,4 +120,4 @@ def test_a_sample_that_cannot_be_checked_is_one_error_row(nuscenes_root, fast):
 ])
 def test_bad_sources_name_the_field(nuscenes_root, source, kwargs, field):
     with pytest.raises(ValueError, match=f"field '{field}'"):
-        load_source(source, **kwargs)
+        load_scene(source, **kwargs)

@@ -1,0 +1,289 @@
+"""The Calibration Doctor as a use case: one :class:`Doctor` per scene, each piece of evidence computed once.
+
+A :class:`Doctor` holds a :class:`~bevviz.session.scene.Scene` (rig, images, LiDAR scan,
+the calibration as stored) and answers every question the app's pages, ``bevviz check``
+and the audit ask of it, with one typed method each:
+
+* :meth:`Doctor.conventions`: the storage conventions ranked against the declared one;
+* :meth:`Doctor.sanity`: the projection sanity of every camera;
+* :meth:`Doctor.diagnose`: which camera is off (the LiDAR witness with a scan, the seams
+  always), a :class:`bevviz.calibration.Diagnosis`;
+* :meth:`Doctor.quick`: the seams' fast ranking only (live views);
+* :meth:`Doctor.refine`: one camera refined, reusing the diagnosis's LiDAR evidence;
+* :meth:`Doctor.seam_offset`: a flagged camera's offset estimated from its seams;
+* :meth:`Doctor.check`: all of it as a :class:`~bevviz.session.report.CheckReport`.
+
+Each result is computed on first use and kept: the LiDAR evidence of a scan and camera
+is aligned once (by the diagnosis) and handed to :meth:`Doctor.refine`. The doctor calls
+the public functions of :mod:`bevviz.calibration` only. Streamlit-free: the app caches one
+doctor per scene (:mod:`appkit.session`), the command line makes one per check; both read
+the same numbers off it.
+
+Convention:
+    Offsets are body-frame (FLU) degrees, the stored camera turned by this much away from
+    where the evidence puts it. See docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from bevviz.bev_grid import BEVGrid
+from bevviz.calibration import (
+    AXES,
+    INCONCLUSIVE,
+    MISCALIBRATED,
+    Diagnosis,
+    RefineHistory,
+    camera_delta,
+    diagnose,
+    refine_camera,
+    refine_extrinsics,
+)
+from bevviz.camera import Rig
+from bevviz.conventions import NUSCENES, Convention, ConventionScore, RawCamera, rank_conventions
+from bevviz.errors import InputError
+from bevviz.lidar import LidarScan
+from bevviz.session.report import (
+    CameraCheck,
+    CameraSanity,
+    CheckReport,
+    CheckSettings,
+    ConventionCheck,
+    projection_sanity,
+)
+from bevviz.session.scene import Scene
+
+__all__ = ["Doctor", "check_rig"]
+
+#: Progress callback: ``(done, total, camera)``.
+Progress = Callable[[int, int, str], None]
+
+
+class Doctor:
+    """The calibration questions of one scene, each answered once.
+
+    Args:
+        scene: The scene (rig, images, LiDAR, stored calibration).
+        settings: What the checks run (:class:`~bevviz.session.report.CheckSettings`);
+            ``settings.lidar`` False leaves the scan out of every witness.
+        grid: Ground grid of the seams; default the library's (:func:`bevviz.calibration.seam_grid`).
+
+    Attributes:
+        scene: The scene.
+        settings: The settings.
+        grid: The seam grid (None: the library's default).
+    """
+
+    def __init__(self, scene: Scene, settings: CheckSettings | None = None, grid: BEVGrid | None = None):
+        self.scene = scene
+        self.settings = CheckSettings() if settings is None else settings
+        self.grid = grid
+        self._ranking: list[ConventionScore] | None = None
+        self._sanity: dict[str, CameraSanity] | None = None
+        self._diagnosis: Diagnosis | None = None
+        self._quick: Diagnosis | None = None
+        self._offsets: dict[str, tuple[dict[str, float] | None, bool]] = {}
+
+    # ----------------------------------------------------------------------------------
+    # What the scene gives
+    # ----------------------------------------------------------------------------------
+
+    @property
+    def rig(self) -> Rig:
+        """The scene's rig."""
+        return self.scene.rig
+
+    @property
+    def lidar(self) -> LidarScan | None:
+        """The scan the witnesses use: the scene's, unless ``settings.lidar`` is off."""
+        return self.scene.lidar if self.settings.lidar else None
+
+    def _require_images(self) -> Mapping[str, np.ndarray]:
+        self.scene.require_images("images")
+        return self.scene.images
+
+    # ----------------------------------------------------------------------------------
+    # Conventions and sanity
+    # ----------------------------------------------------------------------------------
+
+    def ranking(self) -> list[ConventionScore]:
+        """Every storage convention scored on the stored calibration, best first; with the
+        images (seam consistency) when every camera has one."""
+        if self._ranking is None:
+            images = self.scene.images if self.scene.has_all_images else None
+            self._ranking = rank_conventions(self.scene.stored, images or None)
+        return self._ranking
+
+    def conventions(self) -> ConventionCheck:
+        """The ranking against the convention the source declares."""
+        ranked = self.ranking()
+        best, stored = ranked[0], self.scene.convention
+        ok = best.convention == stored or stored.label in best.ties
+        return ConventionCheck(stored.label, best.label, ok, tuple((r.label, float(r.score)) for r in ranked),
+                               tuple(best.evidence))
+
+    def sanity(self) -> dict[str, CameraSanity]:
+        """Camera name -> its projection sanity (:func:`~bevviz.session.report.projection_sanity`)."""
+        if self._sanity is None:
+            self._sanity = projection_sanity(self.rig)
+        return self._sanity
+
+    # ----------------------------------------------------------------------------------
+    # The doctor's witnesses
+    # ----------------------------------------------------------------------------------
+
+    def diagnose(self, progress: Progress | None = None) -> Diagnosis:
+        """Which camera is off: every camera's finding, worst first (computed once).
+
+        With a LiDAR scan the LiDAR witness (each camera's own rotation offset with its
+        bootstrap uncertainty) and the seams; without, the seams (``settings.thorough``:
+        each suspect rotated alone).
+
+        Args:
+            progress: Optional ``callback(done, total, camera)``.
+
+        Returns:
+            :class:`bevviz.calibration.Diagnosis` (with ``seam_median`` and, with LiDAR, the
+            rig ``consensus``).
+
+        Raises:
+            InputError: field ``images`` when a camera has no image.
+        """
+        if self._diagnosis is None:
+            images = self._require_images()
+            self._diagnosis = diagnose(self.rig, images, self.grid, self.lidar, thorough=self.settings.thorough,
+                                       replicates=self.settings.replicates, progress=progress)
+        return self._diagnosis
+
+    def quick(self) -> Diagnosis:
+        """The seams' fast ranking (each camera's better seam against the rig median), no
+        refinement and no LiDAR: for live views. Computed once."""
+        if self._quick is None:
+            self._quick = diagnose(self.rig, self._require_images(), self.grid, thorough=False)
+        return self._quick
+
+    def evidence(self) -> dict:
+        """Camera name -> its LiDAR evidence, as the diagnosis aligned it (empty without LiDAR)."""
+        if self.lidar is None:
+            return {}
+        return {f.camera: f.lidar for f in self.diagnose() if f.lidar is not None}
+
+    def refine(self, camera: str, progress: Callable[[int, int, float], None] | None = None
+               ) -> tuple[Rig, RefineHistory]:
+        """Refine one camera's extrinsics; the rest of the rig is held fixed.
+
+        With LiDAR, the evidence the diagnosis aligned is reused (not aligned again).
+
+        Args:
+            camera: The camera's name.
+            progress: Optional ``callback(step, total_steps, loss)``.
+
+        Returns:
+            ``(rig, history)`` as :func:`bevviz.calibration.refine_extrinsics`: the input
+            rig unchanged when ``history.accepted`` is False.
+
+        Raises:
+            InputError: field ``camera`` for a name not in the rig, ``images`` for a missing image.
+        """
+        if camera not in self.rig.names:
+            raise InputError(f"field 'camera': not a camera of the rig ({', '.join(self.rig.names)}) "
+                             f"(got {camera!r})", "camera", camera)
+        images = self._require_images()
+        evidence = self.evidence() or None
+        return refine_extrinsics(self.rig, images, self.grid, camera, self.lidar, evidence=evidence,
+                                 progress=progress)
+
+    def seam_offset(self, camera: str) -> tuple[dict[str, float] | None, bool]:
+        """A camera's offset from its seams alone: the camera refined alone, read as the
+        rotation from where the seams put it to where it is stored.
+
+        Returns:
+            ``({"roll", "pitch", "yaw"} -> degrees, or None when it has no seam to refine
+            against; whether the refinement passed its held-out check)``. Computed once
+            per camera.
+        """
+        if camera not in self._offsets:
+            try:
+                refined, hist = refine_camera(self.rig, self._require_images(), self.grid, camera)
+            except InputError:  # no seam to refine against
+                self._offsets[camera] = (None, False)
+            else:
+                d = camera_delta(refined[camera], self.rig[camera])  # evidence -> stored
+                self._offsets[camera] = ({"roll": d.roll_deg, "pitch": d.pitch_deg, "yaw": d.yaw_deg},
+                                         bool(hist.accepted))
+        return self._offsets[camera]
+
+    # ----------------------------------------------------------------------------------
+    # Everything, as one report
+    # ----------------------------------------------------------------------------------
+
+    def check(self) -> CheckReport:
+        """Conventions, projection sanity and the doctor as one :class:`CheckReport`.
+
+        Without every camera's image the doctor does not run: every camera is
+        inconclusive and a note says which images are missing (``bevviz check`` refuses
+        such a scene before it gets here).
+        """
+        t0 = time.perf_counter()
+        notes = list(self.scene.notes)
+        conv = self.conventions()
+        sanity = self.sanity()
+        scan = self.lidar
+        n_points = 0 if scan is None else int(len(scan.points if isinstance(scan, LidarScan) else scan))
+        cams: list[CameraCheck] = []
+        if not self.scene.has_all_images:
+            missing = [n for n in self.rig.names if n not in self.scene.images]
+            notes.append(f"the doctor needs every camera's image; missing: {', '.join(missing)}")
+            for name in self.rig.names:
+                cams.append(CameraCheck(name, INCONCLUSIVE, float("nan"), float("nan"),
+                                        f"{name}: no doctor without images", {}, None, None, None, None, 0, 0,
+                                        sanity[name]))
+        else:
+            for f in self.diagnose():
+                cams.append(self._camera_check(f, sanity[f.camera]))
+        return CheckReport(dict(self.scene.source), self.settings, tuple(cams), conv, n_points, tuple(notes),
+                           time.perf_counter() - t0)
+
+    def _camera_check(self, f, sanity: CameraSanity) -> CameraCheck:
+        offset, unc, src, checked = f.offset_deg, f.uncertainty_deg, None, None
+        if offset is not None:
+            src, checked = "lidar", True
+        elif f.verdict == MISCALIBRATED and self.settings.estimate:
+            offset, checked = self.seam_offset(f.camera)
+            src = "seams" if offset is not None else None
+        return CameraCheck(
+            f.camera, f.verdict, float(f.score), float(f.quick_score), f.reason, dict(f.witnesses),
+            None if offset is None else {a: float(offset[a]) for a in AXES},
+            None if unc is None else {a: float(unc[a]) for a in AXES},
+            src, checked, int(f.edge_points), len(f.seams), sanity)
+
+
+def check_rig(rig: Rig, images: Mapping[str, np.ndarray], *, raw_cameras: Sequence[RawCamera] | None = None,
+              convention: Convention = NUSCENES, lidar: LidarScan | np.ndarray | None = None,
+              settings: CheckSettings | None = None, source: Mapping | None = None,
+              notes: Sequence[str] = ()) -> CheckReport:
+    """Check one rig given as parts: :meth:`Doctor.check` of a scene made of them.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        images: Camera name -> RGB uint8 image (H, W, 3). The doctor runs only when every
+            camera has one (else every camera is inconclusive and a note says why).
+        raw_cameras: The calibration as stored; default ``rig.to_raw(convention)``.
+        convention: The convention the source declares it stores.
+        lidar: Optional LiDAR scan (a :class:`bevviz.lidar.LidarScan` or points (N, 3|4)
+            in the ego frame); used when ``settings.lidar``.
+        settings: :class:`CheckSettings`; default ``CheckSettings()``.
+        source: Where the rig came from (copied into the report).
+        notes: Rig-level remarks to carry (e.g. why no LiDAR).
+
+    Returns:
+        :class:`CheckReport`.
+    """
+    scene = Scene(key="parts", label="rig", rig=rig, images=images,
+                  raw_cameras=tuple(raw_cameras) if raw_cameras is not None else (), convention=convention,
+                  lidar=lidar, notes=tuple(notes), source=dict(source or {}))
+    return Doctor(scene, settings).check()

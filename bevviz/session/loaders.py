@@ -1,0 +1,345 @@
+"""One loader for every rig source: a JSON rig with its images, a nuScenes sample, the embedded samples.
+
+Every road to a :class:`~bevviz.session.scene.Scene` runs through here: ``bevviz check``
+(:func:`load_scene` resolves its SOURCE), the audit (:func:`nuscenes_scene` per sample) and
+the app (its sidebar calls these same loaders, with Streamlit caches around them). So the
+LiDAR rule (:func:`sample_lidar`), the image lookup (:func:`find_images`) and the embedded
+sample's ground truth are written once, and one frame gives the same numbers everywhere.
+Uploaded bytes are :mod:`bevviz.session.uploads`.
+
+Image lookup for a JSON rig and an images folder DIR, per camera, first found wins:
+    1. the path the JSON names for it, under DIR;
+    2. that path's file name, in DIR;
+    3. the camera's name with an image extension (``CAM_FRONT.jpg``, ``.jpeg``, ``.png``,
+       ``.bmp``, ``.tif``, ``.tiff``), in DIR.
+    Without ``--images``, DIR is the JSON file's folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path, PurePath
+
+import numpy as np
+
+from bevviz.calibration import GroundTruth
+from bevviz.conventions import NUSCENES
+from bevviz.errors import InputError
+from bevviz.io.nuscenes import (
+    LIDAR_CHANNEL,
+    ego_pose,
+    has_lidar,
+    load_boxes_from,
+    load_lidar_from,
+    load_sample_from,
+    open_dataset,
+)
+from bevviz.io.rig_json import RigFile, RigImages, load_rig_file, load_rig_images
+from bevviz.lidar import LidarScan
+from bevviz.session import embedded
+from bevviz.session.scene import Scene
+from bevviz.shapes import field_error
+from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
+
+__all__ = [
+    "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "find_images", "freeze", "load_scene",
+    "loaded_images", "nuscenes_scene", "rig_json_scene", "sample_lidar", "sample_meta", "synthetic_scene",
+]
+
+NUSCENES_VERSIONS = ("v1.0-mini", "v1.0-trainval", "v1.0-test")
+#: Extensions tried, in order, for an image named after its camera (step 3 of the lookup).
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
+SYNTHETIC_SCALE = 0.4  # 640 x 360: rendering full-size images takes half a minute
+
+
+def freeze(images: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The images as a plain dict of read-only arrays (a scene is shared, never changed)."""
+    out = {}
+    for name, img in images.items():
+        a = np.asarray(img)
+        a.setflags(write=False)
+        out[name] = a
+    return out
+
+
+def loaded_images(images: RigImages) -> dict:
+    """The Scene fields of what a loader read: ``images`` (read-only) and ``warnings``, the
+    conversions made (one line per converted file)."""
+    warnings = tuple(images.warnings)
+    return {"images": freeze(images), "warnings": warnings}
+
+
+# --------------------------------------------------------------------------------------
+# JSON rig
+# --------------------------------------------------------------------------------------
+
+
+def find_images(rig_file: RigFile, folder: str | Path) -> tuple[RigFile, str]:
+    """Where each camera's image is in ``folder``, by the lookup order of the module docstring.
+
+    Args:
+        rig_file: The parsed rig.
+        folder: The images folder (``--images DIR``, or the JSON file's folder).
+
+    Returns:
+        ``(rig_file with image_files pointing at what was found, relative to folder;
+        why cameras have no image, or "")``.
+    """
+    folder = Path(folder)
+    by_stem: dict[str, str] | None = None
+    found: dict[str, str | None] = {}
+    missing = []
+    for cam in rig_file.rig.names:
+        named = rig_file.image_files.get(cam)
+        choice = None
+        if named and (folder / named).is_file():
+            choice = named
+        elif named and (folder / PurePath(named).name).is_file():
+            choice = PurePath(named).name
+        else:
+            if by_stem is None:  # listed once, only when a camera needs step 3
+                by_stem = {}
+                for p in sorted(folder.iterdir()) if folder.is_dir() else ():
+                    if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file():
+                        by_stem.setdefault(p.stem, p.name)
+            choice = by_stem.get(cam)
+        found[cam] = choice
+        if choice is None:
+            missing.append(cam)
+    why = ""
+    if missing:
+        why = (f"no image found for {', '.join(missing)} in {folder} (looked for, in order: the path the JSON "
+               f"names under the folder, its file name in the folder, the camera's name with "
+               f"{'/'.join(IMAGE_EXTENSIONS)})")
+    return dataclasses.replace(rig_file, image_files=found), why
+
+
+def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str | None = None,
+                   texture=None) -> Scene:
+    """A JSON rig file with its images.
+
+    Args:
+        path: The rig JSON (bevviz format).
+        images: Folder of its images (default: the JSON file's folder); each camera's image
+            is found as the module docstring says.
+        name: What the user called it (``"rig"`` for the embedded sample), for the report.
+        texture: The embedded sample's texture (:func:`bevviz.session.embedded.sample_texture`)
+            if the caller caches it.
+
+    Returns:
+        The scene; cameras whose image was not found have none, and
+        :attr:`Scene.missing_images` says which and what was looked for.
+
+    Raises:
+        InputError: naming ``--images`` (not a folder), or anything
+            :mod:`bevviz.io.rig_json` rejects (camera, field, value).
+    """
+    p = Path(path)
+    if images is not None and not Path(images).is_dir():
+        raise field_error("--images", str(images), "is not an existing folder")
+    folder = Path(images) if images is not None else p.parent
+    rig_file = load_rig_file(p)
+    located, missing = find_images(rig_file, folder)
+    read = load_rig_images(located, folder)
+    is_sample = embedded.is_embedded(p, "rig")
+    digest = hashlib.sha1(p.read_bytes()).hexdigest()[:12]
+    label = "Embedded sample rig (sample_data/rig.json)" if is_sample else f"JSON rig {p.name}"
+    kind = "embedded" if is_sample and name == "rig" else "rig-json"
+    return Scene(key=f"rigjson:{p.resolve()}:{folder.resolve()}:{digest}", label=label, rig=rig_file.rig,
+                 **loaded_images(read), raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
+                 ground_truth=embedded.ground_truth(texture) if is_sample else None,
+                 image_files={k: v for k, v in rig_file.image_files.items() if v},
+                 source={"kind": kind, "path": str(p), "name": name or str(p)}, missing_images=missing)
+
+
+# --------------------------------------------------------------------------------------
+# nuScenes
+# --------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def dataset(dataroot: str, version: str):
+    """The devkit handle of ``dataroot``/``version``, opened once per process (an LRU of 4).
+
+    Raises:
+        InputError: as :func:`bevviz.io.nuscenes.open_dataset`.
+    """
+    return open_dataset(dataroot, version)
+
+
+def sample_meta(nusc, token: str, field_name: str = "sample") -> dict:
+    """Where a sample sits: its scene's name and token, its index in the scene, its time.
+
+    The walk back along ``prev`` is bounded by the number of samples and refuses a loop.
+
+    Raises:
+        InputError: naming ``field_name`` for an unknown token, or ``sample.prev`` for a
+            link that loops or leads nowhere.
+    """
+    try:
+        s = nusc.get("sample", token)
+    except (KeyError, TypeError):
+        raise field_error(field_name, token, "no such sample in the dataset") from None
+    scene = nusc.get("scene", s["scene_token"])
+    index, prev, bound = 0, s["prev"], len(nusc.sample)
+    while prev:
+        index += 1
+        if index > bound:
+            raise field_error("sample.prev", token, f"the prev links loop (more than {bound} samples back)")
+        try:
+            prev = nusc.get("sample", prev)["prev"]
+        except (KeyError, TypeError):
+            raise field_error("sample.prev", prev, "links to no sample in the dataset") from None
+    return {"scene": scene["name"], "scene_token": scene["token"], "sample": token, "sample_index": index,
+            "timestamp": int(s["timestamp"])}
+
+
+def sample_lidar(nusc, token: str, lidar: bool = True, sweeps: int = 1) -> tuple[LidarScan | None, tuple, tuple]:
+    """The LiDAR rule, for every caller: a sample's scan and boxes, or why there are none.
+
+    Args:
+        nusc: Open devkit handle.
+        token: Sample token.
+        lidar: Read the scan at all (False: the LiDAR witness is off).
+        sweeps: Sweeps to accumulate (1 = the keyframe sweep).
+
+    Returns:
+        ``(scan or None, boxes, notes)``: without a LIDAR_TOP sweep, or when the scan cannot
+        be read (an :class:`~bevviz.errors.InputError` of the data), the cameras still load
+        and a note says why there is no LiDAR.
+    """
+    if not lidar:
+        return None, (), ("LiDAR witness off (settings)",)
+    if not has_lidar(nusc, token):
+        return None, (), (f"the sample has no {LIDAR_CHANNEL}: seams only",)
+    try:
+        return load_lidar_from(nusc, token, sweeps), tuple(load_boxes_from(nusc, token)), ()
+    except InputError as e:
+        return None, (), (f"LiDAR and boxes not loaded: {e}",)
+
+
+def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ...]:
+    """The embedded dataset's record of the camera it stores miscalibrated, as a note."""
+    try:
+        rec = json.loads((Path(dataroot) / "miscalibration.json").read_text())
+    except (OSError, ValueError):
+        return ()
+    if not isinstance(rec, dict) or rec.get("scene") != scene_name:
+        return ()
+    err = rec.get("rotation_error", {})
+    return (f"Known miscalibration: {rec.get('camera')} stored with a {err.get('degrees')} deg rotation "
+            f"error ({err.get('description', '')}); its images use the true calibration.",)
+
+
+def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lidar: bool = True, sweeps: int = 1,
+                   name: str | None = None, texture=None) -> Scene:
+    """One sample of a nuScenes-format dataset: rig from calibrated_sensor, the camera images,
+    and the LiDAR scan and boxes by :func:`sample_lidar`.
+
+    Args:
+        nusc: Open devkit handle of ``dataroot``/``version``.
+        dataroot: Dataset root.
+        version: Table folder.
+        token: Sample token.
+        lidar: Read the LiDAR scan (see :func:`sample_lidar`).
+        sweeps: LiDAR sweeps to accumulate.
+        name: What the user called the source (``"nuscenes"`` for an embedded one).
+        texture: The embedded sample's texture (:func:`bevviz.session.embedded.sample_texture`)
+            if the caller caches it.
+
+    Raises:
+        InputError: naming the sample token, the table or the field that is wrong.
+    """
+    meta = sample_meta(nusc, token, "sample")
+    rig, images = load_sample_from(nusc, token)
+    scan, boxes, lidar_notes = sample_lidar(nusc, token, lidar, sweeps)
+    synthetic = embedded.is_embedded(dataroot, "nuscenes")
+    real = embedded.is_embedded(dataroot, "real-nuscenes")
+    gt = embedded.ground_truth(texture, ego_pose(nusc, token)) if synthetic else None
+    where = "embedded sample" if synthetic else "embedded real keyframe" if real else str(dataroot)
+    label = f"nuScenes {meta['scene']} sample {meta['sample_index']} ({where})"
+    key = f"nuscenes:{Path(dataroot).resolve()}:{version}:{token}"
+    kind = "embedded" if name in embedded.NAMES and (synthetic or real) else "nuscenes"
+    return Scene(key=key, label=label, rig=rig, **loaded_images(images), raw_cameras=tuple(rig.to_raw(NUSCENES)),
+                 convention=NUSCENES, ground_truth=gt,
+                 notes=_miscalibration_note(dataroot, meta["scene"]) + lidar_notes, lidar=scan, boxes=boxes,
+                 lidar_key=key if scan is not None else "", attribution=embedded.attribution(dataroot),
+                 source={"kind": kind, "path": str(dataroot), "name": name or str(dataroot), "version": version,
+                         **meta})
+
+
+def is_dataroot(path: Path) -> bool:
+    """Whether ``path`` is a folder holding ``<version>/sample.json``."""
+    return path.is_dir() and any((p / "sample.json").is_file() for p in path.iterdir() if p.is_dir())
+
+
+# --------------------------------------------------------------------------------------
+# Any source by name or path (bevviz check SOURCE)
+# --------------------------------------------------------------------------------------
+
+
+def load_scene(source: str, *, images: str | Path | None = None, version: str = "v1.0-mini",
+               sample: str | None = None, lidar: bool = True, sweeps: int = 1) -> Scene:
+    """Load what ``bevviz check SOURCE`` names.
+
+    Args:
+        source: A JSON rig file, a nuScenes dataroot, or the name of an embedded sample
+            (:data:`bevviz.session.embedded.NAMES`); a path that exists is always the
+            path, never the sample of the same name.
+        images: JSON rig: the images folder (lookup order: module docstring).
+        version: nuScenes: the table folder.
+        sample: nuScenes: the sample token (default: the first sample of the first scene).
+        lidar: nuScenes: read the sample's LIDAR_TOP sweep when it has one.
+        sweeps: LiDAR sweeps to accumulate.
+
+    Returns:
+        The :class:`Scene`.
+
+    Raises:
+        InputError: naming ``SOURCE``, ``--images``, ``--sample``, ``--version`` or the
+            data's own field and the value.
+    """
+    name = str(source)
+    path = embedded.embedded_path(name) or Path(name)
+    if path.is_file():
+        if sample is not None:
+            raise field_error("--sample", sample, "applies to a nuScenes dataroot only")
+        return rig_json_scene(path, images, name)
+    if images is not None:
+        raise field_error("--images", str(images), "applies to a JSON rig only")
+    if is_dataroot(path):
+        nusc = dataset(str(path), version)
+        if sample is None:
+            if not nusc.scene:
+                raise field_error("SOURCE", name, "the dataset has no scenes")
+            sample = nusc.scene[0]["first_sample_token"]
+        else:
+            sample_meta(nusc, sample, "--sample")  # an unknown token is named as the option
+        return nuscenes_scene(nusc, path, version, sample, lidar=lidar, sweeps=sweeps, name=name)
+    raise field_error("SOURCE", name, "is neither a JSON rig file, a nuScenes dataroot (a folder holding "
+                      f"<version>/sample.json) nor an embedded sample ({', '.join(embedded.NAMES)})")
+
+
+# --------------------------------------------------------------------------------------
+# The fallback without sample_data
+# --------------------------------------------------------------------------------------
+
+
+def synthetic_scene() -> Scene:
+    """The nuScenes-like rig with rendered images (used when sample_data is missing).
+
+    Its ground truth is the procedural texture the images were rendered from (the same one
+    sample_data/ground_texture.png stores), at the identity ego pose.
+    """
+    rig = nuscenes_like_rig().resized(SYNTHETIC_SCALE)
+    images = render(rig, supersample=1)
+    texture, grid = ground_texture()
+    w, h = rig[0].size
+    return Scene(key="synthetic", label=f"Synthetic nuScenes-like rig ({w} x {h}, rendered: sample_data is missing)",
+                 rig=rig, images=freeze(images),
+                 ground_truth=GroundTruth(texture, tuple(grid.x_range), tuple(grid.y_range), None),
+                 source={"kind": "synthetic", "path": "", "name": "synthetic"})

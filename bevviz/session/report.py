@@ -1,0 +1,253 @@
+"""What a check of one rig says: its settings, and the report of conventions, sanity and the doctor.
+
+The data of a verdict (:class:`CheckReport` and its parts) and the projection sanity
+check (:func:`projection_sanity`); :class:`bevviz.session.doctor.Doctor` fills them in.
+``bevviz check`` prints a report and writes it as JSON (schema in docs/audit.md); the audit
+turns it into rows.
+
+Convention:
+    Ego frame x forward, y left, z up; ground z = 0; offsets are body-frame (FLU) degrees,
+    the stored camera turned by this much away from where the evidence puts it (as
+    :attr:`bevviz.calibration.CameraFinding.offset_deg`). See docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+
+from bevviz.calibration import BOOTSTRAP, MISCALIBRATED, OK
+from bevviz.camera import Rig
+from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints
+from bevviz.shapes import field_error
+
+__all__ = [
+    "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck", "finite", "projection_sanity",
+]
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """What a check runs; part of the audit's identity (a resumed audit must use the same).
+
+    Attributes:
+        lidar: Use the sample's LIDAR_TOP sweep as the doctor's second witness when it has one.
+        sweeps: LiDAR sweeps to accumulate (1 = the keyframe sweep).
+        thorough: Seams without LiDAR: test each suspect by letting it rotate alone (about
+            3 s per sample) instead of ranking by the seam costs only.
+        estimate: Estimate the offset of a camera the seams flag (no LiDAR offset) by
+            refining it alone (2-4 s per flagged camera).
+        replicates: Bootstrap replicates of the LiDAR evidence per camera.
+    """
+
+    lidar: bool = True
+    sweeps: int = 1
+    thorough: bool = False
+    estimate: bool = True
+    replicates: int = BOOTSTRAP
+
+    def __post_init__(self) -> None:
+        for name in ("lidar", "thorough", "estimate"):
+            if not isinstance(getattr(self, name), bool):
+                raise field_error(f"settings.{name}", getattr(self, name), "must be true or false")
+        for name, lo in (("sweeps", 1), ("replicates", 2)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise field_error(f"settings.{name}", v, f"must be a whole number >= {lo}")
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (the inverse of :meth:`from_dict`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> CheckSettings:
+        """Settings from a dict; unknown keys are a ValueError naming them."""
+        if not isinstance(data, Mapping):
+            raise field_error("settings", data, "must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        extra = sorted(set(data) - known)
+        if extra:
+            raise field_error("settings", extra, f"unknown keys (known: {sorted(known)})")
+        return cls(**dict(data))
+
+
+@dataclass(frozen=True)
+class CameraSanity:
+    """Projection sanity of one camera.
+
+    Attributes:
+        height_m: Mounting height above the ground (ego z of the optical centre).
+        ground_points: Points of the ground ring (``OVERLAP_RING``) that land in the image.
+        principal_point_inside: Whether (cx, cy) lies inside the image.
+        neighbours: Other cameras that see some of the same ground-ring points.
+        problems: Readable sentences; empty when the camera passes.
+    """
+
+    height_m: float
+    ground_points: int
+    principal_point_inside: bool
+    neighbours: int
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConventionCheck:
+    """The storage conventions ranked against the one the source says it stores.
+
+    Attributes:
+        stored: Label of the convention the source declares.
+        best: Label of the best-ranked convention.
+        ok: The stored convention ranks first (or gives the same cameras as the first).
+        ranking: (label, score) of every candidate, best first.
+        evidence: The best candidate's evidence sentences.
+    """
+
+    stored: str
+    best: str
+    ok: bool
+    ranking: tuple[tuple[str, float], ...]
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CameraCheck:
+    """Everything the check says about one camera.
+
+    Attributes:
+        camera: Camera name.
+        verdict: The doctor's ``"miscalibrated"``, ``"ok"`` or ``"inconclusive"``.
+        score: The doctor's score (higher is worse; see ``CameraFinding.score``).
+        quick_score: Its better seam as a multiple of the rig median.
+        reason: The doctor's sentence.
+        witnesses: Witness (``"seams"``, ``"lidar"``) -> its own verdict.
+        offset_deg: ``{"roll", "pitch", "yaw"}`` -> degrees, or None when not estimated.
+        uncertainty_deg: Its standard deviation per axis (LiDAR bootstrap), or None.
+        offset_source: ``"lidar"`` (every camera, with a scan), ``"seams"`` (a flagged camera
+            refined alone), or None.
+        offset_checked: Seams: whether the refinement passed its held-out check; LiDAR:
+            True; None without an offset.
+        edge_points: LiDAR edge points behind the offset (0 without LiDAR).
+        seams: Seams (overlaps with a neighbour) the camera has.
+        sanity: Its :class:`CameraSanity`.
+    """
+
+    camera: str
+    verdict: str
+    score: float
+    quick_score: float
+    reason: str
+    witnesses: dict[str, str]
+    offset_deg: dict[str, float] | None
+    uncertainty_deg: dict[str, float] | None
+    offset_source: str | None
+    offset_checked: bool | None
+    edge_points: int
+    seams: int
+    sanity: CameraSanity
+
+    def flagged(self, strict: bool = False) -> bool:
+        """Miscalibrated, failing a sanity check, or (``strict``) inconclusive."""
+        return self.verdict == MISCALIBRATED or bool(self.sanity.problems) or (strict and self.verdict != OK)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The result of :func:`check_rig`.
+
+    Attributes:
+        source: Where the rig came from (``kind``, ``path`` and, for a dataset, ``version``,
+            ``scene``, ``sample``, ``timestamp``).
+        settings: The settings used.
+        cameras: One :class:`CameraCheck` per camera, worst first (the doctor's order).
+        conventions: The :class:`ConventionCheck`.
+        lidar_points: Points of the LiDAR scan the doctor used (0: none).
+        notes: Rig-level remarks (why no LiDAR was used, why the doctor could not run).
+        runtime_s: Wall time of the check, seconds.
+    """
+
+    source: dict
+    settings: CheckSettings
+    cameras: tuple[CameraCheck, ...]
+    conventions: ConventionCheck
+    lidar_points: int = 0
+    notes: tuple[str, ...] = ()
+    runtime_s: float = 0.0
+
+    def flagged(self, strict: bool = False) -> list[str]:
+        """Names of the flagged cameras (every camera when the stored convention is not the best)."""
+        if not self.conventions.ok:
+            return [c.camera for c in self.cameras]
+        return [c.camera for c in self.cameras if c.flagged(strict)]
+
+    def exit_code(self, strict: bool = False) -> int:
+        """0 when nothing is flagged, else 1 (``bevviz check``'s exit status)."""
+        return 1 if self.flagged(strict) else 0
+
+    def to_dict(self, strict: bool = False) -> dict:
+        """The JSON document ``bevviz check --json`` writes (docs/audit.md)."""
+        return {
+            "format": "bevviz-check", "version": 1,
+            "source": dict(self.source), "settings": self.settings.to_dict(),
+            "flagged": self.flagged(strict), "strict": strict, "exit_code": self.exit_code(strict),
+            "lidar_points": self.lidar_points, "notes": list(self.notes), "runtime_s": self.runtime_s,
+            "conventions": {"stored": self.conventions.stored, "best": self.conventions.best,
+                            "ok": self.conventions.ok, "evidence": list(self.conventions.evidence),
+                            "ranking": [{"convention": c, "score": finite(s)} for c, s in self.conventions.ranking]},
+            "cameras": [{**{k: v for k, v in asdict(c).items() if k != "sanity"},
+                         "score": finite(c.score), "quick_score": finite(c.quick_score),
+                         "sanity": {**asdict(c.sanity), "problems": list(c.sanity.problems)}}
+                        for c in self.cameras],
+        }
+
+
+def finite(x: float) -> float | None:
+    """JSON has no NaN or infinity: those become null."""
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+# --------------------------------------------------------------------------------------
+# The checks
+# --------------------------------------------------------------------------------------
+
+
+def projection_sanity(rig: Rig) -> dict[str, CameraSanity]:
+    """Per camera: does its projection make physical sense?
+
+    Ground points on a ring around the rig centre (the convention ranking's
+    :func:`~bevviz.convention_ranking.ground_footprints`: ``OVERLAP_RING``, 1 m by 1 degree)
+    are projected into every camera. A camera fails when it sees
+    none of them, when its principal point lies outside its image, when it sits outside the
+    plausible mounting heights (``HEIGHT_RANGE``), or (rigs of several cameras) when no
+    other camera shares any of its ground.
+
+    Args:
+        rig: The rig (N_cam cameras).
+
+    Returns:
+        Camera name -> :class:`CameraSanity`, in rig order.
+
+    Convention:
+        Ground z = 0 of the ego frame; pixel bounds as :func:`bevviz.projection.project_points`
+        (``bounds="pixel"``).
+    """
+    valid = ground_footprints(rig).reshape(len(rig), -1)  # (N_cam, M)
+    out = {}
+    lo, hi = HEIGHT_RANGE
+    for i, cam in enumerate(rig):
+        problems = []
+        n = int(valid[i].sum())
+        if n == 0:
+            problems.append(f"sees no ground {OVERLAP_RING[0]:g}-{OVERLAP_RING[1]:g} m around the rig")
+        cx, cy = float(cam.K[0, 2]), float(cam.K[1, 2])
+        inside = -0.5 <= cx <= cam.width - 0.5 and -0.5 <= cy <= cam.height - 0.5
+        if not inside:
+            problems.append(f"principal point ({cx:.1f}, {cy:.1f}) lies outside its {cam.width} x {cam.height} image")
+        z = float(cam.position[2])
+        if not lo <= z <= hi:
+            problems.append(f"mounted {z:.2f} m above the ground (plausible: {lo:g}-{hi:g} m)")
+        others = [j for j in range(len(rig)) if j != i and (valid[i] & valid[j]).any()]
+        if len(rig) > 1 and n > 0 and not others:
+            problems.append("shares no ground with any other camera")
+        out[cam.name] = CameraSanity(z, n, inside, len(others), tuple(problems))
+    return out
