@@ -4,10 +4,18 @@ Public API (docs/api.md): :func:`export_sampler` (name in "grid_sample", "gather
 "deformable", "lut") and :func:`inspect_onnx` (-> :class:`OpReport` with ``.op_counts``).
 Also :func:`evaluate_rules` (the rules table ``bevviz/backend_rules.json``) and
 :func:`check_parity` (onnxruntime vs torch: max |diff| and latency).
+
+Any user's model: :func:`rewrite_grid_sample` (-> :class:`RewriteReport`: every 4-D GridSample
+replaced by the gather-scatter sampler as ONNX nodes, every gather / scatter index int32, parity
+and latency against the original in onnxruntime), :func:`check_model` (its op inventory against
+the rules table), and :func:`grid_sample_free` (``torch.onnx.export`` of an unmodified PyTorch
+model without GridSample). Models are read within bounds (:mod:`bevviz.export.onnx_file`).
 """
 
 from bevviz.export.exporter import ExportError, ExportResult, export_module, export_sampler, export_with
+from bevviz.export.index_dtypes import IndexChange, make_indices_int32
 from bevviz.export.inspection import IndexUse, OpReport, TensorInfo, inspect_onnx
+from bevviz.export.model_parity import ModelParity, OutputDiff, compare_models, random_feed
 from bevviz.export.models import (
                                   SAMPLERS,
                                   ExportSettings,
@@ -18,7 +26,9 @@ from bevviz.export.models import (
                                   default_bev_grid,
                                   sampling_grid,
 )
+from bevviz.export.onnx_file import MAX_ONNX_BYTES, LoadedModel, load_model, model_from_bytes
 from bevviz.export.parity import ParityResult, check_parity
+from bevviz.export.rewrite import NodeChange, Refusal, RewriteReport, rewrite_grid_sample
 from bevviz.export.rules import (
                                   DEFAULT_RULES_PATH,
                                   FIELDS,
@@ -29,6 +39,7 @@ from bevviz.export.rules import (
                                   parse_rules,
                                   rule_facts,
 )
+from bevviz.export.torch_free import grid_sample_free
 from bevviz.export.workflow import STEPS, ExportOutcome, run_export
 
 __all__ = [
@@ -37,4 +48,7 @@ __all__ = [
     "build_spec", "check_parity", "coarsen_factors", "coarsen_grid", "run_export", "default_bev_grid",
     "evaluate_rules", "export_module", "export_sampler", "export_with", "inspect_onnx",
     "load_rules", "parse_rules", "rule_facts", "sampling_grid",
+    "IndexChange", "LoadedModel", "MAX_ONNX_BYTES", "ModelParity", "NodeChange", "OutputDiff", "Refusal",
+    "RewriteReport", "compare_models", "grid_sample_free", "load_model", "make_indices_int32", "model_from_bytes",
+    "random_feed", "rewrite_grid_sample",
 ]

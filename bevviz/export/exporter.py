@@ -110,7 +110,7 @@ def _output_numel(spec: ExportSpec) -> int:
 
 # --------------------------------------------------------------------------- int32 translations
 
-def _translations(keep_int32: bool) -> dict:
+def translation_table(keep_int32: bool) -> dict:
     """bevviz's replacements for a few dynamo translations (see the module docstring).
 
     Always: ``repeat_interleave(Tensor, int)``, whose torch 2.13 translation builds a wrong
@@ -298,7 +298,7 @@ def export_module(spec: ExportSpec, path: str | os.PathLike, opset: int = 18, ex
                     spec.module, spec.inputs, str(path), dynamo=True, opset_version=int(opset),
                     input_names=list(spec.input_names), output_names=list(spec.output_names),
                     dynamic_shapes=dynamic_shapes, external_data=False, verbose=False,
-                    custom_translation_table=_translations(keep_int32),
+                    custom_translation_table=translation_table(keep_int32),
                 )
             else:
                 torch.onnx.export(

@@ -82,7 +82,7 @@ def _axis_size(node: onnx.NodeProto, types: dict) -> int | str | None:
 
 
 def make_indices_int32(model: onnx.ModelProto, types: dict | None = None, taken: set[str] | None = None,
-                       skip: set[str] | frozenset = frozenset()) -> list[IndexChange]:
+                       skip: set[str] | frozenset = frozenset(), base_dir: str | None = None) -> list[IndexChange]:
     """Make every gather / scatter index of ``model`` int32, in place (see the module docstring).
 
     Args:
@@ -90,6 +90,8 @@ def make_indices_int32(model: onnx.ModelProto, types: dict | None = None, taken:
         types: ``tensor_types(model)`` if already computed (names -> (elem type, shape)).
         taken: Names already used in the model (new names avoid them; updated).
         skip: Names of nodes to leave alone (e.g. ones just built with int32 indices).
+        base_dir: Folder of the model file, for constant indices still stored as external
+            data (a model loaded without its external data).
 
     Returns:
         One :class:`IndexChange` per index input of the model's gather / scatter nodes.
@@ -133,7 +135,7 @@ def make_indices_int32(model: onnx.ModelProto, types: dict | None = None, taken:
                                            made[idx][2]))
                 out_nodes.append(node)
                 continue
-            new, how, rng = _convert(g, node, idx, elem, types, inits, producers, taken, out_nodes)
+            new, how, rng = _convert(g, node, idx, elem, types, (inits, producers, base_dir), taken, out_nodes)
             if new is None:
                 changes.append(IndexChange(label, node.op_type, idx, _dtype(elem), _dtype(elem), how, rng))
             else:
@@ -154,9 +156,9 @@ def _dtype(elem: int) -> str:
                                                                       TensorProto.DataType.Name(elem).lower())
 
 
-def _constant_values(idx: str, inits: dict, producers: dict) -> np.ndarray | None:
+def _constant_values(idx: str, inits: dict, producers: dict, base_dir: str | None) -> np.ndarray | None:
     if idx in inits:
-        return numpy_helper.to_array(inits[idx][1])
+        return numpy_helper.to_array(inits[idx][1], base_dir=base_dir or "")
     prod = producers.get(idx)
     if prod is not None and prod[1].op_type == "Constant":
         for a in prod[1].attribute:
@@ -169,9 +171,10 @@ def _constant_values(idx: str, inits: dict, producers: dict) -> np.ndarray | Non
     return None
 
 
-def _convert(g, node, idx, elem, types, inits, producers, taken, out_nodes):
+def _convert(g, node, idx, elem, types, stores, taken, out_nodes):
     """The int32 replacement of ``idx`` for ``node``: (name or None, how, range)."""
-    values = _constant_values(idx, inits, producers)
+    inits, producers, base_dir = stores
+    values = _constant_values(idx, inits, producers, base_dir)
     if values is not None:
         if values.size and (int(values.min()) < -INT32_MAX - 1 or int(values.max()) > INT32_MAX):
             return None, "kept int64: constant values exceed int32", f"values in [{values.min()}, {values.max()}]"

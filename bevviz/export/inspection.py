@@ -130,10 +130,11 @@ class OpReport:
         op_counts: Op type -> number of nodes, most frequent first (nested subgraphs and
             local functions included).
         index_uses: Every index input of a gather / scatter op.
-        casts_into_index: Number of Cast nodes that change an integer index's width (e.g.
+        casts_into_index: Number of Cast nodes that widen an integer index to int64 (e.g.
             the exporter's int32 -> int64) whose output, directly or through reshape-like
             ops, is an index input. A Cast from float (how indices are computed from
-            coordinates) is recorded in :attr:`IndexUse.cast_from` but not counted.
+            coordinates) is recorded in :attr:`IndexUse.cast_from` but not counted, nor is a
+            narrowing to int32 (what :mod:`bevviz.export.index_dtypes` inserts).
         casts_after_gather: Number of Cast nodes that consume a gather / scatter output.
         dynamic_ops: Data-dependent-shape and control-flow op type -> count.
         inputs: Graph inputs (initializers excluded).
@@ -420,8 +421,10 @@ def inspect_onnx(src: str | os.PathLike | onnx.ModelProto | LoadedModel) -> OpRe
             cast_from = None
             if cast is not None:
                 cast_from = dtype_name(types.get(cast.input[0], 0))
-                if cast_from in _INT_DTYPES:  # an int -> int change of width (float -> int is
-                    casts_into.add(cast.name or id(cast))  # how indices are computed, not a cast around one)
+                # an int -> int64 widening (float -> int is how indices are computed, and a
+                # narrowing to int32 is what makes them NPU-friendly: neither is counted)
+                if cast_from in _INT_DTYPES and cast_from != "int64" and types.get(cast.output[0]) == TensorProto.INT64:
+                    casts_into.add(cast.name or id(cast))
             for out in node.output:
                 for consumer in consumers.get(out, []):
                     if consumer.op_type == "Cast":

@@ -56,7 +56,7 @@ FIELDS: dict[str, str] = {
     "scatter_add_count": "scatter ops with reduction='add' (count)",
     "scatter_add_index_dtypes": "dtypes of data indices of scatters with reduction='add' (list)",
     "nd_index_dtypes": "dtypes of every GatherND / ScatterND index (list)",
-    "casts_into_index": "int -> int Cast nodes that produce an index, e.g. int32 -> int64 (count)",
+    "casts_into_index": "int -> int64 widening Cast nodes that produce an index, e.g. int32 -> int64 (count)",
     "dynamic_ops": "data-dependent-shape and control-flow op types present (list)",
     "dynamic_inputs": "graph inputs with symbolic axes (list of names)",
     "checker_ok": "onnx.checker full check passed (bool)",
