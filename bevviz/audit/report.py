@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import pyarrow as pa
 
 from bevviz.audit.check import ERROR, CheckReport, report_rows
+from bevviz.audit.store import atomic_write
 from bevviz.calibration import INCONCLUSIVE, MISCALIBRATED, OK
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.viz.audit import camera_offsets_figure, offset_size, offset_timeline_figure, verdict_matrix_figure
@@ -26,7 +27,7 @@ from bevviz.viz.calibration import ranking_figure
 from bevviz.viz.common import data_uri, downsample
 from bevviz.viz.conventions import candidate_scores_figure
 
-__all__ = ["SAMPLE_ROW", "check_html", "flagged_rows", "summarize", "write_report"]
+__all__ = ["SAMPLE_ROW", "check_html", "flagged_rows", "report_html", "summarize", "write_report"]
 
 #: The camera label of a failed sample's row in the summary (its camera is null).
 SAMPLE_ROW = "(sample)"
@@ -115,9 +116,38 @@ def _figures(figs: Sequence[go.Figure]) -> list[str]:
             for k, f in enumerate(figs)]
 
 
+def report_html(rows: pa.Table | Sequence[Mapping], summary: Sequence[Mapping], manifest: Mapping) -> str:
+    """The audit's self-contained HTML report.
+
+    Args:
+        rows: Every audit row.
+        summary: :func:`summarize` of them.
+        manifest: The audit's manifest (dataroot, version, settings).
+
+    Returns:
+        The page.
+    """
+    rows = rows.to_pylist() if isinstance(rows, pa.Table) else list(rows)
+    cams = _camera_order(list({r["camera"] for r in rows if r["camera"] is not None}))
+    n_samples = len({r["sample"] for r in rows if r["sample"] is not None})
+    bad = flagged_rows(rows)
+    where = f"{manifest.get('dataroot')} · {manifest.get('version')}"
+    problems = sum(1 for r in rows if r.get("error_table") is not None)
+    intro = (f"<p class='muted'>{html.escape(where)} · {n_samples} of {manifest.get('samples', n_samples)} "
+             f"samples checked · {problems} table problem{'s' if problems != 1 else ''} · settings "
+             f"{html.escape(json.dumps(manifest.get('settings', {})))}</p>")
+    figs = _figures([verdict_matrix_figure(summary, cams), offset_timeline_figure(rows, cams)])
+    cols = ["scene", "sample_index", "camera", "verdict", "score", "roll_deg", "pitch_deg", "yaw_deg",
+            "offset_source", "sanity", "error", "sample"]
+    sections = [intro, *figs, f"<h2>Needs a look ({len(bad)} rows)</h2>",
+                _table(bad, cols) if bad else "<p>Nothing.</p>", "<h2>Per scene and camera</h2>",
+                _table(summary, ["scene", "camera", "samples", *COUNTED, "sanity", "first_flagged", "max_offset_deg"])]
+    return _page("bevviz calibration audit", sections)
+
+
 def write_report(path: str | os.PathLike, rows: pa.Table | Sequence[Mapping], summary: Sequence[Mapping],
                  manifest: Mapping) -> Path:
-    """Write the audit's self-contained HTML report.
+    """Write the audit's self-contained HTML report (:func:`report_html`) atomically.
 
     Args:
         path: The HTML file to write.
@@ -128,22 +158,8 @@ def write_report(path: str | os.PathLike, rows: pa.Table | Sequence[Mapping], su
     Returns:
         The path written.
     """
-    rows = rows.to_pylist() if isinstance(rows, pa.Table) else list(rows)
-    cams = _camera_order(list({r["camera"] for r in rows if r["camera"] is not None}))
-    n_samples = len({r["sample"] for r in rows})
-    bad = flagged_rows(rows)
-    where = f"{manifest.get('dataroot')} · {manifest.get('version')}"
-    intro = (f"<p class='muted'>{html.escape(where)} · {n_samples} of {manifest.get('samples', n_samples)} "
-             f"samples checked · settings {html.escape(json.dumps(manifest.get('settings', {})))}</p>")
-    figs = _figures([verdict_matrix_figure(summary, cams), offset_timeline_figure(rows, cams)])
-    cols = ["scene", "sample_index", "camera", "verdict", "score", "roll_deg", "pitch_deg", "yaw_deg",
-            "offset_source", "sanity", "error", "sample"]
-    sections = [intro, *figs, f"<h2>Needs a look ({len(bad)} rows)</h2>",
-                _table(bad, cols) if bad else "<p>Nothing.</p>", "<h2>Per scene and camera</h2>",
-                _table(summary, ["scene", "camera", "samples", *COUNTED, "sanity", "first_flagged", "max_offset_deg"])]
-    out = Path(path)
-    out.write_text(_page("bevviz calibration audit", sections))
-    return out
+    text = report_html(rows, summary, manifest)
+    return atomic_write(path, lambda p: p.write_text(text))
 
 
 def check_html(report: CheckReport, images: Mapping[str, np.ndarray] | None = None, strict: bool = False) -> str:
