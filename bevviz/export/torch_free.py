@@ -15,6 +15,9 @@ them), and a model written to a path gets every remaining gather / scatter index
 in place (:func:`bevviz.export.index_dtypes.make_indices_int32`: the TorchScript tracer
 selects taps with int64 scalar indices and emits a few int64 index tensors of its own).
 
+The TorchScript exporter has no symbolic for ``aten::trunc`` (the reflection padding's fold
+count) at any opset; under the context it gets one (``Sign(x) * Floor(|x|)``), removed on exit.
+
 The patch is process-wide while the context is open (monkeypatching ``torch``): do not
 export another model on another thread meanwhile.
 
@@ -44,6 +47,15 @@ __all__ = ["grid_sample_free"]
 #: ``torch.grid_sampler``'s enum arguments by name (the order of ``F.grid_sample``).
 _MODES = ("bilinear", "nearest", "bicubic")
 _PADDINGS = ("zeros", "border", "reflection")
+
+
+#: Lowest opset the TorchScript symbolic below is registered for (GridSample's first).
+_MIN_OPSET = 16
+
+
+def _trunc(g, x):
+    """TorchScript-exporter symbolic of ``aten::trunc``: ``Sign(x) * Floor(|x|)``."""
+    return g.op("Mul", g.op("Sign", x), g.op("Floor", g.op("Abs", x)))
 
 
 def _indices_int32_in_place(path: str) -> None:
@@ -86,8 +98,10 @@ def grid_sample_free(keep_int32: bool = True) -> Iterator[None]:
 
     torch.grid_sampler = grid_sampler
     torch.onnx.export = export
+    torch.onnx.register_custom_op_symbolic("aten::trunc", _trunc, _MIN_OPSET)
     try:
         yield
     finally:
         torch.grid_sampler = original_sampler
         torch.onnx.export = original_export
+        torch.onnx.unregister_custom_op_symbolic("aten::trunc", _MIN_OPSET)
