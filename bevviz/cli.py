@@ -118,7 +118,10 @@ def _print_check(report: CheckReport, strict: bool) -> None:
         click.echo(f"{c.camera:<17} {c.verdict:<13} {score}  {axis('roll'):>12} {axis('pitch'):>12} "
                    f"{axis('yaw'):>12}  {wit:<38} {'; '.join(c.sanity.problems) or 'ok'}")
     conv = report.conventions
-    click.echo(f"conventions: stored {conv.stored}; best ranked {conv.best} ({'ok' if conv.ok else 'MISMATCH'})")
+    click.echo(f"conventions: stored {conv.stored}; best ranked {conv.best} ({'ok' if conv.ok else 'MISMATCH'}, "
+               f"score {conv.ranking[0][1]:.3f})")
+    if report.seam_median == report.seam_median:
+        click.echo(f"median seam cost: {report.seam_median:.3f}")
     for note in report.notes:
         click.echo(f"note: {note}")
     flagged = report.flagged(strict)

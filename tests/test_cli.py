@@ -127,6 +127,68 @@ def test_a_bad_rig_file_names_the_camera_and_field(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------------------
+# Bad input against bugs; a check that could not run; sources by name or path
+# --------------------------------------------------------------------------------------
+
+
+@needs_sample
+@pytest.mark.parametrize("error", [ValueError("operands could not be broadcast together"), KeyError("token"),
+                                   ZeroDivisionError("float division by zero")])
+def test_a_bug_is_exit_3_and_says_so_never_bad_input(monkeypatch, capsys, error):
+    import bevviz.cli as cli_module
+
+    def broken(self):
+        raise error
+
+    monkeypatch.setattr(cli_module.Doctor, "check", broken)
+    assert main(["check", "rig"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bevviz: error: internal error (a bug in bevviz, not in your input)")
+    assert type(error).__name__ in err and "report it" in err and "Traceback" not in err
+
+
+@needs_sample
+def test_a_check_that_could_not_run_the_doctor_exits_2_naming_what_is_missing(tmp_path, capsys):
+    rig = json.loads((SAMPLE / "rig.json").read_text())
+    for cam in rig["cameras"]:
+        cam.pop("image")  # no image fields, and no camera-named files in --images
+    (tmp_path / "r.json").write_text(json.dumps(rig))
+    (tmp_path / "pics").mkdir()
+    assert main(["check", str(tmp_path / "r.json"), "--images", str(tmp_path / "pics")]) == 2
+    out, err = capsys.readouterr()
+    assert "flagged: none" not in out
+    assert err.count("\n") == 1 and "field '--images'" in err and "CAM_FRONT" in err and "looked for" in err
+
+
+@needs_sample
+def test_images_named_after_their_cameras_are_found(tmp_path, capsys):
+    rig = json.loads((SAMPLE / "rig.json").read_text())
+    for cam in rig["cameras"]:
+        cam.pop("image")
+        shutil.copy(SAMPLE / "images" / f"{cam['name']}.jpg", tmp_path / f"{cam['name']}.jpg")
+    (tmp_path / "r.json").write_text(json.dumps(rig))
+    assert main(["check", str(tmp_path / "r.json"), "--no-estimate"]) == 0
+    assert "flagged: none" in capsys.readouterr().out
+
+
+def test_an_embedded_name_never_shadows_a_folder_of_that_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nuscenes").mkdir()  # the user's (empty) ./nuscenes: checked, so refused; not the sample
+    assert main(["check", "nuscenes"]) == 2
+    err = capsys.readouterr().err
+    assert "field 'SOURCE'" in err and "neither a JSON rig file, a nuScenes dataroot" in err
+
+
+def test_the_app_command_finds_the_app_and_its_pages():
+    from bevviz.cli import app_script
+
+    script = app_script()
+    assert script.name == "app.py" and (script.parent / "pages" / "rig.py").is_file()
+    assert main(["app", "--port", "8502"], parse_only=True) == 0
+    assert main(["app", "--port", "0"], parse_only=True) == 2
+
+
+# --------------------------------------------------------------------------------------
 # The parser under any argv
 # --------------------------------------------------------------------------------------
 

@@ -235,6 +235,7 @@ class Doctor:
         scan = self.lidar
         n_points = 0 if scan is None else int(len(scan.points if isinstance(scan, LidarScan) else scan))
         cams: list[CameraCheck] = []
+        median = float("nan")
         if not self.scene.has_all_images:
             missing = [n for n in self.rig.names if n not in self.scene.images]
             notes.append(f"the doctor needs every camera's image; missing: {', '.join(missing)}")
@@ -243,10 +244,12 @@ class Doctor:
                                         f"{name}: no doctor without images", {}, None, None, None, None, 0, 0,
                                         sanity[name]))
         else:
-            for f in self.diagnose():
+            found = self.diagnose()
+            median = float(found.seam_median)
+            for f in found:
                 cams.append(self._camera_check(f, sanity[f.camera]))
         return CheckReport(dict(self.scene.source), self.settings, tuple(cams), conv, n_points, tuple(notes),
-                           time.perf_counter() - t0)
+                           time.perf_counter() - t0, median)
 
     def _camera_check(self, f, sanity: CameraSanity) -> CameraCheck:
         offset, unc, src, checked = f.offset_deg, f.uncertainty_deg, None, None
@@ -259,7 +262,8 @@ class Doctor:
             f.camera, f.verdict, float(f.score), float(f.quick_score), f.reason, dict(f.witnesses),
             None if offset is None else {a: float(offset[a]) for a in AXES},
             None if unc is None else {a: float(unc[a]) for a in AXES},
-            src, checked, int(f.edge_points), len(f.seams), sanity)
+            src, checked, int(f.edge_points), len(f.seams), sanity,
+            {(p.b if p.a == f.camera else p.a): float(p.cost) for p in f.seams})
 
 
 def check_rig(rig: Rig, images: Mapping[str, np.ndarray], *, raw_cameras: Sequence[RawCamera] | None = None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from bevviz.calibration import BOOTSTRAP, MISCALIBRATED, OK
 from bevviz.camera import Rig
@@ -130,6 +130,8 @@ class CameraCheck:
         edge_points: LiDAR edge points behind the offset (0 without LiDAR).
         seams: Seams (overlaps with a neighbour) the camera has.
         sanity: Its :class:`CameraSanity`.
+        seam_costs: Neighbour -> the cost of their seam (NGF, 0 = the same edges, 1 =
+            unrelated; :class:`bevviz.calibration.SeamPair`), averaged over the frames.
     """
 
     camera: str
@@ -145,6 +147,7 @@ class CameraCheck:
     edge_points: int
     seams: int
     sanity: CameraSanity
+    seam_costs: dict[str, float] = field(default_factory=dict)
 
     def flagged(self, strict: bool = False) -> bool:
         """Miscalibrated, failing a sanity check, or (``strict``) inconclusive."""
@@ -164,6 +167,7 @@ class CheckReport:
         lidar_points: Points of the LiDAR scan the doctor used (0: none).
         notes: Rig-level remarks (why no LiDAR was used, why the doctor could not run).
         runtime_s: Wall time of the check, seconds.
+        seam_median: The rig's median seam cost (NaN when the doctor did not run).
     """
 
     source: dict
@@ -173,6 +177,7 @@ class CheckReport:
     lidar_points: int = 0
     notes: tuple[str, ...] = ()
     runtime_s: float = 0.0
+    seam_median: float = float("nan")
 
     def flagged(self, strict: bool = False) -> list[str]:
         """Names of the flagged cameras (every camera when the stored convention is not the best)."""
@@ -191,11 +196,13 @@ class CheckReport:
             "source": dict(self.source), "settings": self.settings.to_dict(),
             "flagged": self.flagged(strict), "strict": strict, "exit_code": self.exit_code(strict),
             "lidar_points": self.lidar_points, "notes": list(self.notes), "runtime_s": self.runtime_s,
+            "seam_median": finite(self.seam_median),
             "conventions": {"stored": self.conventions.stored, "best": self.conventions.best,
                             "ok": self.conventions.ok, "evidence": list(self.conventions.evidence),
                             "ranking": [{"convention": c, "score": finite(s)} for c, s in self.conventions.ranking]},
             "cameras": [{**{k: v for k, v in asdict(c).items() if k != "sanity"},
                          "score": finite(c.score), "quick_score": finite(c.quick_score),
+                         "seam_costs": {k: finite(v) for k, v in c.seam_costs.items()},
                          "sanity": {**asdict(c.sanity), "problems": list(c.sanity.problems)}}
                         for c in self.cameras],
         }

@@ -211,3 +211,38 @@ def test_upload_limits_come_from_the_library():
     for part in ("JSON 2.0 MB", "32 cameras", "25.0 MB and 8,192 px a side (32 Mpx) per image",
                  "point cloud 100.0 MB, 5,000,000 points"):
         assert part in text, text
+
+
+@pytest.mark.skipif(not (SAMPLE / "real_nuscenes" / "v1.0-mini").is_dir(), reason="sample_data/real_nuscenes missing")
+def test_the_app_and_the_cli_give_the_same_numbers_on_the_real_keyframe(app, tmp_path):
+    # One road: the scene the app's sidebar loads and the doctor the app keeps for it give
+    # what `bevviz check real-nuscenes` prints and writes, to the printed digit.
+    from appkit.session import doctor
+    from appkit.sidebar import REAL_SAMPLE_OPTION
+    from bevviz.cli import main
+    from bevviz.session import CheckSettings
+
+    at = app()
+    at.selectbox(key="sample_choice").set_value(REAL_SAMPLE_OPTION)
+    at.run()
+    assert not at.exception and not at.error
+    scene = at.session_state["scene"]
+    assert scene.lidar is not None
+    app_report = doctor(scene, CheckSettings()).check().to_dict()
+
+    j = tmp_path / "cli.json"
+    assert main(["check", "real-nuscenes", "--json", str(j)]) in (0, 1)
+    cli_report = json.loads(j.read_text())
+
+    def printed(doc: dict) -> dict:
+        return {
+            "sample": doc["source"]["sample"], "lidar_points": doc["lidar_points"], "flagged": doc["flagged"],
+            "seam_median": f"{doc['seam_median']:.3f}",
+            "conventions": [(c["convention"], f"{c['score']:.3f}") for c in doc["conventions"]["ranking"]],
+            "cameras": [(c["camera"], c["verdict"], f"{c['score']:.3f}",
+                         {a: f"{v:+.2f}" for a, v in c["offset_deg"].items()},
+                         {a: f"{v:.2f}" for a, v in c["uncertainty_deg"].items()},
+                         {n: f"{v:.3f}" for n, v in c["seam_costs"].items()}) for c in doc["cameras"]],
+        }
+
+    assert printed(app_report) == printed(cli_report)

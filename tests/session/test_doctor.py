@@ -1,0 +1,75 @@
+"""bevviz.session.doctor: each piece of evidence computed once; typed methods over the public calibration API."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bevviz.calibration import perturb_rig
+from bevviz.errors import InputError
+from bevviz.session import CheckSettings, Doctor, load_scene
+from bevviz.session import doctor as doctor_module
+
+
+@pytest.fixture(scope="module")
+def real_doctor(real_root):
+    return Doctor(load_scene(str(real_root)), CheckSettings(replicates=8))
+
+
+def test_the_diagnosis_is_computed_once_and_refine_reuses_its_lidar_evidence(real_doctor, monkeypatch):
+    found = real_doctor.diagnose()
+    assert real_doctor.diagnose() is found and len(found) == 6
+    evidence = real_doctor.evidence()
+    assert set(evidence) == set(real_doctor.rig.names)
+    assert all(evidence[f.camera] is f.lidar for f in found)  # the diagnosis's own alignment
+    seen = {}
+
+    def refine(rig, images, grid, camera, lidar=None, **kwargs):
+        seen.update(kwargs, camera=camera, lidar=lidar)
+        return rig, None
+
+    monkeypatch.setattr(doctor_module, "refine_extrinsics", refine)
+    real_doctor.refine("CAM_FRONT")
+    assert seen["camera"] == "CAM_FRONT" and seen["lidar"] is real_doctor.scene.lidar
+    assert all(seen["evidence"][n] is evidence[n] for n in evidence)  # not aligned again
+
+
+def test_the_report_reads_the_same_diagnosis(real_doctor):
+    report = real_doctor.check()
+    found = {f.camera: f for f in real_doctor.diagnose()}
+    assert [c.camera for c in report.cameras] == [f.camera for f in real_doctor.diagnose()]
+    for c in report.cameras:
+        assert c.verdict == found[c.camera].verdict and c.offset_deg == found[c.camera].offset_deg
+        assert c.seam_costs and all(0 <= v <= 2 for v in c.seam_costs.values())
+    assert report.seam_median == real_doctor.diagnose().seam_median
+    assert report.conventions.ranking[0][1] == real_doctor.ranking()[0].score
+
+
+def test_refine_names_a_camera_that_is_not_in_the_rig(real_doctor):
+    with pytest.raises(InputError, match="field 'camera'") as info:
+        real_doctor.refine("CAM_NOSE")
+    assert info.value.value == "CAM_NOSE"
+
+
+def test_a_seam_offset_is_estimated_once_per_camera(sample_data):
+    if not (sample_data / "rig.json").is_file():
+        pytest.skip("sample_data/rig.json is missing")
+    scene = load_scene("rig")
+    turned = Doctor(dataclasses.replace(scene, rig=perturb_rig(scene.rig, "CAM_FRONT", yaw_deg=2.0)),
+                    CheckSettings(lidar=False))
+    offset, checked = turned.seam_offset("CAM_FRONT")
+    assert offset["yaw"] == pytest.approx(2.0, abs=0.3)
+    assert turned.seam_offset("CAM_FRONT") == (offset, checked)
+
+
+def test_a_scene_without_every_image_is_refused_by_the_doctor_by_name(sample_data, tmp_path):
+    if not (sample_data / "rig.json").is_file():
+        pytest.skip("sample_data/rig.json is missing")
+    scene = load_scene(str(sample_data / "rig.json"), images=str(tmp_path))
+    assert not scene.images and "no image found for CAM_FRONT" in scene.missing_images
+    with pytest.raises(InputError, match="field 'images'"):
+        Doctor(scene).diagnose()
+    report = Doctor(scene).check()  # the report says why the doctor did not run
+    assert {c.verdict for c in report.cameras} == {"inconclusive"}
+    assert any("needs every camera's image" in n for n in report.notes)
