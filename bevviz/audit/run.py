@@ -29,7 +29,7 @@ from bevviz.audit.ray_engine import RETRIES, run_ray
 from bevviz.audit.report import report_html, summarize
 from bevviz.audit.store import AuditStore, read_rows, row_key
 from bevviz.io.nuscenes import SampleInfo, list_scenes, record_problems, scene_samples
-from bevviz.io.nuscenes_tables import RecordProblem
+from bevviz.io.nuscenes_tables import INT64_MAX, RecordProblem
 from bevviz.shapes import _fmt_value, field_error
 
 __all__ = ["ENGINES", "AuditRun", "Plan", "fingerprint", "plan", "problem_row", "run_audit"]
@@ -106,7 +106,8 @@ def problem_row(p: RecordProblem, scene_names: Mapping[str, str], sample: Sample
     scene = p.scene if scene is None else scene
     meta = {"scene": scene_names.get(scene), "scene_token": scene}
     if sample is not None:
-        meta.update(sample_index=sample.index, timestamp=sample.timestamp)
+        stamp = sample.timestamp if 0 <= sample.timestamp <= INT64_MAX else None
+        meta.update(sample_index=sample.index, timestamp=stamp)
     text = str(p) if sample is None else f"not checked: {p}"
     row = error_row(None if sample is None else sample.token, text, 0.0, meta)
     row.update(error_table=p.table, error_record=p.token, error_field=p.field, error_value=_fmt_value(p.value))

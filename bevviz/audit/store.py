@@ -170,6 +170,8 @@ def conform(rows: Sequence[Mapping]) -> list[dict]:
     if column in row and row[column] is not None and column != "sample":
         row[column] = None
     text = str(field_error(column, value, f"does not fit the audit's Parquet schema: {why}"))
+    if isinstance(first.get("error"), str):  # the unit's own error first
+        text = f"{first['error']}; {text}"
     row.update(verdict="error", error=text, runtime_s=first.get("runtime_s") if isinstance(
         first.get("runtime_s"), float) and math.isfinite(first["runtime_s"]) else 0.0)
     return [row]

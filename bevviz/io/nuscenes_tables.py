@@ -207,6 +207,8 @@ def _field_problems(name: str, rec: dict, index: Mapping[str, Mapping[str, dict]
         v = rec.get(f)
         if f not in rec:
             found.append((f, None, "missing"))
+        elif f in LINKS and v == "":  # an empty chain (a scene without samples)
+            continue
         elif not isinstance(v, str) or v not in index.get(target, {}):
             found.append((f, v, f"no such record in the {target} table"))
         elif v in aside.get(target, ()):
@@ -312,7 +314,8 @@ def follow(get: Callable[[str, str], dict], table: str, first: object, link: str
         get: ``get(table, token) -> record`` (the devkit's ``nusc.get``; raises KeyError
             for a token not in the table).
         table: The table, e.g. ``"sample"``.
-        first: The first token (``""`` or None: an empty chain).
+        first: The first token (``""`` or None: an empty chain; a record without the link
+            field ends the chain too, the table screen reports it).
         link: The link field, e.g. ``"next"``.
         limit: Most records the chain may hold (the table's size: a longer one loops).
         start: ``(table, token, field)`` of the record and field ``first`` came from, e.g.
@@ -328,7 +331,7 @@ def follow(get: Callable[[str, str], dict], table: str, first: object, link: str
     seen: dict[str, int] = {}
     records: list[dict] = []
     holder, token = start, first
-    while token and (stop is None or len(records) < stop):
+    while token != "" and token is not None and (stop is None or len(records) < stop):  # "" (or no link) ends it
         bad = None
         if not isinstance(token, str):
             bad = "must be a token string"

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,78 @@ def test_a_sample_that_always_kills_its_worker_becomes_a_failure_row(faulty_run)
     assert len(failed) == 1 and failed[0]["sample"] == always
     assert "died on each of 2 attempts" in failed[0]["error"]  # retries=1: tried twice, then given up
     assert len(rows) == 7 and run.stats.given_up == 1
+
+
+# --------------------------------------------------------------------------------------
+# Hostile tables (issue 22): bad records are rows, loops end, nothing is lost or doubled
+# --------------------------------------------------------------------------------------
+
+
+def _edit(root: Path, table: str, fn) -> list:
+    path = root / "v1.0-mini" / f"{table}.json"
+    records = json.loads(path.read_text())
+    fn(records)
+    path.write_text(json.dumps(records))
+    return records
+
+
+@pytest.fixture
+def hostile(nuscenes_root, tmp_path):
+    """The embedded dataset with a loop in scene-0001's next links, a dangling calibrated_sensor
+    token at scene-0002's first sample and a timestamp of 2**70 at its second."""
+    root = tmp_path / "nuscenes"
+    shutil.copytree(nuscenes_root, root)
+    scenes = {s["name"]: s["token"] for s in json.loads((root / "v1.0-mini" / "scene.json").read_text())}
+    samples = json.loads((root / "v1.0-mini" / "sample.json").read_text())
+    one = [s for s in samples if s["scene_token"] == scenes["scene-0001"]]
+    two = [s for s in samples if s["scene_token"] == scenes["scene-0002"]]
+    _edit(root, "sample", lambda recs: [r.update(next=one[0]["token"]) if r["token"] == one[1]["token"] else
+                                        r.update(timestamp=2**70) if r["token"] == two[1]["token"] else None
+                                        for r in recs])
+    _edit(root, "sample_data", lambda recs: next(r for r in recs if r["sample_token"] == two[0]["token"]).update(
+        calibrated_sensor_token="deadbeef"))
+    return root, one, two
+
+
+def test_bad_records_are_error_rows_and_a_resume_adds_nothing(hostile, fast, tmp_path):
+    root, one, two = hostile
+    t0 = time.monotonic()
+    run = run_audit(root, tmp_path / "out", scenes=["scene-0001", "scene-0002"], settings=fast, progress=False)
+    assert time.monotonic() - t0 < 60
+    rows = run.rows.to_pylist()
+    assert run.checked == 2 and run.problems == 3
+    errors = sorted((r for r in rows if r["verdict"] == "error"), key=lambda r: (r["error_table"], r["error_field"]))
+    assert [(r["error_table"], r["error_field"], r["sample"]) for r in errors] == [
+        ("sample", "next", None),  # the loop: the scene's two samples are checked, the link is reported
+        ("sample", "timestamp", two[1]["token"]),
+        ("sample_data", "calibrated_sensor_token", two[0]["token"])]
+    assert errors[0]["error_record"] == one[1]["token"] and errors[0]["error_value"] == repr(one[0]["token"])
+    assert "chain loops" in errors[0]["error"] and errors[0]["scene"] == "scene-0001"
+    assert errors[1]["error_value"] == str(2**70) and errors[2]["error_value"] == "'deadbeef'"
+    assert all(r["scene"] == "scene-0002" and r["error"].startswith("not checked: ") for r in errors[1:])
+    checked = {r["sample"] for r in rows if r["verdict"] != "error"}
+    assert checked == {one[0]["token"], one[1]["token"]} and len(rows) == 2 * 6 + 3
+    again = run_audit(root, tmp_path / "out", scenes=["scene-0001", "scene-0002"], settings=fast, progress=False,
+                      resume=True)
+    assert again.checked == 0 and again.rows.num_rows == len(rows)  # nothing doubled
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "3 table problems" in page and "deadbeef" in page
+
+
+def test_an_audit_of_no_sample_exits_2_with_one_line(nuscenes_root, tmp_path, capsys):
+    def copy(name: str) -> Path:  # a root per case: the devkit handle is cached per dataroot
+        shutil.copytree(nuscenes_root, tmp_path / name, ignore=shutil.ignore_patterns("samples"))
+        return tmp_path / name
+
+    args = ["--no-lidar", "--no-progress"]
+    assert main(["audit", str(copy("r1")), *args, "--out", str(tmp_path / "a"), "--scenes", ","]) == 2
+    assert "field '--scenes'" in capsys.readouterr().err
+    _edit(root := copy("r2"), "scene", lambda recs: recs[0].update(first_sample_token=""))  # an empty scene
+    assert main(["audit", str(root), *args, "--out", str(tmp_path / "b"), "--scenes", "scene-0001"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nothing to audit" in err
+    _edit(root := copy("r3"), "scene", lambda recs: recs.clear())  # no scene at all
+    assert main(["audit", str(root), *args, "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'dataroot': nothing to audit" in err
+    assert not [p for p in "abc" if (tmp_path / p).exists()]  # no half-made audit folder
