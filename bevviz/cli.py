@@ -24,6 +24,7 @@ import click
 
 from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, flagged_rows, run_audit
 from bevviz.errors import InputError, bug_message
+from bevviz.npu_cli import npu
 from bevviz.session import Doctor, load_scene
 
 __all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
@@ -313,6 +314,9 @@ def app(ctx: click.Context, port: int, server_address: str | None) -> int:
     if server_address:
         cmd.append(f"--server.address={server_address}")
     return subprocess.call(cmd, cwd=script.parent)
+
+
+cli.add_command(npu)
 
 
 def main(argv: Sequence[str] | None = None, *, parse_only: bool = False) -> int:

@@ -210,16 +210,21 @@ def _plan(node: onnx.NodeProto, opset: int, types: dict, index_dtype: str) -> tu
     return SamplerSpec(mode, padding, align, INDEX_DTYPES[index_dtype], cast_weights=not same), note
 
 
-def as_loaded(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel) -> LoadedModel:
-    """Any model source as a checked :class:`LoadedModel` (see :mod:`bevviz.export.onnx_file`)."""
+def as_loaded(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, validate: bool = True) -> LoadedModel:
+    """Any model source as a checked :class:`LoadedModel` (see :mod:`bevviz.export.onnx_file`).
+
+    Args:
+        src: A path, the file's bytes, an ``onnx.ModelProto`` or a ``LoadedModel`` (as is).
+        validate: Also refuse a model that ``onnx.checker`` (full check) rejects.
+    """
     if isinstance(src, LoadedModel):
         return src
     if isinstance(src, onnx.ModelProto):
-        return model_from_bytes(src.SerializeToString(), src.graph.name or "model")
+        return model_from_bytes(src.SerializeToString(), src.graph.name or "model", validate=validate)
     if isinstance(src, (bytes, bytearray, memoryview)):
-        return model_from_bytes(bytes(src))
+        return model_from_bytes(bytes(src), validate=validate)
     if isinstance(src, (str, os.PathLike)):
-        return load_model(src)
+        return load_model(src, validate=validate)
     raise field_error("src", type(src).__name__, "must be a path, bytes or an onnx.ModelProto")
 
 
@@ -274,7 +279,7 @@ def rewrite_grid_sample(src: str | os.PathLike | bytes | onnx.ModelProto | Loade
     opset = _default_opset(model)
 
     step("replace GridSample", 0.2)
-    replaced, refused, counter = [], [], 0
+    replaced, refused, counter, made = [], [], 0, set()
     taken = {n for g in walk_graphs(model.graph) for node in g.node for n in (*node.input, *node.output, node.name)}
     taken |= {i.name for g in walk_graphs(model.graph) for i in (*g.input, *g.initializer)}
     for g in walk_graphs(model.graph):
@@ -293,6 +298,7 @@ def rewrite_grid_sample(src: str | os.PathLike | bytes | onnx.ModelProto | Loade
             b = GraphBuilder(prefix=f"{label}/gs", taken=taken)
             build_sampler(b, node.input[0], node.input[1], node.output[0], spec)
             new_nodes.extend(b.nodes)
+            made.update(n.name for n in b.nodes)
             replaced.append(NodeChange(
                 label, spec.mode, spec.padding_mode, spec.align_corners,
                 types.get(node.input[0], (0, None))[1], types.get(node.input[1], (0, None))[1],
@@ -301,7 +307,7 @@ def rewrite_grid_sample(src: str | os.PathLike | bytes | onnx.ModelProto | Loade
         g.node.extend(new_nodes)
 
     step("int32 indices", 0.5)
-    changes = make_indices_int32(model, types, taken) if index_dtype == "int32" else []
+    changes = make_indices_int32(model, types, taken, skip=made) if index_dtype == "int32" else []
     step("onnx.checker", 0.6)
     try:
         check_valid(model, "rewritten model", loaded.name)
