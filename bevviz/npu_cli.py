@@ -25,6 +25,7 @@ from pathlib import Path
 import click
 
 from bevviz.export.model_check import ModelCheck, backends, check_model
+from bevviz.export.model_parity import parse_dims
 from bevviz.export.rewrite import INDEX_DTYPES, RewriteReport, rewrite_grid_sample
 from bevviz.shapes import field_error
 
@@ -52,16 +53,6 @@ def _write_json(path: str | None, data: dict) -> None:
         click.echo(text)
     else:
         Path(path).write_text(text + "\n", encoding="utf-8")
-
-
-def _dims(values: Sequence[str]) -> dict[str, int]:
-    out = {}
-    for v in values:
-        name, sep, size = v.partition("=")
-        if not sep or not name or not size.strip().isdigit() or int(size) < 1:
-            raise field_error("--dim", v, "must be NAME=SIZE with a positive integer size, e.g. batch=2")
-        out[name.strip()] = int(size)
-    return out
 
 
 @click.group("npu", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -171,8 +162,8 @@ def rewrite(ctx: click.Context, src: str, dst: str, index_dtype: str, check: boo
         return EXIT_OK
     if Path(src).resolve() == Path(dst).resolve():
         raise field_error("OUT.onnx", dst, "must differ from IN.onnx")
-    report = rewrite_grid_sample(src, dst, index_dtype=index_dtype, check=check, dims=_dims(dims), runs=runs,
-                                 threads=threads)
+    report = rewrite_grid_sample(src, dst, index_dtype=index_dtype, check=check, dims=parse_dims(dims, "--dim"),
+                                 runs=runs, threads=threads)
     if json_path != "-":
         print_rewrite(report)
     _write_json(json_path, report.to_dict())

@@ -6,11 +6,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from appkit import compute, current
+from appkit import compute, current, npu
+from appkit.guards import shown_errors
 from bevviz.export import STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
 from bevviz.features import feature_size
-from bevviz.limits import escape_markdown
+from bevviz.limits import MiB, escape_markdown
 from bevviz.samplers import SAMPLERS
 from bevviz.samplers.reference import MODES, PADDING_MODES
 from bevviz.viz.export import latency_figure, op_inventory_figure, parity_figure
@@ -21,11 +22,119 @@ LABELS = {"grid_sample": "grid_sample (reference)", "gather_scatter": "gather-sc
           "deformable": "deformable (floor)", "lut": "lookup table"}
 FEATURES = ("conv C=64", "RGB", "random")
 STATUS_ICONS = {"pass": "✅ pass", "fail": "❌ fail", "n/a": "— n/a", "unknown": "❔ unknown"}
+SOURCE_SAMPLERS, SOURCE_UPLOAD = "bevviz samplers", "Your ONNX model"
+
+
+def _rules_frame(rows) -> pd.DataFrame:
+    """The rule rows that apply, with status icons."""
+    df = pd.DataFrame([r.as_row() for r in rows if r.result.status != "n/a"])
+    if not df.empty:
+        df["status"] = df["status"].map(STATUS_ICONS)
+    return df
+
+
+def _your_model() -> None:
+    """Upload any .onnx: its GridSample nodes and rule results; rewrite it, prove parity, download."""
+    st.caption("Bring your own model: any ONNX export (opset >= 16) of a BEV model. bevviz lists its GridSample "
+               "nodes and checks it against the backend rules, then replaces every 4-D GridSample by the "
+               "gather-scatter sampler (explicit int32 row indices and bilinear weights) and makes every "
+               "gather / scatter index int32. The model is never run except in onnxruntime, on random inputs.")
+    st.file_uploader("ONNX model", type=["onnx"], key=npu.UPLOAD,
+                     help=f"At most {npu.MAX_ONNX_UPLOAD_BYTES // MiB} MiB, weights inside the file (no external "
+                          "data). Larger models: bevviz npu rewrite IN.onnx OUT.onnx (up to 1 GiB).")
+    got = npu.uploaded_model()
+    if got is None:
+        st.info("Upload an **.onnx** model to check and rewrite it.")
+        return
+    name, data = got
+    with shown_errors(f"Reading {escape_markdown(name)}"):
+        loaded, result = npu.checked(name, data)
+    rep = result.report
+    m = st.columns(4)
+    m[0].metric("opset", rep.opset)
+    m[1].metric("nodes", rep.num_nodes)
+    m[2].metric("GridSample", rep.op_counts.get("GridSample", 0))
+    m[3].metric("dynamic inputs", len([t for t in rep.inputs if t.dynamic_axes]))
+    if rep.checker_error:
+        st.warning(f"onnx.checker: {escape_markdown(rep.checker_error)}")
+    st.markdown("**GridSample nodes**")
+    if result.grid_samples:
+        st.dataframe(pd.DataFrame([{**g, "features": str(g["features"]), "grid": str(g["grid"])}
+                                   for g in result.grid_samples]), hide_index=True, key="npu_up_gridsample")
+    else:
+        st.caption("none")
+    st.markdown("**Backend rules** (GridSample rules per node)")
+    st.dataframe(_rules_frame(result.rows)[["status", "severity", "rule", "nodes", "reason", "backend", "source"]],
+                 hide_index=True, key="npu_up_rules")
+
+    c1, c2, c3 = st.columns([1, 2, 1])
+    index_dtype = c1.radio("Index dtype", ("int32", "int64"), horizontal=True, key="npu_up_index",
+                           help="int32: the NPU form (the sampler's rows and the model's own gather / scatter "
+                                "indices); int64 leaves the model's own indices alone.")
+    dims_text = c2.text_input("Sizes of symbolic axes", value="", key="npu_up_dims", placeholder="batch=2, queries=900",
+                              help="For the random inputs of the parity check; unnamed symbolic axes get 2.")
+    runs = c3.number_input("Timed runs", 1, 50, 5, key="npu_up_runs")
+    if st.button("Rewrite", type="primary", key="npu_up_run"):
+        bar = st.progress(0.0, text="Rewriting ...")
+        with st.status("Rewriting ...", expanded=False) as status:
+            def on_step(step: str, frac: float) -> None:
+                status.update(label=f"{step} ...")
+                bar.progress(min(1.0, frac), text=step)
+
+            with shown_errors(f"Rewriting {escape_markdown(name)}"):
+                npu.rewritten(loaded, data, index_dtype, dims_text, int(runs), on_step)
+            status.update(label="done", state="complete")
+    with shown_errors(f"Rewriting {escape_markdown(name)}"):
+        report = npu.cached_rewrite(data, index_dtype, dims_text, int(runs))
+    if report is None:
+        st.info("Press **Rewrite** to replace the GridSample nodes and compare the result in onnxruntime.")
+        return
+    _show_rewrite(name, report)
+
+
+def _show_rewrite(name: str, report) -> None:
+    """Replaced and refused nodes, index changes, parity and latency side by side, the download."""
+    p = report.parity
+    st.subheader("Rewritten")
+    k = st.columns(4)
+    k[0].metric("GridSample", report.grid_sample_after, delta=report.grid_sample_after - report.grid_sample_before,
+                delta_color="inverse")
+    k[1].metric("nodes", report.nodes_after, delta=report.nodes_after - report.nodes_before, delta_color="off")
+    k[2].metric("indices int32", "yes" if report.int32_ok else "no")
+    k[3].metric("max |diff|", f"{p.max_abs_diff:.1e}", delta="ok" if p.ok else f"> {p.tol:g}",
+                delta_color="normal" if p.ok else "inverse")
+    for note in report.notes:
+        st.caption(f"• {escape_markdown(note)}")
+    for r in report.refused:
+        st.error(f"GridSample node {escape_markdown(r.node)} kept: {escape_markdown(r.reason)}")
+    if report.replaced:
+        st.dataframe(pd.DataFrame([vars(c) | {"features": str(c.features), "grid": str(c.grid)}
+                                   for c in report.replaced]), hide_index=True, key="npu_up_replaced")
+    changed = [vars(c) for c in report.index_changes if c.was != c.now or c.now != "int32"]
+    if changed:
+        st.markdown("**The model's own gather / scatter indices**")
+        st.dataframe(pd.DataFrame(changed), hide_index=True, key="npu_up_indices")
+    left, right = st.columns(2)
+    left.plotly_chart(parity_figure({o.name: o.max_abs_diff for o in p.outputs}, tol=p.tol,
+                                    title="Parity: rewritten vs original (onnxruntime)"), key="npu_up_parity")
+    right.plotly_chart(latency_figure({"model": (p.original_ms, p.rewritten_ms)}, series=("original", "rewritten"),
+                                      title=f"Median latency, onnxruntime CPU, {p.threads} threads"),
+                       key="npu_up_latency")
+    st.caption(f"Random inputs {escape_markdown(p.inputs)}; {p.runs} timed runs each, alternating; rewritten / "
+               f"original = {p.ratio:.2f}.")
+    stem = name[:-5] if name.lower().endswith(".onnx") else name
+    st.download_button("Download the rewritten .onnx", report.model.SerializeToString(),
+                       file_name=f"{stem}_gridsample_free.onnx", mime="application/octet-stream", key="npu_up_download")
 
 scene, grid = current()
 rig = scene.rig
 
 st.title("NPU export")
+source = st.radio("Model", (SOURCE_SAMPLERS, SOURCE_UPLOAD), horizontal=True, key="npu_source",
+                  help="bevviz's own samplers exported with the current rig, or any ONNX model you bring.")
+if source == SOURCE_UPLOAD:
+    _your_model()
+    st.stop()
 st.caption("Export each sampler to ONNX with the current rig, BEV grid and features; list its ops and index "
            "dtypes; check it against NPU backend limits (rules as data, each with its source); run it in "
            "onnxruntime against torch. torch.onnx's dynamo exporter (torch 2.13's default) is used unless you "

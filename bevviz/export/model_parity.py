@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +29,7 @@ from bevviz.limits import MiB, check_at_most
 from bevviz.shapes import field_error
 
 __all__ = ["DEFAULT_DIM", "GRID_REACH", "MAX_CHECK_BYTES", "ModelParity", "OutputDiff", "compare_models",
-           "random_feed"]
+           "parse_dims", "random_feed"]
 
 #: Size of a symbolic axis not named in ``dims``.
 DEFAULT_DIM = 2
@@ -94,6 +94,27 @@ class ModelParity:
                 "latency_ms": {"original": self.original_ms, "rewritten": self.rewritten_ms, "ratio": self.ratio},
                 "runs": self.runs, "threads": self.threads,
                 "inputs": {k: list(v) for k, v in self.inputs.items()}}
+
+
+def parse_dims(items: Sequence[str], field: str = "dims") -> dict[str, int]:
+    """``["batch=2", "queries=900"]`` -> ``{"batch": 2, "queries": 900}`` (sizes of symbolic axes).
+
+    Args:
+        items: ``NAME=SIZE`` strings (blank ones are skipped).
+        field: Field name for the message.
+
+    Raises:
+        InputError: naming ``field`` and the item that is not ``NAME=SIZE`` with a positive size.
+    """
+    out = {}
+    for item in items:
+        if not item.strip():
+            continue
+        name, sep, size = item.partition("=")
+        if not sep or not name.strip() or not size.strip().isdigit() or int(size) < 1:
+            raise field_error(field, item, "must be NAME=SIZE with a positive integer size, e.g. batch=2")
+        out[name.strip()] = int(size)
+    return out
 
 
 def _resolve(shape: tuple | None, dims: Mapping[str, int], field: str) -> tuple[int, ...]:

@@ -102,13 +102,14 @@ def op_inventory_figure(op_counts: Mapping[str, Mapping[str, int]], title: str |
 
 
 def latency_figure(latency_ms: Mapping[str, tuple[float, float]], title: str | None = None,
-                   height: int | None = None) -> go.Figure:
-    """torch vs onnxruntime median latency per model.
+                   height: int | None = None, series: tuple[str, str] = ("torch", "onnxruntime")) -> go.Figure:
+    """Two median latencies per model: torch vs onnxruntime, or original vs rewritten.
 
     Args:
-        latency_ms: Model label -> (torch ms, onnxruntime ms).
+        latency_ms: Model label -> (first ms, second ms).
         title: Figure title.
         height: Figure height in px.
+        series: Names of the first and the second value (the legend).
 
     Returns:
         Grouped horizontal bars (log x axis when the values span more than 100x).
@@ -117,9 +118,9 @@ def latency_figure(latency_ms: Mapping[str, tuple[float, float]], title: str | N
     torch_ms = [float(latency_ms[n][0]) for n in names]
     ort_ms = [float(latency_ms[n][1]) for n in names]
     fig = go.Figure([
-        go.Bar(x=torch_ms, y=names, orientation="h", name="torch", marker_color="#4c78a8",
+        go.Bar(x=torch_ms, y=names, orientation="h", name=plain_text(series[0]), marker_color="#4c78a8",
                text=[f"{v:.2f}" for v in torch_ms], textposition="auto"),
-        go.Bar(x=ort_ms, y=names, orientation="h", name="onnxruntime", marker_color="#f58518",
+        go.Bar(x=ort_ms, y=names, orientation="h", name=plain_text(series[1]), marker_color="#f58518",
                text=[f"{v:.2f}" for v in ort_ms], textposition="auto"),
     ])
     values = [v for v in torch_ms + ort_ms if v > 0 and math.isfinite(v)]

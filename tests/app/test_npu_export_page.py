@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from appkit.npu import HANDED
 
 from .conftest import shown
 
@@ -88,3 +91,75 @@ def test_page_is_in_the_app_navigation(app):
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "NPU export"
     assert "press **Export**" in at.info[0].value
+
+
+# ----------------------------------------------------------------------------- your own model
+
+def _user_model(mode: str = "bilinear") -> bytes:
+    """A small model as an exporter writes one: GridSample (reflection) plus an int64 Gather."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 6, 8])
+    g = helper.make_tensor_value_info("grid", TensorProto.FLOAT, ["batch", 5, 4, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3, 5, 4])
+    order = numpy_helper.from_array(np.array([2, 0, 1], np.int64), "order")
+    nodes = [helper.make_node("GridSample", ["x", "grid"], ["s"], name="sca_sampling", mode=mode,
+                              padding_mode="reflection", align_corners=1),
+             helper.make_node("Gather", ["s", "order"], ["y"], name="channel_order", axis=1)]
+    model = helper.make_model(helper.make_graph(nodes, "user", [x, g], [y], [order]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    return model.SerializeToString()
+
+
+def _your_model_page(data: bytes, name: str = "bev.onnx") -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[HANDED] = {"name": name, "data": data}
+    at.run()
+    at.radio(key="npu_source").set_value("Your ONNX model").run()
+    return at
+
+
+def test_uploaded_model_is_checked_rewritten_and_offered_for_download():
+    at = _your_model_page(_user_model())
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    (nodes,) = _frames(at, "node", "mode", "padding_mode")
+    assert nodes.iloc[0]["node"] == "sca_sampling" and nodes.iloc[0]["padding_mode"] == "reflection"
+    (rules,) = _frames(at, "status", "rule", "nodes", "reason")
+    padding = rules[rules["rule"] == "DrivingSDK grid_sampler2d_v2: zeros or border padding"].iloc[0]
+    assert "fail" in padding["status"] and padding["nodes"] == "sca_sampling"
+    assert "Press **Rewrite**" in at.info[0].value
+    at.text_input(key="npu_up_dims").set_value("batch=3")
+    at.button(key="npu_up_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["GridSample"] == "0" and metrics["indices int32"] == "yes"
+    assert float(metrics["max |diff|"]) <= 1e-5
+    (replaced,) = _frames(at, "node", "mode", "padding_mode", "nodes_added")
+    assert replaced.iloc[0]["padding_mode"] == "reflection"
+    (indices,) = _frames(at, "node", "op_type", "was", "now", "how")
+    assert indices.iloc[0]["now"] == "int32" and "constant" in indices.iloc[0]["how"]
+    assert len(at.get("plotly_chart")) == 2  # parity and latency, side by side
+    assert len(at.get("download_button")) == 1
+    assert any("(3, 3, 6, 8)" in shown(c.value) for c in at.caption)  # the sizes given
+
+
+def test_hostile_upload_and_bad_sizes_are_named_errors():
+    at = _your_model_page(b"\x08\x07 not an onnx model \xff" * 4, name="evil*name.onnx")
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [shown(e.value) for e in at.error]
+    assert any("evil*name.onnx" in e and "field 'model'" in e and "not an ONNX model" in e for e in errors), errors
+    at = _your_model_page(_user_model())
+    at.text_input(key="npu_up_dims").set_value("batch=zero")
+    at.button(key="npu_up_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("field 'dims'" in shown(e.value) and "batch=zero" in shown(e.value) for e in at.error)
+
+
+def test_bicubic_node_is_kept_and_said_so():
+    at = _your_model_page(_user_model("bicubic"))
+    at.button(key="npu_up_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("sca_sampling kept" in shown(e.value) and "bicubic" in shown(e.value) for e in at.error)
+    assert {m.label: m.value for m in at.metric}["GridSample"] == "1"
