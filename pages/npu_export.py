@@ -116,7 +116,8 @@ def _show_rewrite(name: str, report) -> None:
         st.dataframe(pd.DataFrame(changed), hide_index=True, key="npu_up_indices")
     left, right = st.columns(2)
     left.plotly_chart(parity_figure({o.name: o.max_abs_diff for o in p.outputs}, tol=p.tol,
-                                    title="Parity: rewritten vs original (onnxruntime)"), key="npu_up_parity")
+                                    title="Parity per output (onnxruntime)", compared="rewritten − original"),
+                      key="npu_up_parity")
     right.plotly_chart(latency_figure({"model": (p.original_ms, p.rewritten_ms)}, series=("original", "rewritten"),
                                       title=f"Median latency, onnxruntime CPU, {p.threads} threads"),
                        key="npu_up_latency")

@@ -30,11 +30,13 @@ FLAGGED_OPS = frozenset({"GridSample", *DYNAMIC_SHAPE_OPS})
 
 def _layout(fig: go.Figure, height: int, title: str | None = None, legend: bool = False) -> go.Figure:
     """Compact margins, small font, optional title and a horizontal legend on top."""
-    fig.update_layout(height=height, margin=dict(l=8, r=8, t=36 if title else 8, b=8), font=dict(size=11),
+    top = (36 if title else 8) + (24 if title and legend else 0)  # the legend sits between title and plot
+    fig.update_layout(height=height, margin=dict(l=8, r=8, t=top, b=8), font=dict(size=11),
                       showlegend=legend, template="plotly_white",
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0))
     if title:
-        fig.update_layout(title=dict(text=plain_text(title), x=0.01, xanchor="left", font=dict(size=13)))
+        fig.update_layout(title=dict(text=plain_text(title), x=0.01, xanchor="left", y=1.0, yref="container",
+                                     yanchor="top", pad=dict(t=8), font=dict(size=13)))
     return fig
 
 
@@ -132,14 +134,15 @@ def latency_figure(latency_ms: Mapping[str, tuple[float, float]], title: str | N
 
 
 def parity_figure(max_abs_diff: Mapping[str, float], tol: float = 1e-5, title: str | None = None,
-                  height: int | None = None) -> go.Figure:
-    """max |onnxruntime - torch| per model on a log axis, with the tolerance line.
+                  height: int | None = None, compared: str = "onnxruntime − torch") -> go.Figure:
+    """max |difference| per model (or output) on a log axis, with the tolerance line.
 
     Args:
-        max_abs_diff: Model label -> max |diff|.
+        max_abs_diff: Model (or output) label -> max |diff|.
         tol: Tolerance drawn as a dashed line; bars above it are red.
         title: Figure title.
         height: Figure height in px.
+        compared: What was compared, for the axis title (``"rewritten − original"``).
     """
     names = list(max_abs_diff)
     floor = tol * 1e-6
@@ -150,6 +153,6 @@ def parity_figure(max_abs_diff: Mapping[str, float], tol: float = 1e-5, title: s
                            hovertemplate="%{y}: max |diff| %{text}<extra></extra>"))
     fig.add_vline(x=tol, line_dash="dash", line_color="#d62728",
                   annotation_text=f"tol {tol:g}", annotation_position="top")
-    fig.update_xaxes(title_text="max |onnxruntime − torch|", type="log")
+    fig.update_xaxes(title_text=plain_text(f"max |{compared}|"), type="log")
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, height or 90 + 40 * max(1, len(names)), title)
