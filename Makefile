@@ -6,17 +6,17 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PORT ?= 8501
 
-.PHONY: install install-dev chromium run lint test bench sample-data real-sample
+.PHONY: install install-dev chromium run lint test bench sample-data real-sample wheel
 
-# Each install step ends with the package itself (editable, --no-deps: requirements*.txt
-# hold every dependency), which puts the `bevviz` command on PATH.
+# pyproject.toml declares every dependency; each install is the package itself, editable
+# (requirements.txt / requirements-dev.txt say the same for pip -r), which puts the
+# `bevviz` command on PATH. Outside a checkout: pip install <wheel or folder>, then
+# `bevviz app` / `bevviz check real-nuscenes` from any folder.
 install:
 	$(PIP) install -r requirements.txt
-	$(PIP) install --no-deps -e .
 
 install-dev:
 	$(PIP) install -r requirements-dev.txt
-	$(PIP) install --no-deps -e .
 
 # Browser tests use Debian's Chromium, never a browser downloaded by playwright.
 chromium:
@@ -26,7 +26,7 @@ chromium:
 	fi
 
 run: install
-	$(PYTHON) -m streamlit run app.py --server.port $(PORT)
+	$(PYTHON) -m bevviz app --port $(PORT)
 
 # Style and architecture: a wrong import arrow (see docs/architecture.md) fails here.
 lint:
@@ -48,3 +48,7 @@ real-sample:
 	@test -n "$(SRC)" || { echo "usage: make real-sample SRC=<folder of the mmdetection3d nuScenes demo data>"; exit 2; }
 	$(MAKE) --no-print-directory install
 	$(PYTHON) scripts/build_real_nuscenes.py --src "$(SRC)" --out sample_data/real_nuscenes
+
+# A wheel that carries the embedded samples and the app (setup.py), in dist/.
+wheel:
+	$(PIP) wheel --no-deps --no-build-isolation -w dist .

@@ -1,0 +1,82 @@
+"""The package: a wheel that declares its dependencies, carries the embedded samples and the app,
+and, installed without the repository, checks an embedded sample from any folder."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+import venv
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    had_build = (ROOT / "build").exists()
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                        str(out), str(ROOT)], check=True, timeout=300, capture_output=True)
+    finally:
+        if not had_build:  # setuptools builds in the checkout: leave it as it was
+            shutil.rmtree(ROOT / "build", ignore_errors=True)
+    (path,) = out.glob("bevviz-*.whl")
+    return path
+
+
+def test_the_wheel_declares_the_runtime_dependencies_and_the_extras(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        meta = Parser().parsestr(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())
+    requires = meta.get_all("Requires-Dist")
+    runtime = {r.split(";")[0].split("=")[0].split("<")[0].split(">")[0].strip() for r in requires if "extra" not in r}
+    for name in ("torch", "numpy", "streamlit", "plotly", "nuscenes-devkit", "opencv-python-headless", "onnx",
+                 "onnxruntime", "pyarrow", "click", "tqdm"):
+        assert name in runtime, (name, requires)
+    assert "torch==2.13.0" in requires and "numpy<2" in requires
+    assert any(r.startswith("opencv-python-headless==") for r in requires)  # pinned: no backtracking
+    assert set(meta.get_all("Provides-Extra")) >= {"ray", "dev"}
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"bevviz": "bevviz.cli:main"}
+
+
+def test_the_wheel_carries_every_embedded_file_and_the_app(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    shipped = [p for p in (ROOT / "sample_data").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert shipped, "sample_data is empty"
+    inside = {f"bevviz/sample_data/{p.relative_to(ROOT / 'sample_data').as_posix()}": p for p in shipped}
+    missing = [p for name, p in inside.items() if name not in names]
+    assert not missing, missing[:5]  # a new subfolder travels without a change to the build
+    for page in (ROOT / "pages").glob("*.py"):
+        assert f"appkit/streamlit_app/pages/{page.name}" in names
+    assert {"appkit/streamlit_app/app.py", "appkit/streamlit_app/.streamlit/config.toml",
+            "bevviz/backend_rules.json", "appkit/sources.py", "bevviz/session/embedded.py"} <= names
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (ROOT / "sample_data" / "rig.json").is_file(), reason="sample_data is missing")
+def test_installed_without_the_repository_it_checks_an_embedded_sample_from_another_folder(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    # The dependencies come from this interpreter's site-packages; bevviz only from the wheel.
+    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, timeout=300,
+                   capture_output=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = subprocess.run([str(python), "-c", "import bevviz.session as s, appkit; print(s.sample_data_dir()); "
+                            "print(appkit.__file__)"], cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    sample_dir, appkit_file = where.stdout.split()[-2:]
+    assert str(env_dir) in sample_dir and str(env_dir) in appkit_file, where.stdout  # not the checkout
+    run = subprocess.run([str(env_dir / "bin" / "bevviz"), "check", "rig", "--no-estimate", "--json", "r.json"],
+                         cwd=elsewhere, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "flagged: none" in run.stdout and (elsewhere / "r.json").is_file()
+    assert str(env_dir) in run.stdout  # the rig came from the installed package data
