@@ -7,6 +7,10 @@ on the image of the nearer surface. The buffer keeps the nearest depth per image
 behind the nearest depth ``d`` of its own cell and the ``spread`` cells around it (a sparse
 scan leaves gaps between its points; the neighbourhood closes them).
 
+The buffer has about 200 columns of cells whatever the image size, so a view needs no more
+than a few points a cell: :func:`thin_indices` keeps an even, seeded sample of at most
+:data:`bevviz.limits.MAX_CAMERA_LIDAR_POINTS` of a dense cloud's points in one view.
+
 Convention:
     Pixels (u, v) at pixel centres, depth along the optical axis in metres, as
     :mod:`bevviz.projection`; cell (i, j) covers ``i = floor((v + 0.5) / cell)``,
@@ -17,12 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from bevviz.limits import MAX_CAMERA_LIDAR_POINTS
+from bevviz.projection import inside_image
 from bevviz.shapes import check_shape, field_error
 
-__all__ = ["CELL_PX", "MARGIN_M", "MIN_DEPTH_M", "RELATIVE", "SPREAD_CELLS", "depth_buffer", "unoccluded",
-           "visible"]
+__all__ = ["CELL_PX", "MARGIN_M", "MIN_DEPTH_M", "RELATIVE", "SPREAD_CELLS", "depth_buffer", "thin_indices",
+           "unoccluded", "visible"]
 
-#: Cell size (pixels of a 1600 px wide image; callers scale it with the width).
+#: Cell size (pixels of a REFERENCE_WIDTH_PX wide image; callers scale it with
+#: :func:`bevviz.projection.reference_pixels`).
 CELL_PX = 8.0
 #: Cells on each side of a point's own cell whose nearest depth also counts.
 SPREAD_CELLS = 1
@@ -31,6 +38,22 @@ RELATIVE = 0.1
 MARGIN_M = 0.2
 #: Occluders nearer than this (metres) are ignored (the lens, the car itself).
 MIN_DEPTH_M = 0.5
+
+
+def thin_indices(n: int, limit: int = MAX_CAMERA_LIDAR_POINTS, seed: int = 0) -> np.ndarray | None:
+    """Which of ``n`` points one view keeps: an even, seeded sample of ``limit``, in order.
+
+    Args:
+        n: Points in the view.
+        limit: Most points kept (default :data:`bevviz.limits.MAX_CAMERA_LIDAR_POINTS`).
+        seed: Sampling seed: the same points give the same sample (no flicker between reruns).
+
+    Returns:
+        None when ``n <= limit`` (keep every point), else sorted indices, shape (limit,) int64.
+    """
+    if n <= limit:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
 
 
 def depth_buffer(uv: np.ndarray, depth: np.ndarray, size: tuple[int, int], cell: float) -> np.ndarray:
@@ -83,8 +106,7 @@ def visible(uv: np.ndarray, depth: np.ndarray, occluder_uv: np.ndarray, occluder
     if not len(depth):
         return np.zeros(0, dtype=bool)
     w, h = size
-    ok = ((occluder_depth > MIN_DEPTH_M) & (occluder_uv[:, 0] >= -0.5) & (occluder_uv[:, 0] <= w - 0.5)
-          & (occluder_uv[:, 1] >= -0.5) & (occluder_uv[:, 1] <= h - 0.5))
+    ok = (occluder_depth > MIN_DEPTH_M) & inside_image(occluder_uv[:, 0], occluder_uv[:, 1], w, h)
     buf = depth_buffer(occluder_uv[ok], occluder_depth[ok], size, cell)
     rows, cols = buf.shape
     padded = np.pad(buf, spread, constant_values=np.inf)

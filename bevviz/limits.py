@@ -18,6 +18,7 @@ from bevviz.shapes import field_error, positive_int
 
 __all__ = [
     "CAMERA_NAME_MAX_CHARS", "CAMERA_NAME_PUNCTUATION", "CAMERA_NAME_RULE", "MAX_BEV_POINTS", "MAX_BEV_SIDE",
+    "MAX_CAMERA_LIDAR_POINTS",
     "MAX_CAMERAS", "MAX_IMAGE_FILE_BYTES", "MAX_IMAGE_PIXELS", "MAX_IMAGE_SIDE", "MAX_JSON_DEPTH",
     "MAX_LIDAR_POINTS", "MAX_RIG_JSON_BYTES", "MIN_BEV_RESOLUTION", "QUATERNION_NORM_TOL", "MiB",
     "check_at_most", "check_camera_name", "check_image_size", "check_json_like", "escape_markdown",
@@ -64,6 +65,12 @@ MIN_BEV_RESOLUTION = 0.01
 #: motion-compensated sweeps about 350,000; 5 million float32 x 4 is 80 MB. Readers check the
 #: count from the file size or header before they allocate.
 MAX_LIDAR_POINTS = 5_000_000
+#: Most LiDAR points one camera's view keeps; more are thinned to an even, seeded sample
+#: (:func:`bevviz.depth_buffer.thin_indices`). The depth buffer has 200 columns of cells
+#: (CELL_PX at 1600 px), so at most 200 x 200 = 40,000 cells for any image shape: 2**17 is
+#: over three points a cell, more than ten nuScenes sweeps put in one view (about 60,000),
+#: while a 2-million-point cloud puts 200,000 and more in each.
+MAX_CAMERA_LIDAR_POINTS = 1 << 17
 
 # --- validation tolerances and rules ----------------------------------------------------------
 

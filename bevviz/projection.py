@@ -12,6 +12,12 @@ Validity bounds:
     ``grid_sample(align_corners=False)`` maps to [-1, 1]).
     ``"bevformer"``: BEVFormer's strict rule 0 < u/W < 1 and 0 < v/H < 1 on the same u, v.
     See docs/conventions.md.
+
+The pixel rule is written once, :func:`inside_image` (numpy arrays and torch tensors
+alike); :func:`project_camera` is the numpy projection of points into one camera, for the
+overlays and depth buffers that draw or test single points rather than project a grid.
+Pixel-sized defaults (depth-buffer cells, edge scales) are stated for a
+:data:`REFERENCE_WIDTH_PX` wide image and scaled with :func:`reference_pixels`.
 """
 
 from __future__ import annotations
@@ -25,6 +31,92 @@ from bevviz.camera import Rig
 from bevviz.shapes import check_choice, check_shape, field_error
 
 BOUNDS = ("pixel", "bevformer")
+#: The image width (pixels; nuScenes' cameras) at which pixel-sized defaults are stated.
+REFERENCE_WIDTH_PX = 1600
+
+
+def reference_pixels(px: float, width: int) -> float:
+    """A length of ``px`` pixels of a :data:`REFERENCE_WIDTH_PX` wide image, in pixels of an
+    image ``width`` pixels wide."""
+    return px * width / REFERENCE_WIDTH_PX
+
+
+def image_extent(width: float, height: float) -> tuple[float, float, float, float]:
+    """The image's extent under the pixel-centre convention: ``(u_min, v_min, u_max, v_max)``
+    = ``(-0.5, -0.5, W - 0.5, H - 0.5)`` (the region :func:`inside_image` accepts)."""
+    return -0.5, -0.5, width - 0.5, height - 0.5
+
+
+def inside_image(u, v, width, height):
+    """The pixel-centre bounds rule: ``-0.5 <= u <= W - 0.5`` and ``-0.5 <= v <= H - 0.5``.
+
+    Args:
+        u, v: Pixel coordinates, numpy arrays or torch tensors of one shape (*P,).
+        width, height: Image size W, H (numbers, or arrays / tensors broadcasting with u, v).
+
+    Returns:
+        Boolean array or tensor of shape (*P,); NaN pixels are outside.
+
+    Convention:
+        Integer pixel coordinates at pixel centres: an image of width W spans u in
+        [-0.5, W - 0.5] (docs/conventions.md).
+    """
+    u_min, v_min, u_max, v_max = image_extent(width, height)
+    return (u >= u_min) & (u <= u_max) & (v >= v_min) & (v <= v_max)
+
+
+def transform_points(points: np.ndarray, b_from_a: np.ndarray) -> np.ndarray:
+    """Points of frame a in frame b: ``p_b = b_from_a @ p_a``.
+
+    Args:
+        points: Points in frame a, shape (*P, 3).
+        b_from_a: The 4x4 transform.
+
+    Returns:
+        Points in frame b, shape (*P, 3), float64.
+    """
+    T = np.asarray(b_from_a, dtype=np.float64)
+    return np.asarray(points, dtype=np.float64) @ T[:3, :3].T + T[:3, 3]
+
+
+def pixels_of(p_cam: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """Pixels of camera-frame points in front of the camera: ``(u, v) = (K p / z)[:2]``.
+
+    Args:
+        p_cam: Points in the camera frame (RDF), shape (*P, 3), with z > 0.
+        K: Intrinsics, shape (3, 3).
+
+    Returns:
+        Pixel coordinates (u, v), shape (*P, 2).
+    """
+    p_img = np.asarray(p_cam, dtype=np.float64) @ np.asarray(K, dtype=np.float64).T
+    return p_img[..., :2] / p_img[..., 2:3]
+
+
+def project_camera(points_ego: np.ndarray, camera, min_depth: float = 0.0,
+                   ego_motion: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Project ego-frame points into one camera (numpy).
+
+    Args:
+        points_ego: Points in the ego frame, shape (N, 3).
+        camera: The :class:`bevviz.camera.Camera`.
+        min_depth: Near plane (metres): points not beyond it get NaN pixels.
+        ego_motion: ``ego(t_camera) from ego(t_points)``, shape (4, 4), or None.
+
+    Returns:
+        ``(uv (N, 2) with NaN behind the near plane, depth (N,), inside (N,) bool)``: inside
+        is beyond the near plane and within :func:`inside_image`.
+
+    Convention:
+        ``p_cam = cam_from_ego @ ego_motion @ p``; depth = ``p_cam.z``; pixels at centres.
+    """
+    T = camera.cam_from_ego if ego_motion is None else camera.cam_from_ego @ np.asarray(ego_motion, np.float64)
+    pc = transform_points(points_ego, T)
+    depth = pc[:, 2]
+    front = depth > min_depth
+    uv = np.full((len(pc), 2), np.nan)
+    uv[front] = pixels_of(pc[front], camera.K)
+    return uv, depth, front & inside_image(uv[:, 0], uv[:, 1], camera.width, camera.height)
 
 
 @dataclass(frozen=True)
@@ -85,7 +177,7 @@ def project_with(points_ego: torch.Tensor, K: torch.Tensor, cam_from_ego: torch.
     H = sizes[:, 1].to(K.dtype).view(n, 1)
     u, v = uv[..., 0].detach(), uv[..., 1].detach()
     if bounds == "pixel":
-        in_image = (u >= -0.5) & (u <= W - 0.5) & (v >= -0.5) & (v <= H - 0.5)
+        in_image = inside_image(u, v, W, H)
     else:
         in_image = (u / W > 0) & (u / W < 1) & (v / H > 0) & (v / H < 1)
     in_front = depth.detach() > eps

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bevviz.camera import Camera, Rig
-from bevviz.projection import project_points
+from bevviz.projection import image_extent, project_points, transform_points
 from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
@@ -43,8 +43,7 @@ def backproject(camera: Camera, uv: np.ndarray, depth: float | np.ndarray) -> np
     check_shape(uv, ("...", 2), "uv", camera.name)
     rays = np.concatenate([uv, np.ones(uv.shape[:-1] + (1,))], axis=-1) @ np.linalg.inv(camera.K).T
     p_cam = rays * np.asarray(depth, dtype=np.float64)[..., None]
-    T = camera.ego_from_cam
-    return p_cam @ T[:3, :3].T + T[:3, 3]
+    return transform_points(p_cam, camera.ego_from_cam)
 
 
 def frustum(camera: Camera, depth: float = 3.0) -> np.ndarray:
@@ -90,7 +89,7 @@ def horizon_line(camera: Camera) -> np.ndarray | None:
     """
     R = camera.cam_from_ego[:3, :3]
     line = np.linalg.inv(camera.K).T @ (R @ np.array([0.0, 0.0, 1.0]))
-    return clip_line_to_box(line, -0.5, -0.5, camera.width - 0.5, camera.height - 0.5)
+    return clip_line_to_box(line, *image_extent(camera.width, camera.height))
 
 
 def clip_line_to_box(line: np.ndarray, u0: float, v0: float, u1: float, v1: float) -> np.ndarray | None:

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.camera import Camera, Rig
-from bevviz.depth_buffer import CELL_PX, MIN_DEPTH_M, SPREAD_CELLS, depth_buffer, unoccluded
+from bevviz.depth_buffer import CELL_PX, MIN_DEPTH_M, SPREAD_CELLS, depth_buffer, thin_indices, unoccluded
 from bevviz.lidar import MIN_RANGE_M, LidarScan
 from bevviz.overlays.coverage import subsample_indices
+from bevviz.projection import image_extent, pixels_of, project_camera, reference_pixels, transform_points
 from bevviz.rotations import quaternion_to_matrix
 from bevviz.shapes import check_shape
 
@@ -52,7 +53,7 @@ BOX_EDGES = ((0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0,
 
 
 def _cell(camera: Camera, cell_px: float) -> float:
-    return cell_px * camera.width / 1600.0
+    return reference_pixels(cell_px, camera.width)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,9 @@ class CameraLidar:
         depth: Their camera depths, shape (P,), float32, metres.
         intensity: Their intensities, shape (P,), float32 (nuScenes: 0-255).
         in_view: Points in front of the camera and inside its image (before the depth test).
-        hidden: Of those, how many nearer surfaces hide.
+        hidden: Of those (after thinning), how many nearer surfaces hide.
+        thinned: Of ``in_view``, how many were left out before the depth test (a view
+            holds at most :data:`bevviz.limits.MAX_CAMERA_LIDAR_POINTS`).
     """
 
     camera: str
@@ -74,6 +77,7 @@ class CameraLidar:
     intensity: np.ndarray = field(repr=False)
     in_view: int = 0
     hidden: int = 0
+    thinned: int = 0
 
     @property
     def drawn(self) -> int:
@@ -82,8 +86,8 @@ class CameraLidar:
 
     @property
     def visible(self) -> int:
-        """Points the depth test keeps (before subsampling)."""
-        return self.in_view - self.hidden
+        """Points the depth test keeps (before subsampling; after thinning a dense view)."""
+        return self.in_view - self.thinned - self.hidden
 
 
 def camera_lidar(camera: Camera, points: np.ndarray, intensity: np.ndarray, *, max_points: int | None = None,
@@ -114,19 +118,16 @@ def camera_lidar(camera: Camera, points: np.ndarray, intensity: np.ndarray, *, m
     check_shape(pts, (None, 3), "points", camera.name)
     inten = np.asarray(intensity, dtype=np.float32)
     check_shape(inten, (pts.shape[0],), "intensity", camera.name)
-    T = camera.cam_from_ego
-    pc = pts @ T[:3, :3].T + T[:3, 3]  # (N, 3) camera frame
-    z = pc[:, 2]
-    front = z > min_depth
-    uv = np.full((len(pc), 2), np.nan)
-    uv[front] = (pc[front] @ camera.K.T)[:, :2] / z[front, None]
-    inside = front & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5) & (uv[:, 1] >= -0.5) \
-        & (uv[:, 1] <= camera.height - 0.5)
+    uv, z, inside = project_camera(pts, camera, min_depth)
     uv_in, z_in, i_in = uv[inside], z[inside], inten[inside]
+    thin = thin_indices(len(z_in), seed=seed)  # a dense cloud: what the depth buffer can use
+    if thin is not None:
+        uv_in, z_in, i_in = uv_in[thin], z_in[thin], i_in[thin]
     keep = unoccluded(uv_in, z_in, camera.size, _cell(camera, cell_px), spread)
     pick = np.flatnonzero(keep) if max_points is None else subsample_indices(keep, max_points, seed)
     return CameraLidar(camera.name, uv_in[pick].astype(np.float32), z_in[pick].astype(np.float32),
-                       i_in[pick].astype(np.float32), in_view=int(inside.sum()), hidden=int((~keep).sum()))
+                       i_in[pick].astype(np.float32), in_view=int(inside.sum()), hidden=int((~keep).sum()),
+                       thinned=int(inside.sum()) - len(z_in))
 
 
 def lidar_in_cameras(rig: Rig, scan: LidarScan, max_points: int | None = MAX_LIDAR_POINTS,
@@ -207,7 +208,7 @@ def box_wireframe(camera: Camera, corners: np.ndarray, ego_motion: np.ndarray | 
     c = np.asarray(corners, dtype=np.float64)
     check_shape(c, (8, 3), "corners", camera.name)
     T = camera.cam_from_ego if ego_motion is None else camera.cam_from_ego @ np.asarray(ego_motion, np.float64)
-    pc = c @ T[:3, :3].T + T[:3, 3]  # (8, 3)
+    pc = transform_points(c, T)  # (8, 3)
     edges = np.array(BOX_EDGES)
     a, b = pc[edges[:, 0]], pc[edges[:, 1]]  # (12, 3)
     za, zb = a[:, 2:3], b[:, 2:3]
@@ -218,8 +219,9 @@ def box_wireframe(camera: Camera, corners: np.ndarray, ego_motion: np.ndarray | 
     a = np.where(za > min_depth, a, cut)
     b = np.where(zb > min_depth, b, cut)
     ends = np.stack([a[seen], b[seen]], axis=1)  # (E, 2, 3)
-    uv = (ends @ camera.K.T)[..., :2] / ends[..., 2:3]
-    lo, hi = np.array([-0.5, -0.5]), np.array([camera.width - 0.5, camera.height - 0.5])
+    uv = pixels_of(ends, camera.K)
+    u_min, v_min, u_max, v_max = image_extent(camera.width, camera.height)
+    lo, hi = np.array([u_min, v_min]), np.array([u_max, v_max])
     off = ((uv < lo).all(axis=1) | (uv > hi).all(axis=1)).any(axis=1)  # both ends past one border
     return uv[~off]
 

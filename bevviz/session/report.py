@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from bevviz.calibration import BOOTSTRAP, MISCALIBRATED, OK
 from bevviz.camera import Rig
 from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints
+from bevviz.projection import inside_image
 from bevviz.shapes import field_error
 
 __all__ = [
@@ -247,7 +248,7 @@ def projection_sanity(rig: Rig) -> dict[str, CameraSanity]:
         if n == 0:
             problems.append(f"sees no ground {OVERLAP_RING[0]:g}-{OVERLAP_RING[1]:g} m around the rig")
         cx, cy = float(cam.K[0, 2]), float(cam.K[1, 2])
-        inside = -0.5 <= cx <= cam.width - 0.5 and -0.5 <= cy <= cam.height - 0.5
+        inside = bool(inside_image(cx, cy, cam.width, cam.height))
         if not inside:
             problems.append(f"principal point ({cx:.1f}, {cy:.1f}) lies outside its {cam.width} x {cam.height} image")
         z = float(cam.position[2])
