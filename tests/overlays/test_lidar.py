@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bevviz.lidar import LidarScan, as_lidar_scan
+from bevviz.limits import MAX_CAMERA_LIDAR_POINTS
 from bevviz.overlays import lidar as ol
 from bevviz.projection import project_points
 from bevviz.rotations import make_transform, matrix_to_quaternion, rpy_to_matrix
@@ -158,3 +159,21 @@ def test_boxes_in_cameras_use_each_cameras_motion():
     moved = ol.boxes_in_cameras(RIG, [Box()], shift)["CAM_FRONT"]
     corners = ol.box_corners(Box.center, Box.size, Box.rotation) + [-2.0, 0.0, 0.0]
     np.testing.assert_allclose(moved.segments, ol.box_wireframe(FRONT, corners), atol=1e-9)
+
+
+def test_a_dense_cloud_is_thinned_to_the_named_limit_evenly_and_the_same_each_time():
+    cam = nuscenes_like_rig()["CAM_FRONT"]
+    rng = np.random.default_rng(1)
+    n = MAX_CAMERA_LIDAR_POINTS + 70_000
+    # a wall 10-30 m ahead across the whole view
+    uvd = np.stack([rng.uniform(0, cam.width - 1, n), rng.uniform(0, cam.height - 1, n), rng.uniform(10, 30, n)], 1)
+    rays = np.linalg.solve(cam.K, np.stack([uvd[:, 0], uvd[:, 1], np.ones(n)])).T * uvd[:, 2:3]
+    pts = rays @ np.linalg.inv(cam.cam_from_ego)[:3, :3].T + np.linalg.inv(cam.cam_from_ego)[:3, 3]
+    first = ol.camera_lidar(cam, pts, np.zeros(n), max_points=None)
+    again = ol.camera_lidar(cam, pts, np.zeros(n), max_points=None)
+    assert first.in_view == n and first.thinned == n - MAX_CAMERA_LIDAR_POINTS
+    assert first.visible + first.hidden == MAX_CAMERA_LIDAR_POINTS and first.drawn == first.visible
+    assert np.array_equal(first.uv, again.uv)  # deterministic
+    # even: each half of the image keeps its share
+    quarter = (first.uv[:, 0] < cam.width / 2).mean()
+    assert abs(quarter - 0.5) < 0.02
