@@ -229,7 +229,7 @@ class Doctor:
         such a scene before it gets here).
         """
         t0 = time.perf_counter()
-        notes = list(self.scene.notes)
+        notes = [*self.scene.notes, *self.scene.warnings]  # image conversions (grey, 16-bit, CMYK, alpha) too
         conv = self.conventions()
         sanity = self.sanity()
         scan = self.lidar

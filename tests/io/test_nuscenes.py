@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from bevviz.camera import NUSCENES_CAMERAS
+from bevviz.cli import main
 from bevviz.io import nuscenes as nu
 from bevviz.projection import project_points
 from bevviz.rotations import quaternion_to_matrix, rotation_angle_deg
@@ -243,6 +244,11 @@ def test_conversions_of_a_dataset_image_come_back_as_warnings(copied):
     assert images.warnings == [f"camera CAM_FRONT: {name}: 16-bit samples cut to 8 bits, "
                                "greyscale replicated to RGB"]
     assert images.conversions == {"CAM_FRONT": ("16-bit samples cut to 8 bits", "greyscale replicated to RGB")}
+    # ... and they reach the check's --json notes (issue 22: they were dropped there)
+    out = copied / "check.json"
+    assert main(["check", str(copied), "--sample", rec["sample_token"], "--no-lidar", "--no-estimate",
+                 "--json", str(out)]) in (0, 1)
+    assert images.warnings[0] in json.loads(out.read_text())["notes"]
     # The unconverted sample has none.
     assert nu.load_sample(DATAROOT)[1].warnings == []
 
