@@ -7,7 +7,7 @@ is one line in ``PAGES``.
 
 import streamlit as st
 
-st.set_page_config(page_title="bevviz", page_icon=":material/view_in_ar:", layout="wide")
+st.set_page_config(page_title="bevviz", page_icon="🚗", layout="wide")
 
 PAGES = [
     st.Page("pages/rig.py", title="Rig & Projection", icon=":material/photo_camera:", default=True),
