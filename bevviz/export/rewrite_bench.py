@@ -12,7 +12,9 @@ sizes, built as ONNX graphs here (GridSample nodes as any exporter writes them):
   4 levels (58 x 100 to 8 x 13), 10,000 visible queries per camera x 4 points per level.
 - ``sca_<mode>_<padding>`` (``--modes``): the ``sca`` sizes in the other modes and paddings.
 
-Each model is first checked (max |diff| over its output, same random inputs) and then timed.
+Each model is first checked (max |diff| over its output, same random inputs; the peak
+resident-memory increase of each session's first run, :func:`bevviz.timing.peak_rss_mb`,
+is what its allocator grows to) and then timed.
 Why the rewrite is slower on a CPU: ``GridSample`` is one fused kernel that reads 4 taps and
 writes each output element once; the rewrite materialises each tap's gathered rows
 ``(N, H_out, W_out, C)``, multiplies and adds them (about 4 x the output's memory traffic,
@@ -38,7 +40,7 @@ from onnx import TensorProto, helper
 from bevviz.export.model_parity import random_feed
 from bevviz.export.parity import max_abs_diff
 from bevviz.export.rewrite import rewrite_grid_sample
-from bevviz.timing import PairStats, pin_threads, time_group
+from bevviz.timing import PairStats, peak_rss_mb, pin_threads, time_group
 
 __all__ = ["CONFIGS", "main", "msda_model", "run", "sca_model"]
 
@@ -113,6 +115,17 @@ def _timer(session: ort.InferenceSession, feed: dict):
     return call
 
 
+def _first_run(session: ort.InferenceSession, feed: dict) -> tuple[float | None, np.ndarray]:
+    """(peak RSS increase in MiB, output) of one run."""
+    kept: list[np.ndarray] = []
+    peak = peak_rss_mb(lambda: kept.append(session.run(None, feed)[0]))
+    return peak, kept[0]
+
+
+def _mb(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0f} MiB"
+
+
 def run(config: str = "full", modes: bool = False, rounds: int = 3, threads: int | None = None) -> dict:
     """Measure every model of ``config``; returns the JSON-ready results.
 
@@ -133,9 +146,11 @@ def run(config: str = "full", modes: bool = False, rounds: int = 3, threads: int
         report = rewrite_grid_sample(model)
         feed = random_feed(model, seed=0)
         sessions = {"original": _session(model, threads), "rewritten": _session(report.model, threads)}
-        first = {k: s.run(None, feed)[0] for k, s in sessions.items()}
-        diff = max_abs_diff(first["original"], first["rewritten"])
-        del first
+        # each session's first run: its allocator grows to what the model needs
+        (peak_o, out_o), (peak_r, out_r) = (_first_run(sessions[k], feed) for k in ("original", "rewritten"))
+        peaks = {"original": peak_o, "rewritten": peak_r}
+        diff = max_abs_diff(out_o, out_r)
+        del out_o, out_r
         measured = time_group({k: _timer(s, feed) for k, s in sessions.items()}, "original", rounds)
         member = {k: {"samples": measured["samples"][k], "round_min": measured["round_min"][k]} for k in sessions}
         stats = PairStats.of(member["rewritten"], member["original"])
@@ -143,11 +158,13 @@ def run(config: str = "full", modes: bool = False, rounds: int = 3, threads: int
                "nodes": [report.nodes_before, report.nodes_after], "indices_int32": report.int32_ok,
                "original_s": min(measured["samples"]["original"]),
                "rewritten_s": min(measured["samples"]["rewritten"]), "ratio": stats.to_dict(),
+               "first_run_peak_rss_mb": peaks,
                "inputs": {k: list(v.shape) for k, v in feed.items()}}
         out["models"][name] = row
         print(f"{name:28s} max|diff| {diff:.2e}  GridSample {report.grid_sample_before}->{report.grid_sample_after}  "
               f"original {row['original_s'] * 1e3:9.1f} ms  rewritten {row['rewritten_s'] * 1e3:9.1f} ms  "
-              f"ratio {stats.ratio:5.2f} (rounds {stats.spread[0]:.2f}-{stats.spread[1]:.2f})", flush=True)
+              f"ratio {stats.ratio:5.2f} (rounds {stats.spread[0]:.2f}-{stats.spread[1]:.2f})  first-run peak RSS "
+              f"{_mb(peaks['original'])} / {_mb(peaks['rewritten'])}", flush=True)
         del sessions, feed
     return out
 
