@@ -197,9 +197,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
     bil = DeformableConfig(kernel_size=3, rounding="bilinear")
 
     def pipe(variant: SamplerVariant) -> Callable:
-        kw: dict = {"lut": table} if variant.sampler == "lut" else {}
-        if variant.rounding is not None:
-            kw["deformable"] = DeformableConfig(kernel_size=3, rounding=variant.rounding)
+        kw = variant.options(kernel_size=3, lut=table)
         return lambda f: bev_features(f, rig, grid, variant.sampler, **kw).features
 
     def deformable_dense(f):

@@ -2,8 +2,9 @@
 
 :func:`bev_features` projects the grid (:func:`bevviz.aggregation.bev_geometry`), weighs
 every (camera, point) pair once (:func:`bevviz.aggregation.point_weights`) and hands both
-to the chosen sampler (:data:`bevviz.samplers.SAMPLERS`): the dense ``F.grid_sample``
-reference, the gather-scatter sampler, the deformable sampler or the lookup table. Every
+to the chosen sampler, a :class:`BEVSampler` of :data:`PIPELINE_SAMPLERS` (one per name of
+:data:`bevviz.samplers.SAMPLERS`): the dense ``F.grid_sample`` reference, the
+gather-scatter sampler, the deformable sampler or the lookup table. Every
 sampler implements the SAME aggregation (the formula is in :mod:`bevviz.aggregation`), so
 they compare to 1e-5.
 
@@ -46,7 +47,8 @@ from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = [
     # defined here
-    "BEVResult", "bev_features", "ground_truth_bev", "ground_visibility", "reconstruction_error",
+    "PIPELINE_SAMPLERS", "BEVResult", "BEVSampler", "bev_features", "ground_truth_bev", "ground_visibility",
+    "reconstruction_error",
     # the aggregation every sampler shares (bevviz.aggregation), and the sampler registry
     "OVERLAPS", "SAMPLERS", "BEVGeometry", "aggregate", "bev_geometry", "point_weights", "resolve_image_size",
     "valid_pairs",
@@ -151,70 +153,151 @@ def bev_features(features: torch.Tensor, rig: Rig, grid: BEVGrid, sampler: str =
     check_choice(sampler, SAMPLERS, "sampler")
     check_choice(overlap, OVERLAPS, "overlap")
     check_choice(bounds, BOUNDS, "bounds")
-    n_cam, C, Hf, Wf = _check_features(features, rig)
+    _check_features(features, rig)
     if not isinstance(grid, BEVGrid):
         raise field_error("grid", type(grid).__name__, "must be a BEVGrid")
-    timings: dict[str, float] = {}
-    H, W = grid.shape
+    chosen = PIPELINE_SAMPLERS[sampler]
+    option = {"deformable": deformable, "lut": lut}.get(chosen.option)
+    return chosen.run(features, rig, grid, _Settings(image_size, overlap, bounds, eps, return_per_camera, t_start),
+                      option)
 
-    if sampler == "lut":
+
+# --------------------------------------------------------------------------- the samplers
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What :func:`bev_features` asks of every sampler (validated there)."""
+
+    image_size: Any
+    overlap: str
+    bounds: str
+    eps: float
+    per_camera: bool
+    t_start: float
+
+
+class BEVSampler:
+    """One sampler of :func:`bev_features`: its name, the option it reads and how it runs.
+
+    The default :meth:`run` computes the shared geometry and weights
+    (:func:`~bevviz.aggregation.bev_geometry`, :func:`~bevviz.aggregation.point_weights`) and
+    hands them to :meth:`sampling`; a sampler with its own precomputation (the lookup table)
+    overrides :meth:`run`.
+
+    Attributes:
+        name: The name in :data:`bevviz.samplers.SAMPLERS`.
+        option: The keyword of :func:`bev_features` it reads (``"deformable"``, ``"lut"``), or None.
+    """
+
+    name: str = ""
+    option: str | None = None
+
+    def sampling(self, option: Any):
+        """The sampling function ``f(features, geometry, weights, per_camera=False)`` -> (C, H_bev,
+        W_bev) or (N_cam, C, H_bev, W_bev), configured by ``option``."""
+        raise NotImplementedError
+
+    def run(self, features: torch.Tensor, rig: Rig, grid: BEVGrid, s: _Settings, option: Any) -> BEVResult:
+        """BEV features of (N_cam, C, H_f, W_f) ``features``; see :func:`bev_features`."""
+        sample = self.sampling(option)
+        timings: dict[str, float] = {}
         t = time.perf_counter()
-        table = lut if lut is not None else lut_mod.cached_lut(rig, grid, (Hf, Wf), image_size=image_size,
-                                                              overlap=overlap, bounds=bounds, eps=eps,
-                                                              dtype=features.dtype)
+        geom = bev_geometry(rig, grid, image_size=s.image_size, eps=s.eps, bounds=s.bounds)
+        timings["geometry"] = time.perf_counter() - t
+        t = time.perf_counter()
+        weights, hits, seen = point_weights(geom.valid, s.overlap)
+        timings["weights"] = time.perf_counter() - t
+        t = time.perf_counter()
+        out = sample(features, geom, weights)
+        timings["sample"] = time.perf_counter() - t
+        per_cam = None
+        if s.per_camera:
+            t = time.perf_counter()
+            pillar_w = geom.valid.to(torch.float64) / geom.valid.sum(dim=1, keepdim=True).clamp(min=1)
+            per_cam = sample(features, geom, pillar_w, per_camera=True)
+            timings["per_camera"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - s.t_start
+        return BEVResult(features=out, hits=hits, valid=seen, point_valid=geom.valid, timings=timings,
+                         sampler=self.name, overlap=s.overlap, per_camera=per_cam)
+
+
+class _GridSampleSampler(BEVSampler):
+    """The dense ``F.grid_sample`` reference over all cameras and points."""
+
+    name = "grid_sample"
+
+    def sampling(self, option: Any):
+        return _sample_grid_sample
+
+
+class _GatherScatterSampler(BEVSampler):
+    """Only the valid (camera, point) pairs are gathered, then scatter-added."""
+
+    name = "gather_scatter"
+
+    def sampling(self, option: Any):
+        return _sample_gather_scatter
+
+
+class _DeformableSampler(BEVSampler):
+    """K-tap deformable sampling; ``deformable`` is a :class:`DeformableConfig` or a dict of its fields."""
+
+    name = "deformable"
+    option = "deformable"
+
+    def sampling(self, option: Any):
+        if isinstance(option, DeformableConfig):
+            cfg = option
+        else:
+            try:
+                cfg = DeformableConfig(**dict(option or {}))
+            except TypeError as err:
+                raise field_error("deformable", option, f"not DeformableConfig fields ({err})") from None
+
+        def sample(f, g, w, per_camera=False):
+            return deformable_bev(f, g.grid, w, cfg, per_camera=per_camera)
+
+        return sample
+
+
+class _LookupTableSampler(BEVSampler):
+    """A precomputed lookup table (``lut``: a prebuilt :class:`~bevviz.samplers.lut.BEVLookupTable`,
+    or None to build and cache one): no geometry at sampling time."""
+
+    name = "lut"
+    option = "lut"
+
+    def run(self, features: torch.Tensor, rig: Rig, grid: BEVGrid, s: _Settings, option: Any) -> BEVResult:
+        hf, wf = features.shape[-2:]
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        table = option if option is not None else lut_mod.cached_lut(
+            rig, grid, (hf, wf), image_size=s.image_size, overlap=s.overlap, bounds=s.bounds, eps=s.eps,
+            dtype=features.dtype)
         if not isinstance(table, lut_mod.BEVLookupTable):
             raise field_error("lut", type(table).__name__, "must be a BEVLookupTable")
-        table.check_compatible(rig, grid, (Hf, Wf), image_size=image_size, overlap=overlap,
-                               bounds=bounds, eps=eps)
+        table.check_compatible(rig, grid, (hf, wf), image_size=s.image_size, overlap=s.overlap, bounds=s.bounds,
+                               eps=s.eps)
         timings["lut"] = time.perf_counter() - t
         t = time.perf_counter()
         out = table.apply(features)
         timings["sample"] = time.perf_counter() - t
         per_cam = None
-        if return_per_camera:
+        if s.per_camera:
             t = time.perf_counter()
             per_cam = table.apply_per_camera(features)
             timings["per_camera"] = time.perf_counter() - t
-        timings["total"] = time.perf_counter() - t_start
+        timings["total"] = time.perf_counter() - s.t_start
         # hits / valid / point_valid are the table's own tensors (no copy): treat as read-only.
         return BEVResult(features=out, hits=table.hits, valid=table.seen, point_valid=table.point_valid,
-                         timings=timings, sampler=sampler, overlap=overlap, per_camera=per_cam)
+                         timings=timings, sampler=self.name, overlap=s.overlap, per_camera=per_cam)
 
-    t = time.perf_counter()
-    geom = bev_geometry(rig, grid, image_size=image_size, eps=eps, bounds=bounds)
-    timings["geometry"] = time.perf_counter() - t
-    t = time.perf_counter()
-    weights, hits, seen = point_weights(geom.valid, overlap)
-    timings["weights"] = time.perf_counter() - t
 
-    if sampler == "grid_sample":
-        run = _sample_grid_sample
-    elif sampler == "gather_scatter":
-        run = _sample_gather_scatter
-    else:
-        if isinstance(deformable, DeformableConfig):
-            cfg = deformable
-        else:
-            try:
-                cfg = DeformableConfig(**dict(deformable or {}))
-            except TypeError as err:
-                raise field_error("deformable", deformable, f"not DeformableConfig fields ({err})") from None
-
-        def run(f, g, w, per_camera=False):
-            return deformable_bev(f, g.grid, w, cfg, per_camera=per_camera)
-
-    t = time.perf_counter()
-    out = run(features, geom, weights)
-    timings["sample"] = time.perf_counter() - t
-    per_cam = None
-    if return_per_camera:
-        t = time.perf_counter()
-        pillar_w = geom.valid.to(torch.float64) / geom.valid.sum(dim=1, keepdim=True).clamp(min=1)
-        per_cam = run(features, geom, pillar_w, per_camera=True)
-        timings["per_camera"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t_start
-    return BEVResult(features=out, hits=hits, valid=seen, point_valid=geom.valid, timings=timings,
-                     sampler=sampler, overlap=overlap, per_camera=per_cam)
+#: The samplers of :func:`bev_features`, by name, in the order of :data:`bevviz.samplers.SAMPLERS`.
+PIPELINE_SAMPLERS: dict[str, BEVSampler] = {
+    s.name: s for s in (_GridSampleSampler(), _GatherScatterSampler(), _DeformableSampler(), _LookupTableSampler())
+}
 
 
 def _sample_gather_scatter(features: torch.Tensor, geom: BEVGeometry, weights: torch.Tensor,

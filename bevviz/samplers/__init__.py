@@ -32,12 +32,32 @@ class SamplerVariant:
         label: The pages' name for it.
         sampler: One of :data:`SAMPLERS`.
         rounding: For ``"deformable"``: ``"bilinear"`` or ``"floor"``; else None.
+        table: Whether it samples through a prebuilt lookup table (``lut``).
     """
 
     key: str
     label: str
     sampler: str
     rounding: str | None = None
+    table: bool = False
+
+    def options(self, kernel_size: int = 1, lut: object = None) -> dict:
+        """The keyword arguments :func:`bevviz.pipeline.bev_features` takes for this variant
+        besides ``sampler``.
+
+        Args:
+            kernel_size: Taps per side of the deformable variants.
+            lut: A prebuilt :class:`bevviz.samplers.lut.BEVLookupTable` for a table variant
+                (None: the pipeline builds and caches one).
+
+        Returns:
+            ``{"deformable": {...}}``, ``{"lut": table}`` or ``{}``.
+        """
+        if self.rounding is not None:
+            return {"deformable": {"kernel_size": kernel_size, "rounding": self.rounding}}
+        if self.table and lut is not None:
+            return {"lut": lut}
+        return {}
 
 
 #: The BEV feature variants compared side by side, the reference first.
@@ -46,7 +66,7 @@ BEV_VARIANTS = (
     SamplerVariant("gather_scatter", "gather-scatter", "gather_scatter"),
     SamplerVariant("deformable_bilinear", "deformable (bilinear)", "deformable", "bilinear"),
     SamplerVariant("deformable_floor", "deformable (floor)", "deformable", "floor"),
-    SamplerVariant("lut_pipeline", "LUT", "lut"),
+    SamplerVariant("lut_pipeline", "LUT", "lut", table=True),
 )
 #: The variant every other one is compared with.
 REFERENCE = BEV_VARIANTS[0]
