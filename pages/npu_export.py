@@ -21,7 +21,9 @@ WORKDIR = "npu_export_dir"
 LABELS = {"grid_sample": "grid_sample (reference)", "gather_scatter": "gather-scatter",
           "deformable": "deformable (floor)", "lut": "lookup table"}
 FEATURES = ("conv C=64", "RGB", "random")
-STATUS_ICONS = {"pass": "✅ pass", "fail": "❌ fail", "n/a": "— n/a", "unknown": "❔ unknown"}
+# Plain text: the dataframe draws on a canvas with the page's fonts, where emoji (without an
+# emoji font installed, as in a bare Chromium) were empty boxes.
+STATUS_ICONS = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", "unknown": "unknown"}
 SOURCE_SAMPLERS, SOURCE_UPLOAD = "bevviz samplers", "Your ONNX model"
 
 
