@@ -158,3 +158,35 @@ def test_nearest_ties_round_half_to_even_like_pytorch():
     (out,) = _run(report.model, {"x": x.numpy(), "g": grid.numpy()})
     ref = F.grid_sample(x, grid, mode="nearest", align_corners=True).numpy()
     assert np.array_equal(out, ref) and ref[0, 0, 0].tolist() == [0.0, 2.0, 2.0, 4.0]
+
+
+def test_grid_sample_in_if_branches_and_local_functions():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 6])
+    g = helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 3, 4, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])
+
+    def branch(name, pad):
+        return helper.make_graph([helper.make_node("GridSample", ["x", "g"], [f"{name}_y"], padding_mode=pad)], name,
+                                 [], [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, [1, 2, 3, 4])])
+
+    cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch("t", "border"), else_branch=branch("e", "zeros"))
+    model = helper.make_model(helper.make_graph([node], "if", [x, g, cond], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    report = rewrite_grid_sample(model)
+    assert report.grid_sample_before == 2 and report.grid_sample_after == 0
+    rng = np.random.default_rng(0)
+    for c in (True, False):
+        feed = {"x": rng.standard_normal((1, 2, 5, 6)).astype(np.float32),
+                "g": rng.uniform(-1.3, 1.3, (1, 3, 4, 2)).astype(np.float32), "c": np.array(c)}
+        assert np.abs(_run(report.model, feed)[0] - _run(model, feed)[0]).max() <= TOL
+
+    fn = helper.make_function("user.ops", "Sampler", ["a", "b"], ["o"],
+                              [helper.make_node("GridSample", ["a", "b"], ["o"], align_corners=1)],
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Sampler", ["x", "g"], ["y"], domain="user.ops")], "fn", [x, g], [y]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("user.ops", 1)], functions=[fn])
+    report = rewrite_grid_sample(model, check=True)
+    assert report.grid_sample_after == 0 and "user.ops::Sampler" in report.notes[0]
+    assert report.parity.max_abs_diff <= TOL
