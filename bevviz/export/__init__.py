@@ -15,6 +15,7 @@ model without GridSample). Models are read within bounds (:mod:`bevviz.export.on
 from bevviz.export.exporter import ExportError, ExportResult, export_module, export_sampler, export_with
 from bevviz.export.index_dtypes import IndexChange, make_indices_int32
 from bevviz.export.inspection import IndexUse, OpReport, TensorInfo, inspect_onnx
+from bevviz.export.model_check import CheckRow, ModelCheck, check_model
 from bevviz.export.model_parity import ModelParity, OutputDiff, compare_models, random_feed
 from bevviz.export.models import (
                                   SAMPLERS,
@@ -48,7 +49,8 @@ __all__ = [
     "build_spec", "check_parity", "coarsen_factors", "coarsen_grid", "run_export", "default_bev_grid",
     "evaluate_rules", "export_module", "export_sampler", "export_with", "inspect_onnx",
     "load_rules", "parse_rules", "rule_facts", "sampling_grid",
-    "IndexChange", "LoadedModel", "MAX_ONNX_BYTES", "ModelParity", "NodeChange", "OutputDiff", "Refusal",
+    "CheckRow", "IndexChange", "LoadedModel", "ModelCheck", "check_model", "MAX_ONNX_BYTES", "ModelParity",
+    "NodeChange", "OutputDiff", "Refusal",
     "RewriteReport", "compare_models", "grid_sample_free", "load_model", "make_indices_int32", "model_from_bytes",
     "random_feed", "rewrite_grid_sample",
 ]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
+import onnx.inliner
 from onnx import TensorProto
 
 from bevviz.export.index_dtypes import IndexChange, make_indices_int32
@@ -165,8 +166,6 @@ def _inline_grid_sample_functions(model: onnx.ModelProto) -> tuple[onnx.ModelPro
     keys = [(f.domain, f.name) for f in model.functions if any(_is_grid_sample(n) for n in f.node)]
     if not keys:
         return model, []
-    import onnx.inliner  # optional: only models with GridSample inside local functions need it
-
     inlined = onnx.inliner.inline_selected_functions(model, keys, exclude=False)
     return inlined, [f"inlined local function(s) {', '.join(f'{d}::{n}' for d, n in keys)} to reach their GridSample"]
 
