@@ -37,6 +37,7 @@ from bevviz.io.nuscenes import (
     load_lidar_from,
     load_sample_from,
     open_dataset,
+    sample_position,
 )
 from bevviz.io.rig_json import RigFile, RigImages, load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
@@ -174,28 +175,17 @@ def dataset(dataroot: str, version: str):
 def sample_meta(nusc, token: str, field_name: str = "sample") -> dict:
     """Where a sample sits: its scene's name and token, its index in the scene, its time.
 
-    The walk back along ``prev`` is bounded by the number of samples and refuses a loop.
-
     Raises:
         InputError: naming ``field_name`` for an unknown token, or ``sample.prev`` for a
-            link that loops or leads nowhere.
+            link that loops or leads nowhere (:func:`bevviz.io.nuscenes.sample_position`).
     """
     try:
         s = nusc.get("sample", token)
     except (KeyError, TypeError):
         raise field_error(field_name, token, "no such sample in the dataset") from None
     scene = nusc.get("scene", s["scene_token"])
-    index, prev, bound = 0, s["prev"], len(nusc.sample)
-    while prev:
-        index += 1
-        if index > bound:
-            raise field_error("sample.prev", token, f"the prev links loop (more than {bound} samples back)")
-        try:
-            prev = nusc.get("sample", prev)["prev"]
-        except (KeyError, TypeError):
-            raise field_error("sample.prev", prev, "links to no sample in the dataset") from None
-    return {"scene": scene["name"], "scene_token": scene["token"], "sample": token, "sample_index": index,
-            "timestamp": int(s["timestamp"])}
+    return {"scene": scene["name"], "scene_token": scene["token"], "sample": token,
+            "sample_index": sample_position(nusc, token), "timestamp": int(s["timestamp"])}
 
 
 def sample_lidar(nusc, token: str, lidar: bool = True, sweeps: int = 1) -> tuple[LidarScan | None, tuple, tuple]:
