@@ -68,6 +68,27 @@ def test_broken_upload_shows_error_and_keeps_previous_rig(app):
 
 
 @needs_sample
+def test_a_bug_while_loading_is_shown_as_a_bug_not_as_bad_input(app, monkeypatch):
+    # A numpy broadcasting error is a ValueError, but not the user's: the app says it is a
+    # bug in bevviz and where to report it, and keeps the previous rig.
+    from appkit import sources
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together with shapes (3,) (4,)")
+
+    at = app()
+    before = loaded_label(at)
+    monkeypatch.setattr(sources.uploads, "uploaded_scene", broken)
+    at.session_state["upload_bytes"] = sample_upload()
+    at.radio(key="rig_source").set_value("JSON rig upload")
+    at.run()
+    assert not at.exception
+    errors = [shown(e.value) for e in at.error]
+    assert errors and "internal error (a bug in bevviz, not in your input): ValueError: operands" in errors[0]
+    assert "report it" in errors[0] and loaded_label(at) == before
+
+
+@needs_sample
 def test_upload_with_a_wrong_image_size_names_camera_and_field(app):
     import cv2
     import numpy as np
