@@ -1,6 +1,7 @@
 """bevviz: an interactive geometry debugger for multi-camera BEV perception.
 
-Run ``streamlit run app.py``: it opens on the embedded sample rig with no set-up. The
+Run ``bevviz app`` (or ``streamlit run app.py`` in a checkout): it opens on the embedded
+sample rig with no set-up; an installed package carries this script and its pages. The
 sidebar (rig source, BEV grid, validity settings) is shared by every page; adding a page
 is one line in ``PAGES``.
 """
@@ -24,8 +25,12 @@ page = st.navigation(PAGES)
 # Imported after st.navigation on purpose: until the first run reaches st.navigation,
 # Streamlit shows its legacy listing of pages/ (raw file names, no shared sidebar), and
 # appkit pulls in torch (seconds). Registered first, that window is a fraction of a second.
+from appkit.guards import shown_errors  # noqa: E402
 from appkit.sidebar import render_sidebar, show_load_error  # noqa: E402
 
 render_sidebar()
 show_load_error()
-page.run()
+# Bad input a page did not catch is shown as such; anything else as a bug in bevviz (what,
+# where, where to report it), never as a traceback that reads like the user's fault.
+with shown_errors(page.title):
+    page.run()

@@ -267,3 +267,19 @@ def test_the_app_and_the_cli_give_the_same_numbers_on_the_real_keyframe(app, tmp
         }
 
     assert printed(app_report) == printed(cli_report)
+
+
+@needs_sample
+def test_a_bug_in_a_page_is_shown_as_a_bug_and_the_sidebar_stays(app, monkeypatch):
+    import appkit
+
+    def broken():
+        raise KeyError("cam_from_ego")
+
+    monkeypatch.setattr(appkit, "current", broken)  # what every page reads first
+    at = app()
+    assert not at.exception
+    errors = [shown(e.value) for e in at.error]
+    assert errors and errors[0].startswith("Rig & Projection: internal error (a bug in bevviz, not in your input)")
+    assert "KeyError" in errors[0] and "report it" in errors[0]
+    assert "Embedded sample rig" in loaded_label(at)  # the sidebar still drew
