@@ -85,10 +85,14 @@ t1.dataframe(table, hide_index=True, key="bev_table", column_config={
     "sample (ms)": st.column_config.NumberColumn(format="%.1f"),
     "total (ms)": st.column_config.NumberColumn(format="%.1f")})
 t1.caption("Errors over all channels and cells; times measured when the result was computed (cached after). "
-           "LUT total excludes building the table (its own column). deformable (floor) converts with the "
-           "align_corners=True formula and floors: a half-pixel pull towards the top-left.")
-t2.plotly_chart(bar_figure(list(table["sampler"]), list(table["total (ms)"]), title="time per sampler",
-                           x_title="ms"), key="bev_times")
+           "Total = the shared geometry and weights + sampling; LUT total excludes building the table (its own "
+           "column). deformable (floor) converts with the align_corners=True formula and floors: a half-pixel "
+           "pull towards the top-left.")
+ref_t = results[REF]["timings"]
+shared = 1000 * (ref_t.get("geometry", 0.0) + ref_t.get("weights", 0.0))
+labels = [*table["sampler"], "shared: geometry + weights"]
+t2.plotly_chart(bar_figure(labels, [*table["sample (ms)"], shared], title="sampling time per sampler (ms)",
+                           x_title="ms", colors=["#4c78a8"] * len(table) + ["#9e9e9e"]), key="bev_times")
 
 st.subheader("Downloads")
 d1, d2 = st.columns([1, 2])

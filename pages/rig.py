@@ -7,7 +7,7 @@ import streamlit as st
 from appkit import compute, current
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
-from bevviz.limits import escape_markdown
+from bevviz.limits import MAX_CAMERA_LIDAR_POINTS, escape_markdown
 from bevviz.viz.bev import pick_map
 from bevviz.viz.cameras import camera_grid_figure
 from bevviz.viz.rig3d import rig_figure
@@ -32,7 +32,9 @@ show_horizon = c4.toggle("Horizon", value=True, key="rig_show_horizon")
 show_behind = c5.toggle("Behind-camera points", value=False, key="rig_show_behind",
                         help="Where points BEHIND a camera would land if the depth test were skipped "
                              "(dividing by a negative depth mirrors them into the image).")
-show_points = c6.toggle("BEV points", value=True, key="rig_show_points")
+# With a LiDAR scan the LiDAR points are the evidence to look at: the BEV points start off
+# (both at once are two clouds with two colour bars).
+show_points = c6.toggle("BEV points", value=scene.lidar is None, key="rig_show_points")
 show_lidar = show_boxes = False
 lidar_color_by = "depth"
 if scene.lidar is not None or scene.boxes:
@@ -91,7 +93,9 @@ if lidar:
     st.caption(f"LiDAR: each camera sees the scan at its own exposure time; points hidden behind nearer surfaces "
                f"(a per-camera depth buffer) are left out ({sum(c.hidden for c in seen):,} of "
                f"{sum(c.in_view for c in seen):,} in view), and at most {overlays.MAX_LIDAR_POINTS:,} "
-               f"per camera are drawn, an even subsample ({sum(c.drawn for c in seen):,} drawn in all).")
+               f"per camera are drawn, an even subsample ({sum(c.drawn for c in seen):,} drawn in all)."
+               + (f" A dense cloud: {sum(c.thinned for c in seen):,} points in view were thinned first (at most "
+                  f"{MAX_CAMERA_LIDAR_POINTS:,} per camera)." if any(c.thinned for c in seen) else ""))
 if boxes:
     st.caption(f"Green: the {len(scene.boxes)} annotation boxes as 3-D wireframes (edges cut at the near plane "
                f"of each camera); hover an edge for its category.")

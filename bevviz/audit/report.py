@@ -34,9 +34,9 @@ SAMPLE_ROW = "(sample)"
 COUNTED = (MISCALIBRATED, INCONCLUSIVE, OK, ERROR)
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4}
-td:last-child{min-width:360px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px;width:100%}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{background:#f4f4f4}td:last-child{min-width:280px}
 .miscalibrated{color:#c62828;font-weight:600}.inconclusive{color:#8d6e00}.ok{color:#2e7d32}.error{color:#6a1b9a}
 .muted{color:#666;font-size:13px}.cams{display:flex;flex-wrap:wrap;gap:10px}.cams figure{margin:0}
 .cams figcaption{font-size:12px}"""
@@ -91,15 +91,21 @@ def flagged_rows(rows: pa.Table | Sequence[Mapping], strict: bool = False) -> li
     return [r for r in rows if r["verdict"] in bad or r["sanity"]]
 
 
+#: Columns whose cells are verdicts (coloured as such).
+_VERDICT_COLUMNS = ("verdict", "seam_verdict", "lidar_verdict")
+#: Header text of columns whose name does not read well.
+_HEADERS = {"seam_verdict": "seam witness", "lidar_verdict": "LiDAR witness"}
+
+
 def _table(records: Sequence[Mapping], columns: Sequence[str]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{html.escape(_HEADERS.get(c, c))}</th>" for c in columns)
     body = []
     for r in records:
         cells = []
         for c in columns:
             v = r.get(c)
             text = f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))
-            cls = f' class="{v}"' if c == "verdict" and isinstance(v, str) else ""
+            cls = f' class="{html.escape(v)}"' if c in _VERDICT_COLUMNS and isinstance(v, str) else ""
             cells.append(f"<td{cls}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
@@ -184,8 +190,7 @@ def check_html(report: CheckReport, images: Mapping[str, np.ndarray] | None = No
     verdict = "consistent" if conv.ok else "<span class=miscalibrated>the stored reading is not the best</span>"
     conv_text = (f"<p>Stored convention <b>{html.escape(conv.stored)}</b>; best ranked "
                  f"<b>{html.escape(conv.best)}</b> — {verdict}</p>")
-    rows = [{**r, "witnesses": json.dumps(c.witnesses), "reason": c.reason}
-            for r, c in zip(report_rows(report), report.cameras)]
+    rows = [{**r, "reason": c.reason} for r, c in zip(report_rows(report), report.cameras)]
     figs = _figures([ranking_figure(cams, [0.0 if not np.isfinite(c.score) else c.score for c in report.cameras],
                                     title="The doctor's score per camera (higher = worse)"),
                      camera_offsets_figure(rows, cams),
@@ -200,6 +205,6 @@ def check_html(report: CheckReport, images: Mapping[str, np.ndarray] | None = No
     sections = [f"<p class='muted'>{html.escape(where)} · {report.runtime_s:.1f} s</p>", status,
                 f"<ul class='muted'>{notes}</ul>" if notes else "", thumbs, "<h2>Cameras</h2>",
                 _table(rows, ["camera", "verdict", "score", "roll_deg", "pitch_deg", "yaw_deg", "offset_source",
-                              "edge_points", "seams", "sanity", "witnesses", "reason"]),
+                              "edge_points", "seams", "seam_verdict", "lidar_verdict", "sanity", "reason"]),
                 figs[0], figs[1], "<h2>Storage conventions</h2>", conv_text, figs[2]]
     return _page(f"bevviz check: {src.get('name') or src.get('path', '')}", sections)

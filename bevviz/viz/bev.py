@@ -18,6 +18,7 @@ from bevviz.viz.common import (
     bev_heatmap_trace,
     bev_image_trace,
     camera_color,
+    colorbar_style,
     figure,
     plain_text,
     resolve_colorscale,
@@ -94,7 +95,7 @@ def bev_panels(maps: dict[str, np.ndarray], grid: BEVGrid, cols: int = 3, colors
     layout["margin"]["t"] = 30 + (30 if title else 0)
     if scalars:
         layout["coloraxis"] = dict(colorscale=resolve_colorscale(colorscale), cmin=zmin, cmax=zmax,
-                                   colorbar=dict(title=dict(text=colorbar_title), thickness=12))
+                                   colorbar=colorbar_style(colorbar_title))
     return figure(data, layout)
 
 

@@ -19,6 +19,7 @@ from bevviz.camera import Camera
 from bevviz.viz.common import (
     STATUS_COLORS,
     base_layout,
+    colorbar_style,
     data_uri,
     downsample,
     figure,
@@ -170,7 +171,8 @@ def pixel_axes(camera: Camera, x_anchor: str) -> tuple[dict, dict]:
 
 
 def _marker_colors(colorscale, cmin, cmax, color_title: str, showscale: bool, x: float | None = None) -> dict:
-    bar = dict(title=dict(text=color_title, side="right"), thickness=8, len=0.95, xpad=4, tickfont=dict(size=9))
+    bar = colorbar_style(color_title, thickness=8, len=0.95, xpad=4, tickfont=dict(size=9))
+    bar["title"]["side"] = "right"
     if x is not None:
         bar["x"] = x
     return dict(colorscale=resolve_colorscale(colorscale), cmin=cmin, cmax=cmax, showscale=showscale, colorbar=bar)

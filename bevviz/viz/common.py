@@ -29,9 +29,12 @@ import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
 
-#: One colour per camera, by rig order (plotly's D3 palette, readable on dark and light).
-CAMERA_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                 "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+#: One colour per camera, by rig order: plotly's D3 palette without its red, green and blue,
+#: which draw the x / y / z axes (:data:`AXIS_COLORS`); readable on dark and light.
+CAMERA_COLORS = ("#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
+                 "#7f7f7f", "#393b79", "#ad494a", "#637939")
+#: The x / y / z axes of a frame (red, green, blue), never a camera's colour.
+AXIS_COLORS = ("#e41a1c", "#4daf4a", "#377eb8")
 #: Colours of the point statuses valid / behind / outside.
 STATUS_COLORS = ("#2ca02c", "#d62728", "#ff7f0e")
 FONT = dict(size=11)
@@ -164,14 +167,26 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
+#: Top margin (pixels) of a figure with a title, and with a title and the legend above the plot.
+TITLE_MARGIN, TITLE_LEGEND_MARGIN = 36, 64
+
+
 def base_layout(height: int, title: str | None = None, legend: bool = False, **extra) -> dict:
     """Layout dict with the compact margins and font shared by every figure (``title`` shown
-    literally, through :func:`plain_text`)."""
-    layout = dict(height=height, margin=dict(l=8, r=8, t=36 if title else 8, b=8), font=FONT,
+    literally, through :func:`plain_text`).
+
+    The title sits at the top of the figure and a legend in one row just above the plot;
+    with both, the top margin holds the two lines one under the other
+    (:data:`TITLE_LEGEND_MARGIN`), so the legend never covers the title. A builder that
+    moves the legend elsewhere (the right side, below the plot) may take the margin back.
+    """
+    top = (TITLE_LEGEND_MARGIN if legend else TITLE_MARGIN) if title else 8
+    layout = dict(height=height, margin=dict(l=8, r=8, t=top, b=8), font=FONT,
                   showlegend=legend,
                   legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0))
     if title:
-        layout["title"] = dict(text=plain_text(title), x=0.01, xanchor="left", font=dict(size=13))
+        layout["title"] = dict(text=plain_text(title), x=0.01, xanchor="left", font=dict(size=13),
+                               yref="container", y=1.0, yanchor="top", pad=dict(t=10))
     layout.update(extra)
     return layout
 
@@ -243,6 +258,17 @@ def bev_image_trace(rgb: np.ndarray, grid: BEVGrid, name: str = "", hover: bool 
     return tr
 
 
+def colorbar_style(title: str = "", **extra) -> dict:
+    """A colour bar: thin, titled, and numbers with exponents written as ``5e-13`` (plotly's
+    default SI prefixes read ``0.5p`` for 5e-13, like a pixel count).
+
+    Args:
+        title: The bar's title.
+        **extra: Further colour bar properties (``len``, ``x``, ``tickvals``, ...).
+    """
+    return {"title": dict(text=title), "thickness": 12, "exponentformat": "e", **extra}
+
+
 def bev_heatmap_trace(values: np.ndarray, grid: BEVGrid, name: str = "", colorscale="Viridis",
                       zmin: float | None = None, zmax: float | None = None, showscale: bool = True,
                       colorbar_title: str = "", hover_label: str = "value", coloraxis: str | None = None,
@@ -256,5 +282,5 @@ def bev_heatmap_trace(values: np.ndarray, grid: BEVGrid, name: str = "", colorsc
         tr["coloraxis"] = coloraxis
     else:
         tr.update(colorscale=resolve_colorscale(colorscale), zmin=zmin, zmax=zmax, showscale=showscale,
-                  colorbar=dict(title=dict(text=colorbar_title), thickness=12, len=0.8, **(colorbar or {})))
+                  colorbar=colorbar_style(colorbar_title, len=0.8, **(colorbar or {})))
     return tr

@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from bevviz.viz.common import base_layout, figure, plain_text, resolve_colorscale, subplot_grid, to_uint8
+from bevviz.viz.common import (
+    base_layout,
+    colorbar_style,
+    figure,
+    plain_text,
+    resolve_colorscale,
+    subplot_grid,
+    to_uint8,
+)
 
 
 def image_panels(maps: dict[str, np.ndarray], cols: int = 3, colorscale="Viridis",
@@ -73,7 +81,7 @@ def image_panels(maps: dict[str, np.ndarray], cols: int = 3, colorscale="Viridis
     layout["margin"]["t"] = 28 + (30 if title else 0)
     if scalars:
         layout["coloraxis"] = dict(colorscale=resolve_colorscale(colorscale), cmin=zmin, cmax=zmax,
-                                   colorbar=dict(title=dict(text=colorbar_title), thickness=12))
+                                   colorbar=colorbar_style(colorbar_title))
     return figure(data, layout)
 
 
@@ -105,9 +113,19 @@ def profile_figure(u: np.ndarray, curves: dict[str, np.ndarray], borders: tuple[
 
 
 def bar_figure(labels: list[str], values: list[float], title: str | None = None, x_title: str = "",
-               height: int = 260, text_format: str = "{:.1f}") -> go.Figure:
-    """Horizontal bars (e.g. time per sampler)."""
+               height: int = 260, text_format: str = "{:.1f}", colors: list[str] | None = None) -> go.Figure:
+    """Horizontal bars (e.g. time per sampler), top to bottom in ``labels`` order.
+
+    Args:
+        labels: Bar labels.
+        values: Bar lengths, one per label.
+        title: Figure title.
+        x_title: Value axis title.
+        height: Figure height, pixels.
+        text_format: Format of the value written on each bar.
+        colors: One colour per bar (default: one colour for all).
+    """
     data = [dict(type="bar", x=values, y=labels, orientation="h", text=[text_format.format(v) for v in values],
-                 textposition="auto", marker=dict(color="#4c78a8"))]
+                 textposition="auto", marker=dict(color=colors or "#4c78a8"))]
     return figure(data, base_layout(height, title, xaxis=dict(title=dict(text=x_title)),
                                     yaxis=dict(autorange="reversed")))
