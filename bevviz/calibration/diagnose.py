@@ -22,6 +22,7 @@ from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.ground_truth import GroundTruth
 from bevviz.calibration.lidar import AXES, BOOTSTRAP, CameraEvidence, as_lidar_frames, lidar_evidence
 from bevviz.calibration.lidar_refine import refine_with_lidar
+from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.pyramid import Sampler, as_pyramids
 from bevviz.calibration.refine import DEFAULT_LEVELS, ROBUST_K, SEARCH_DEG, Level, RefineHistory, refine_camera
 from bevviz.calibration.seams import SEAM_RING, SeamAnalysis, SeamPair, analyze_seams, combine_seams, seam_grid
@@ -30,8 +31,11 @@ from bevviz.calibration.verdicts import (
     MIN_EDGE_POINTS,
     MISCALIBRATED,
     OK,
+    PAIR_NOTE,
+    RULE,
     STANDOUT_RATIO,
     VERDICTS,
+    VerdictRule,
     combine,
     lidar_verdict,
     seam_verdict,
@@ -174,13 +178,13 @@ NO_MOTION_NOTE = ("the LiDAR came without the ego motion to this camera's exposu
 
 def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapping[str, CameraEvidence],
                     seam_why: Mapping[str, str], quick_text: Mapping[str, str],
-                    motion_known: bool = True) -> RigConsensus:
+                    motion_known: bool = True, rule: VerdictRule = RULE) -> RigConsensus:
     """Fill the LiDAR fields and verdicts of ``findings`` in place (their seam verdicts, with
     ``seam_why``, as :func:`diagnose` found them); returns the consensus."""
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)
     for cam, f in findings.items():
         ev = evidence[cam]
-        lv = lidar_verdict(ev, consensus)
+        lv = lidar_verdict(ev, consensus, rule=rule)
         sv = (f.witnesses["seams"], seam_why[cam])
         f.verdict, text = combine(lv, sv, f.quick_score)
         f.witnesses = {"lidar": lv.verdict, "seams": sv[0]}
@@ -190,6 +194,8 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
         f.lidar = ev
         f.score = float(np.max(np.abs(lv.residual_deg)))
         note = f"; {NO_MOTION_NOTE}" if not motion_known and lv.verdict == MISCALIBRATED else ""
+        if len(rig) == 1:
+            note += f"; {PAIR_NOTE}"
         f.reason = f"{text} ({quick_text[cam]}){note}."
     return consensus
 
@@ -201,7 +207,8 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
              suspects: int | None = 3, levels: Sequence[Level] = DIAGNOSE_LEVELS,
              analyses: Sequence[SeamAnalysis] | None = None, sampler: Sampler | None = None,
              evidence: Mapping[str, CameraEvidence] | None = None, replicates: int = BOOTSTRAP,
-             progress: Callable[[int, int, str], None] | None = None, **kwargs) -> Diagnosis:
+             progress: Callable[[int, int, str], None] | None = None, ignore: Mapping[str, object] | None = None,
+             rule: VerdictRule = RULE, **kwargs) -> Diagnosis:
     """Rank the rig's cameras by how likely their extrinsics are wrong, with a verdict each; worst first.
 
     Args:
@@ -232,6 +239,10 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
         replicates: Bootstrap replicates of the LiDAR evidence per camera.
         progress: Optional ``callback(done, total, camera)`` for the thorough test and the
             LiDAR alignment.
+        ignore: Optional camera name -> polygons (lists of (u, v) pixels of the calibrated
+            image) that do not show the world, e.g. the car's own body
+            (:func:`bevviz.calibration.masks.ignore_masks`): LiDAR points there are not used.
+        rule: The LiDAR verdict's constants (:class:`~bevviz.calibration.verdicts.VerdictRule`).
         **kwargs: Passed to :func:`analyze_seams` (``stride``, ``blur``, ``ring``, ...).
 
     Returns:
@@ -279,10 +290,10 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
     if with_lidar:
         motion_known = True
         if evidence is None:
-            pairs = as_lidar_frames([p.images for p in frames], lidar)
+            pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
             motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
             evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
-        consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known)
+        consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known, rule)
         return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med)
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
@@ -322,7 +333,9 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
                       ring: tuple[float, float] = SEAM_RING, neighbours: Sequence[str] | None = None,
                       robust: float | None = ROBUST_K, sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
                       evidence: Mapping[str, CameraEvidence] | None = None,
-                      progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
+                      progress: Callable[[int, int, float], None] | None = None,
+                      ignore: Mapping[str, object] | None = None,
+                      rule: VerdictRule = RULE) -> tuple[Rig, RefineHistory]:
     """Refine one camera's extrinsics; keep the result only if it passes its own held-out check.
 
     With ``lidar``: the camera's rotation is aligned with the LiDAR edges relative to the
@@ -344,6 +357,8 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         evidence: Precomputed LiDAR evidence of every camera (with ``lidar``; saves aligning
             them again).
         progress: Optional ``callback(step, total_steps, loss)``.
+        ignore: Optional per-camera polygons that do not show the world, as for :func:`diagnose`.
+        rule: The LiDAR verdict's constants, as for :func:`diagnose`.
 
     Returns:
         (the rig with the refined camera, or the input rig unchanged when
@@ -364,14 +379,14 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     grid = seam_grid() if grid is None else grid
     frames = None
     if lidar is not None:  # aligned once: the diagnosis below (no camera given) reuses it
-        frames = as_lidar_frames([p.images for p in as_pyramids(images)], lidar)
+        frames = as_lidar_frames([p.images for p in as_pyramids(images)], lidar, ignore_masks(rig, ignore))
         if evidence is None or any(n not in evidence for n in rig.names):
             evidence = lidar_evidence(rig, None, frames)
     if camera is None:
-        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence)[0].camera
+        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence, rule=rule)[0].camera
     if frames is not None:
         if evidence[camera].n_points >= MIN_EDGE_POINTS:
-            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress)
+            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress, rule=rule)
         # Too few LiDAR edges in this camera: the seams are the witness left.
     new_rig, hist = refine_camera(rig, images, grid, camera, translation=translation, levels=levels, ring=ring,
                                   neighbours=neighbours, robust=robust, sampler=sampler, search_deg=search_deg,

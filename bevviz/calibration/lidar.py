@@ -47,17 +47,10 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from bevviz.calibration.edge_maps import attraction_maps
-from bevviz.calibration.lidar_edges import (
-    DEPTH,
-    REFLECTIVITY,
-    LidarEdges,
-    lidar_edges,
-    view_edges,
-    with_rings,
-)
+from bevviz.calibration.edge_maps import oriented_attraction_maps
+from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, intensity_ranks, view_edges
 from bevviz.camera import Camera, Rig
-from bevviz.depth_buffer import CELL_PX, visible
+from bevviz.depth_buffer import visible
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrix
 from bevviz.shapes import field_error
@@ -89,10 +82,18 @@ BOOTSTRAP = 24
 BOOTSTRAP_CANDIDATES = 3
 #: Cluster cells across the image width for the bootstrap (120 px cells at 1600 px).
 CLUSTER_COLUMNS = 13
+#: Depth-buffer cell (radians; pixels = angle * focal length) of the visibility test.
+DEPTH_CELL_RAD = 0.0063
+#: Images are scored at a focal length of at most this many pixels (larger ones are
+#: shrunk first: the attraction scales are angles, the finest 0.0063 rad = 6 px here).
+MAP_FOCAL_PX = 1000.0
 #: Nearest depth (metres) of an edge point in front of the camera.
 MIN_DEPTH_M = 1.0
 #: Step (degrees) of the per-axis profiles.
 PROFILE_STEP_DEG = 0.1
+#: Hypotheses scored in one batch, and the widest remap call (OpenCV's limit is 32767).
+_BATCH = 64
+_REMAP_COLS = 32000
 
 
 def hypothesis_matrix(d_deg: np.ndarray) -> np.ndarray:
@@ -119,18 +120,22 @@ class LidarFrame:
 
     Attributes:
         images: Camera name -> uint8 RGB image (H, W, 3).
-        scan: The scan (ego frame at its keyframe time, with the exposure motion).
-        edges: Its ring edge points; None for a scan without rings (each camera then finds
-            its own, :func:`~bevviz.calibration.lidar_edges.view_edges`).
+        scan: The scan (ego frame at its keyframe time, with the exposure motion). Each
+            camera finds its edges in its own view
+            (:func:`~bevviz.calibration.lidar_edges.view_edges`): no ring or point order needed.
+        ranks: Per-scan intensity ranks, (N,), or None when the scan has no usable intensity.
+        ignore: Camera name -> (H, W) bool mask at the calibrated size, True where the image
+            does not show the world (the car's own body); cameras without one use all pixels.
     """
 
     images: Mapping[str, np.ndarray]
     scan: LidarScan
-    edges: LidarEdges | None
+    ranks: np.ndarray | None = None
+    ignore: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                    lidar: object) -> list[LidarFrame]:
+                    lidar: object, ignore: Mapping[str, np.ndarray] | None = None) -> list[LidarFrame]:
     """Pair frames of images with their scans.
 
     Args:
@@ -139,6 +144,9 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
             :class:`~bevviz.lidar.LidarScan` (what ``load_lidar`` returns) or an array
             (N, 3) / (N, 4) in the ego frame (numpy or torch; see
             :func:`bevviz.lidar.as_lidar_scan`).
+        ignore: Optional camera name -> (H, W) bool mask (calibrated size) of pixels that do
+            not show the world (:func:`bevviz.calibration.masks.ignore_masks` builds them from
+            polygons).
 
     Returns:
         One :class:`LidarFrame` per frame.
@@ -152,8 +160,8 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
         raise field_error("lidar", f"{len(scans)} scans", f"must give one scan per frame of images ({len(frames)})")
     out = []
     for k, (imgs, s) in enumerate(zip(frames, scans)):
-        scan = with_rings(as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]"))
-        out.append(LidarFrame(imgs, scan, lidar_edges(scan) if scan.ring is not None else None))
+        scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
+        out.append(LidarFrame(imgs, scan, intensity_ranks(scan.intensity), dict(ignore or {})))
     return out
 
 
@@ -169,17 +177,23 @@ class EdgeAlignment:
         camera: The camera (stored calibration).
         points: Visible edge points in the stored camera's frame, (M, 3) float64.
         kind: Edge kind per point, (M,) int8.
+        orient: Link orientation per point (0 row, 1 column: the attraction channel), (M,) int8.
         frame: Frame index per point, (M,) int64.
         cluster: Bootstrap cluster per point, (M,) int64.
         parity: Checkerboard colour (0 or 1) of each point's cell, (M,): two halves that
             both cover the image, for held-out checks.
+        side: 0 for points in the left half of the image, 1 for the right half, (M,) (at
+            the stored calibration): two halves of the evidence that a rotation error
+            moves differently (roll turns them opposite ways).
         scales: Image width / calibrated width per frame.
     """
 
     def __init__(self, camera: Camera, frames: Sequence[LidarFrame]) -> None:
         self.camera = camera
-        pts, kinds, frame_ids, clusters, parities, self.maps, self.scales = [], [], [], [], [], [], []
+        pts, kinds, orients, frame_ids, clusters, parities = [], [], [], [], [], []
+        self.maps, self.scales = [], []
         R, t = camera.cam_from_ego[:3, :3], camera.cam_from_ego[:3, 3]
+        focal = 0.5 * (camera.K[0, 0] + camera.K[1, 1])
         for fr in frames:
             img = fr.images.get(camera.name)
             if img is None:
@@ -188,35 +202,47 @@ class EdgeAlignment:
             exposure = fr.scan.exposure(camera.name)
             # cam_from_ego(t_cam) @ ego(t_cam)_from_ego(t_keyframe), as (3, 3) and (3,)
             Rx, tx = R @ exposure[:3, :3], R @ exposure[:3, 3] + t
-            edges = fr.edges if fr.edges is not None else view_edges(fr.scan, camera)
+            edges = view_edges(fr.scan, camera, fr.ignore.get(camera.name), fr.ranks)
             pc = edges.points @ Rx.T + tx
             uv = _project(pc, camera.K)
             inside = ((pc[:, 2] > MIN_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
                       & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
-            xyz = fr.scan.xyz.astype(np.float64)
             near = fr.scan.far_from_origin()
-            occ = xyz[near] @ Rx.T + tx
+            occ = fr.scan.xyz[near] @ Rx.T + tx
             keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,
-                                    CELL_PX * camera.width / 1600.0)
+                                    DEPTH_CELL_RAD * focal)
             cell = camera.width / CLUSTER_COLUMNS
             cols = int(np.ceil(camera.width / cell)) + 1
             row = np.floor((uv[keep, 1] + 0.5) / cell).astype(np.int64)
             col = np.floor((uv[keep, 0] + 0.5) / cell).astype(np.int64)
-            cid = row * cols + col
             parities.append((row + col) % 2)
             pts.append(pc[keep])
             kinds.append(edges.kind[keep])
+            orients.append(edges.orient[keep])
             frame_ids.append(np.full(int(keep.sum()), len(self.maps), dtype=np.int64))
-            clusters.append(cid + 100_000 * len(self.maps))
-            self.maps.append(attraction_maps(img, field=f"images[{camera.name!r}]"))
+            clusters.append(row * cols + col + 100_000 * len(self.maps))
+            shrink = min(1.0, MAP_FOCAL_PX / (focal * scale))
+            if shrink < 1.0:  # maps at a focal length of MAP_FOCAL_PX: the scales are angles anyway
+                size = (max(1, round(img.shape[1] * shrink)), max(1, round(img.shape[0] * shrink)))
+                img = cv2.resize(np.ascontiguousarray(img), size, interpolation=cv2.INTER_AREA)
+                scale = img.shape[1] / camera.width
+            self.maps.append(oriented_attraction_maps(img, focal * scale, field=f"images[{camera.name!r}]"))
             self.scales.append(scale)
         empty = np.zeros((0, 3))
         self.points = np.concatenate(pts) if pts else empty
         self.kind = np.concatenate(kinds) if kinds else np.zeros(0, dtype=np.int8)
+        self.orient = np.concatenate(orients) if orients else np.zeros(0, dtype=np.int8)
         self.frame = np.concatenate(frame_ids) if frame_ids else np.zeros(0, dtype=np.int64)
         self.cluster = np.concatenate(clusters) if clusters else np.zeros(0, dtype=np.int64)
         self.parity = np.concatenate(parities) if parities else np.zeros(0, dtype=np.int64)
         self.levels = len(self.maps[0]) if self.maps else 0
+        self.side = (self.uv(np.zeros(3))[:, 0] >= 0.5 * (camera.width - 1)).astype(np.int64) if len(self) else \
+            np.zeros(0, dtype=np.int64)
+        # points grouped by (frame, channel): one remap each
+        self._groups = [(f, c, np.flatnonzero((self.frame == f) & (self.orient == c)))
+                        for f in range(len(self.maps)) for c in (0, 1)]
+        self._groups = [g for g in self._groups if len(g[2])]
+        self._points32 = self.points.astype(np.float32)
 
     def __len__(self) -> int:
         return int(self.points.shape[0])
@@ -225,22 +251,47 @@ class EdgeAlignment:
         """Pixels (calibrated size) of the edge points under hypothesis ``d``, (M, 2)."""
         return _project(self.points @ hypothesis_matrix(d_deg).T, self.camera.K)
 
+    def scores(self, ds_deg: np.ndarray, level: int, weights: np.ndarray | None = None) -> np.ndarray:
+        """Mean attraction at the projected edge points under each of K hypotheses.
+
+        Args:
+            ds_deg: Hypotheses (roll, pitch, yaw) in degrees, (K, 3).
+            level: Attraction scale index (0 coarse).
+            weights: Optional per-point weights, (M,).
+
+        Returns:
+            (K,) scores.
+        """
+        ds = np.atleast_2d(np.asarray(ds_deg, dtype=np.float64))
+        if len(self) == 0:
+            return np.zeros(len(ds))
+        out = np.empty(len(ds))
+        w = np.ones(len(self)) if weights is None else np.asarray(weights, dtype=np.float64)
+        total = max(float(w.sum()), 1e-12)
+        K = self.camera.K
+        for k0 in range(0, len(ds), _BATCH):
+            # pixels of a 1x1-scaled image per hypothesis: (K @ R_d) applied to the points
+            mats = np.stack([K @ hypothesis_matrix(d) for d in ds[k0:k0 + _BATCH]]).astype(np.float32)  # (B, 3, 3)
+            acc = np.zeros(len(mats))
+            for f, c, m in self._groups:
+                h = mats @ self._points32[m].T  # (B, 3, m)
+                z = np.maximum(h[:, 2], 1e-6)
+                sc = np.float32(self.scales[f])
+                u = (h[:, 0] / z + 0.5) * sc - 0.5
+                v = (h[:, 1] / z + 0.5) * sc - 0.5
+                vals = np.empty(u.shape, dtype=np.float32)
+                for c0 in range(0, u.shape[1], _REMAP_COLS):
+                    sl = slice(c0, c0 + _REMAP_COLS)
+                    vals[:, sl] = cv2.remap(self.maps[f][level][c], np.ascontiguousarray(u[:, sl]),
+                                            np.ascontiguousarray(v[:, sl]), cv2.INTER_LINEAR,
+                                            borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+                acc += vals.astype(np.float64) @ w[m]
+            out[k0:k0 + len(mats)] = acc / total
+        return out
+
     def score(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None) -> float:
         """Mean attraction at the projected edge points under hypothesis ``d`` (degrees, (3,))."""
-        if len(self) == 0:
-            return 0.0
-        uv = self.uv(d_deg)
-        vals = np.empty(len(self), dtype=np.float64)
-        for f, maps in enumerate(self.maps):
-            m = self.frame == f
-            s = self.scales[f]
-            u = ((uv[m, 0] + 0.5) * s - 0.5).astype(np.float32)[None]
-            v = ((uv[m, 1] + 0.5) * s - 0.5).astype(np.float32)[None]
-            vals[m] = cv2.remap(maps[level], u, v, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
-                                borderValue=0)[0]
-        if weights is None:
-            return float(vals.mean())
-        return float(np.sum(weights * vals) / max(float(np.sum(weights)), 1e-12))
+        return float(self.scores(np.asarray(d_deg, dtype=np.float64)[None], level, weights)[0])
 
     def refine(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None, step: float = 0.25,
                stop: float = 0.01) -> tuple[np.ndarray, float]:
@@ -248,23 +299,21 @@ class EdgeAlignment:
         d = np.array(d_deg, dtype=np.float64)
         best = self.score(d, level, weights)
         while step > stop:
-            moved = False
-            for ax in range(3):
-                for sign in (1.0, -1.0):
-                    trial = d.copy()
-                    trial[ax] += sign * step
-                    s = self.score(trial, level, weights)
-                    if s > best:
-                        best, d, moved = s, trial, True
-            if not moved:
+            trials = d + step * np.concatenate([np.eye(3), -np.eye(3)])
+            s = self.scores(trials, level, weights)
+            k = int(np.argmax(s))
+            if s[k] > best:
+                best, d = float(s[k]), trials[k]
+            else:
                 step /= 2
         return d, best
 
-    def search(self) -> tuple[list[tuple[np.ndarray, float]], float]:
-        """Optima (hypotheses, best first, each with its finest-level score) and the grid median score."""
+    def search(self) -> tuple[list[tuple[np.ndarray, float]], np.ndarray]:
+        """Optima (hypotheses, best first, each with its finest-level score) and the coarse
+        scores of the whole search grid (the score landscape), (G,)."""
         g = np.arange(-SEARCH_RADIUS_DEG, SEARCH_RADIUS_DEG + 1e-9, GRID_STEP_DEG)
         grid = np.array(list(itertools.product(g, g, g)))
-        scores = np.array([self.score(d, 0) for d in grid])
+        scores = self.scores(grid, 0)
         peaks: list[int] = []
         for i in np.argsort(-scores):
             if all(np.max(np.abs(grid[i] - grid[j])) > PEAK_SEPARATION_DEG for j in peaks):
@@ -280,7 +329,7 @@ class EdgeAlignment:
             if not any(np.max(np.abs(d - o)) < 0.2 for o, _ in found):
                 found.append((d, s))
         found.sort(key=lambda x: -x[1])
-        return found, float(np.median(scores))
+        return found, scores
 
     def bootstrap(self, candidates: Sequence[np.ndarray], replicates: int = BOOTSTRAP,
                   seed: int = 0) -> np.ndarray:
@@ -301,12 +350,9 @@ class EdgeAlignment:
         offs = np.round(np.arange(-SEARCH_RADIUS_DEG, SEARCH_RADIUS_DEG + 1e-9, PROFILE_STEP_DEG), 6)
         out = {}
         for ax, name in enumerate(AXES):
-            vals = []
-            for o in offs:
-                d = np.array(d_deg, dtype=np.float64)
-                d[ax] = -o
-                vals.append(self.score(d, self.levels - 1))
-            out[name] = (offs, np.array(vals))
+            ds = np.repeat(np.asarray(d_deg, dtype=np.float64)[None], len(offs), axis=0)
+            ds[:, ax] = -offs
+            out[name] = (offs, self.scores(ds, self.levels - 1))
         return out
 
 
@@ -333,6 +379,16 @@ class CameraEvidence:
         uv_best: The same points at the optimum, (M0, 2).
         kind_first: Their kinds, (M0,).
         seconds: Wall time.
+        score_spread: Robust spread of the coarse score landscape (1.4826 x its median
+            absolute deviation over the search grid): the unit of the robust z values.
+        score_stored_coarse: Coarse score of the stored calibration.
+        halves_deg: Offsets found by the left and the right image half alone, (2, 3)
+            degrees (each refined from the full optimum; NaN where a half has no point).
+        half_gain: Per half, the finest-level score gain of the full optimum over the
+            stored calibration in units of ``score_spread``, (2,).
+        half_points: Edge points per half, (2,).
+        frames: Frames that held this camera's image.
+        points_per_frame: Visible edge points in each of those frames, (frames,).
     """
 
     camera: str
@@ -352,6 +408,24 @@ class CameraEvidence:
     uv_best: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     kind_first: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     seconds: float = 0.0
+    score_spread: float = 0.0
+    score_stored_coarse: float = 0.0
+    halves_deg: np.ndarray = field(default_factory=lambda: np.full((2, 3), np.nan))
+    half_gain: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    half_points: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))
+    frames: int = 0
+    points_per_frame: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def z_best(self) -> float:
+        """Robust z of the optimum within the coarse score landscape: how far the best
+        alignment stands above a typical rotation (no structure: near 0)."""
+        return (self.score_best_coarse - self.score_median) / max(self.score_spread, 1e-9)
+
+    @property
+    def z_stored(self) -> float:
+        """Robust z of the stored calibration within the coarse score landscape."""
+        return (self.score_stored_coarse - self.score_median) / max(self.score_spread, 1e-9)
 
     @property
     def central_offset_deg(self) -> np.ndarray:
@@ -368,7 +442,7 @@ class CameraEvidence:
 
 
 def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: int = BOOTSTRAP,
-                    seed: int = 0) -> CameraEvidence:
+                    seed: int = 0, alignment: EdgeAlignment | None = None) -> CameraEvidence:
     """Align one camera with the LiDAR edges of ``frames``.
 
     Args:
@@ -376,29 +450,47 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
         frames: Frames with this camera's image (others are skipped).
         replicates: Bootstrap replicates (0: no uncertainty).
         seed: Bootstrap seed (results are deterministic for a seed).
+        alignment: The camera's :class:`EdgeAlignment` on ``frames`` when already built
+            (it is the costly part; a refinement of the same camera can reuse it).
 
     Returns:
         :class:`CameraEvidence`; with no visible edge point, offsets of 0 and ``n_points`` 0.
     """
     t0 = time.perf_counter()
-    al = EdgeAlignment(camera, frames)
+    al = EdgeAlignment(camera, frames) if alignment is None else alignment
     n = len(al)
     if n == 0:
         return CameraEvidence(camera.name, np.zeros(3), np.zeros((0, 3)), 0)
-    found, median = al.search()
+    found, landscape = al.search()
+    median = float(np.median(landscape))
+    spread = float(1.4826 * np.median(np.abs(landscape - median)))
     best = found[0][0]
     reps = np.zeros((0, 3))
     if replicates:
         reps = al.bootstrap([c for c, _ in found[:BOOTSTRAP_CANDIDATES]], replicates, seed)
+    last = al.levels - 1
+    halves, gains, counts = np.full((2, 3), np.nan), np.zeros(2), np.zeros(2, dtype=np.int64)
+    for h in (0, 1):
+        w = (al.side == h).astype(np.float64)
+        counts[h] = int(w.sum())
+        if counts[h] == 0:
+            continue
+        d = best
+        for level in range(al.levels):
+            d, _ = al.refine(d, level, w, step=0.25 if level == 0 else 0.1)
+        halves[h] = -d
+        gains[h] = (al.score(best, last, w) - al.score(np.zeros(3), last, w)) / max(spread, 1e-9)
     first = al.frame == 0
     return CameraEvidence(
         camera=camera.name, offset_deg=-best, replicates_deg=-reps, n_points=n,
         n_depth=int(np.count_nonzero(al.kind == DEPTH)), n_reflectivity=int(np.count_nonzero(al.kind == REFLECTIVITY)),
-        n_clusters=int(len(np.unique(al.cluster))), score_stored=al.score(np.zeros(3), al.levels - 1),
+        n_clusters=int(len(np.unique(al.cluster))), score_stored=al.score(np.zeros(3), last),
         score_best=found[0][1], score_median=median, score_best_coarse=al.score(best, 0),
         candidates=[(-c, s) for c, s in found[1:]],
         profiles=al.profiles(best), uv_stored=al.uv(np.zeros(3))[first], uv_best=al.uv(best)[first],
-        kind_first=al.kind[first], seconds=time.perf_counter() - t0)
+        kind_first=al.kind[first], seconds=time.perf_counter() - t0, score_spread=spread,
+        score_stored_coarse=al.score(np.zeros(3), 0), halves_deg=halves, half_gain=gains, half_points=counts,
+        frames=len(al.maps), points_per_frame=np.bincount(al.frame, minlength=len(al.maps)))
 
 
 def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,

@@ -41,7 +41,7 @@ import numpy as np
 
 from bevviz.camera import Camera
 from bevviz.lidar import MIN_RANGE_M, LidarScan
-from bevviz.shapes import field_error
+from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "DEPTH",
@@ -53,6 +53,7 @@ __all__ = [
     "REFLECTIVITY_LOG_JUMP",
     "LidarEdges",
     "firing_period",
+    "intensity_ranks",
     "lidar_edges",
     "view_edges",
     "with_rings",
@@ -73,15 +74,32 @@ MIN_REFLECTIVITY = 10.0
 SAME_SURFACE_M = 0.2
 #: Ring neighbours further apart than this in azimuth are not compared.
 MAX_GAP_DEG = 1.0
-#: View edges: cell (pixels at 1600 px width) of the neighbour search, and how far (pixels)
-#: a right-hand neighbour may lie: at most ``MAX_STEP_PX`` along the row, and within
-#: ``ROW_SLOPE * du + ROW_TOL_PX`` of it vertically.
-VIEW_CELL_PX = 24.0
-MAX_STEP_PX = 24.0
+#: View edges (:func:`view_edges`), every pixel scale an angle (radians; pixels = angle *
+#: focal length): how far a neighbour along a row (``VIEW_STEP_RAD``, 1.1 deg) or a column
+#: (``VIEW_STEP_V_RAD``, 2 deg: the ring spacing of a 32-beam LiDAR) may lie, and within
+#: ``ROW_SLOPE * step + ROW_TOL_RAD * f`` across.
+VIEW_STEP_RAD = 0.019
+VIEW_STEP_V_RAD = 0.035
 ROW_SLOPE = 0.35
-ROW_TOL_PX = 1.5
-#: Most candidates looked at per cell.
-_PER_CELL = 24
+ROW_TOL_RAD = 0.0012
+#: Depth edge: the inverse depth jumps by this share of the nearer point's beyond the
+#: straight continuation of either side (a 1 : 1.11 depth step off any plane).
+DEPTH_JUMP_INV_REL = 0.1
+#: Either side of an edge changes by less than this share of the jump to its outer
+#: neighbour (foliage, where every step jumps, makes no edges).
+SIDE_SHARE = 0.5
+#: Reflectivity edge, on one surface (unexplained inverse-depth step below
+#: ``SAME_SURFACE_INV_REL``): two points on one side among the brightest twentieth of the scan
+#: (per-scan rank ``BRIGHT_RANK``), the two on the other side darker than ``DARK_RANK``
+#: (paint, a sign, a number plate against their surroundings; a noisy uniform surface,
+#: whose ranks spread over the whole range, rarely gives two bright points in a row).
+BRIGHT_RANK = 0.95
+DARK_RANK = 0.6
+SAME_SURFACE_INV_REL = 0.03
+#: Fewest distinct intensity values for reflectivity edges (fewer: depth edges alone).
+MIN_INTENSITY_LEVELS = 8
+#: Nearest camera depth (metres) of a point linked in a view.
+MIN_VIEW_DEPTH_M = 1.0
 #: Firing period search: lags tried, and how well a lag must keep the elevation (median
 #: change in degrees, and the share of points within ``PERIOD_MATCH_DEG``).
 MAX_PERIOD = 256
@@ -98,11 +116,19 @@ class LidarEdges:
         points: Edge positions in the ego frame at the scan's keyframe time, (M, 3) float64.
         kind: :data:`DEPTH` or :data:`REFLECTIVITY` per point, (M,) int8.
         camera: The camera whose view found them (:func:`view_edges`), or None (rings).
+        orient: (M,) int8: 0 for an edge found between two points along an image row or a
+            ring (it crosses rows: scored on horizontal gradients), 1 along a column
+            (vertical gradients). All 0 for ring edges.
     """
 
     points: np.ndarray
     kind: np.ndarray
     camera: str | None = None
+    orient: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.orient is None:
+            object.__setattr__(self, "orient", np.zeros(len(self.kind), dtype=np.int8))
 
     def __len__(self) -> int:
         return int(self.points.shape[0])
@@ -235,98 +261,182 @@ def _log_intensity(intensity: np.ndarray) -> np.ndarray:
     return np.log1p(np.maximum(intensity.astype(np.float64), 0.0))
 
 
-def _right_neighbours(uv: np.ndarray, scale: float) -> np.ndarray:
-    """Index of each point's nearest neighbour to the right along its image row, or -1, (M,)."""
-    m = len(uv)
+def intensity_ranks(intensity: np.ndarray) -> np.ndarray | None:
+    """Per-scan ranks of the intensities in [0, 1], (N,) float64; None when the scan carries
+    no usable intensity (fewer than ``MIN_INTENSITY_LEVELS`` distinct values, e.g. an (N, 3)
+    array stored as zeros): then depth edges alone are used.
+
+    Ranks make any scale the same (0..255, 0..1, raw counts): a lane marking is among the
+    brightest few percent of a scan whatever the unit.
+    """
+    vals = np.asarray(intensity, dtype=np.float64)
+    if len(vals) == 0 or len(np.unique(vals[: min(len(vals), 20000)])) < MIN_INTENSITY_LEVELS:
+        return None
+    order = np.argsort(vals, kind="stable")
+    ranks = np.empty(len(vals))
+    ranks[order] = np.arange(len(vals)) / max(len(vals) - 1, 1)
+    # equal values share their mean rank (a scan quantised to a few levels has no fake steps)
+    uniq, inverse = np.unique(vals, return_inverse=True)
+    return (np.bincount(inverse, ranks) / np.bincount(inverse))[inverse]
+
+
+def _next_neighbours(along: np.ndarray, across: np.ndarray, max_step: float, tol: float) -> np.ndarray:
+    """Index of each point's nearest neighbour further along one image axis, or -1, (M,).
+
+    A neighbour lies ``0 < d_along <= max_step`` further and within ``ROW_SLOPE * d_along +
+    tol`` across (a scan line is a gently sloping curve in the image).
+    """
+    m = len(along)
     out = np.full(m, -1, dtype=np.int64)
     if m < 2:
         return out
-    cell = VIEW_CELL_PX * scale
-    cx = np.floor(uv[:, 0] / cell).astype(np.int64)
-    cy = np.floor(uv[:, 1] / cell).astype(np.int64)
+    cell = max_step
+    cx = np.floor(along / cell).astype(np.int64)
+    cy = np.floor(across / cell).astype(np.int64)
     cy0, cx0 = cy.min() - 1, cx.min() - 1
     ncx = int(cx.max() - cx0) + 3
     key = (cy - cy0) * ncx + (cx - cx0)
     order = np.argsort(key, kind="stable")
     sk = key[order]
-    best_du = np.full(m, np.inf)
+    best = np.full(m, np.inf)
     for dcx in (0, 1):
         for dcy in (-1, 0, 1):
             target = key + dcy * ncx + dcx
             start = np.searchsorted(sk, target, side="left")
             stop = np.searchsorted(sk, target, side="right")
-            for k in range(_PER_CELL):
+            for k in range(int(np.max(stop - start, initial=0))):
                 idx = start + k
                 has = idx < stop
-                if not has.any():
-                    break
                 j = np.where(has, order[np.minimum(idx, m - 1)], 0)
-                du = uv[j, 0] - uv[:, 0]
-                dv = np.abs(uv[j, 1] - uv[:, 1])
-                ok = has & (du > 0) & (du <= MAX_STEP_PX * scale) & (dv <= ROW_SLOPE * du + ROW_TOL_PX * scale)
-                better = ok & (du < best_du)
-                best_du[better] = du[better]
+                da = along[j] - along
+                dc = np.abs(across[j] - across)
+                ok = has & (da > 0) & (da <= max_step) & (dc <= ROW_SLOPE * da + tol)
+                better = ok & (da < best)
+                best[better] = da[better]
                 out[better] = j[better]
     return out
 
 
-def view_edges(scan: LidarScan, camera: Camera) -> LidarEdges:
-    """Depth and reflectivity edges of a scan as one camera sees it (no rings needed).
+def _unexplained_jump(w: np.ndarray, along: np.ndarray, a: np.ndarray, b: np.ndarray,
+                      prev: np.ndarray, nxt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse-depth jump from ``a`` to ``b`` that no plane through either side explains.
+
+    Inverse depth is an affine function of the pixel on any plane (the ground, a wall), so
+    the jump is compared with the straight continuation of the point before ``a`` and of the
+    point after ``b``; the smaller residual counts (an edge must surprise both sides).
+
+    Returns:
+        ``(rel, clean)``: (L,) relative residual ``|residual| / max(w_a, w_b)`` (about the
+        depth ratio step), and (L,) bool: both sides exist and each changes by less than
+        ``SIDE_SHARE`` of the jump from its outer neighbour (a silhouette between two
+        smooth surfaces, not foliage where every step jumps).
+    """
+    jump = w[b] - w[a]
+    da = along[b] - along[a]
+    res, clean = [], np.ones(len(a), dtype=bool)
+    for near, far in ((a, prev[a]), (b, nxt[b])):
+        has = far >= 0
+        f = np.where(has, far, near)
+        step = along[near] - along[f]
+        slope = np.where(has & (np.abs(step) > 1e-9), (w[near] - w[f]) / np.where(np.abs(step) > 1e-9, step, 1.0), 0.0)
+        res.append(np.abs(jump - slope * da))
+        clean &= has & (np.abs(w[near] - w[f]) < SIDE_SHARE * np.abs(jump))
+    return np.minimum(res[0], res[1]) / np.maximum(np.maximum(w[a], w[b]), 1e-12), clean
+
+
+def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None,
+               ranks: np.ndarray | None = None) -> LidarEdges:
+    """Depth and reflectivity edges of a scan as one camera sees it (no rings or point order needed).
 
     The scan's points, moved to the camera's exposure (:meth:`~bevviz.lidar.LidarScan.points_at`),
-    are projected and each is linked to its nearest neighbour to the right within
-    ``MAX_STEP_PX`` along its row (vertically within ``ROW_SLOPE * du + ROW_TOL_PX``). A
-    link is a depth edge when the camera depth jumps by ``max(DEPTH_JUMP_M, DEPTH_JUMP_REL
-    * depth)`` (the nearer point's silhouette, placed half way along the link at its
-    depth), a reflectivity edge under the same rules as along a ring.
+    are projected; each is linked to its nearest neighbour to the right along its row (within
+    ``VIEW_STEP_RAD``) and to its nearest neighbour below along its column (within
+    ``VIEW_STEP_V_RAD``). All pixel scales are angles times the focal length, so any image
+    size and lens is treated alike.
+
+    * *Depth edge* (both link directions): the inverse depth jumps by more than
+      ``DEPTH_JUMP_INV_REL`` of the nearer point's, beyond what the straight continuation of
+      either side predicts (:func:`_unexplained_jump`): the ground and walls, whose inverse
+      depth is affine in the pixel, make no edges however steeply their depth changes. The
+      edge is placed at the image midpoint of the link (the silhouette lies between the two
+      returns; a ring sits up to a ring spacing inside the object) at the nearer point's depth.
+    * *Reflectivity edge* (along rows only, the scan direction of a spinning LiDAR; other
+      directions mix rings of different gains), from the per-scan intensity ranks
+      (:func:`intensity_ranks`): the two points on one side of the link are among the scan's
+      brightest (``BRIGHT_RANK``), the two on the other side are not (``DARK_RANK``), on
+      one surface (no unexplained depth step above ``SAME_SURFACE_INV_REL``); the edge is the
+      link's midpoint.
 
     Args:
-        scan: The scan (rings not needed, any point order).
+        scan: The scan (any point order).
         camera: The camera.
+        ignore: Optional (H, W) bool mask at the camera's calibrated size, True where the
+            image does not show the world (the car's own body): points projecting there are
+            dropped.
+        ranks: Precomputed :func:`intensity_ranks` of the whole scan, (N,); computed when None.
 
     Returns:
         :class:`LidarEdges` in the ego frame at the scan's keyframe time, with ``camera``
-        set to this camera's name.
+        set and ``orient`` 0 (row links) or 1 (column links).
 
     Convention:
         Camera depth along the optical axis; pixels at centres. See docs/conventions.md.
     """
     exposure = scan.exposure(camera.name)
     R, t = camera.cam_from_ego[:3, :3], camera.cam_from_ego[:3, 3]
-    xyz = scan.xyz.astype(np.float64)
     near = scan.far_from_origin()
-    pe = xyz[near] @ exposure[:3, :3].T + exposure[:3, 3]
+    pe = scan.xyz[near] @ exposure[:3, :3].T + exposure[:3, 3]
     pc = pe @ R.T + t
     z = pc[:, 2]
     uv = (pc @ camera.K.T)[:, :2] / np.maximum(z, 1e-6)[:, None]
-    inside = ((z > 1.0) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
+    inside = ((z > MIN_VIEW_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
               & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
+    if ignore is not None and inside.any():
+        check_shape(ignore, (camera.height, camera.width), "ignore", camera.name)
+        iu = np.clip(np.round(uv[:, 0]).astype(np.int64), 0, camera.width - 1)
+        iv = np.clip(np.round(uv[:, 1]).astype(np.int64), 0, camera.height - 1)
+        inside &= ~ignore[iv, iu]
     # No depth buffer before linking: it would hide the background right next to a
     # silhouette and move the link's midpoint off the edge; edges the camera cannot see are
-    # dropped later, as ring edges are (bevviz.calibration.lidar.EdgeAlignment).
+    # dropped later (bevviz.calibration.lidar.EdgeAlignment).
     idx = np.flatnonzero(inside)
     uv, z, pc = uv[idx], z[idx], pc[idx]
-    log_i = _log_intensity(scan.intensity[near][idx])
-    j = _right_neighbours(uv, camera.width / 1600.0)
-    a = np.flatnonzero(j >= 0)
-    b = j[a]
-    dz = z[b] - z[a]
-    pos, kinds = [], []
-    for fg, sign in ((a, 1.0), (b, -1.0)):
-        m = sign * dz > np.maximum(DEPTH_JUMP_M, DEPTH_JUMP_REL * z[fg])
-        u_mid = 0.5 * (uv[a[m], 0] + uv[b[m], 0])
-        v_fg, z_fg = uv[fg[m], 1], z[fg[m]]
-        rays = np.stack([u_mid, v_fg, np.ones_like(u_mid)], axis=1) @ np.linalg.inv(camera.K).T
-        pos.append(rays * z_fg[:, None])
-        kinds.append(np.full(int(m.sum()), DEPTH, dtype=np.int8))
-    di = log_i[b] - log_i[a]
-    brighter = np.maximum(log_i[a], log_i[b])
-    m = ((np.abs(di) > REFLECTIVITY_LOG_JUMP) & (brighter > np.log1p(MIN_REFLECTIVITY))
-         & (np.abs(dz) < np.maximum(SAME_SURFACE_M, 0.02 * z[b])))
-    pos.append(0.5 * (pc[a[m]] + pc[b[m]]))
-    kinds.append(np.full(int(m.sum()), REFLECTIVITY, dtype=np.int8))
+    w = 1.0 / z
+    if ranks is None:
+        ranks = intensity_ranks(scan.intensity)
+    rank = None if ranks is None else ranks[near][idx]
+    focal = 0.5 * (camera.K[0, 0] + camera.K[1, 1])
+    tol = ROW_TOL_RAD * focal
+    pos, kinds, orients = [], [], []
+    for orient, (ax, step) in enumerate(((0, VIEW_STEP_RAD), (1, VIEW_STEP_V_RAD))):
+        along, across = uv[:, ax], uv[:, 1 - ax]
+        nxt = _next_neighbours(along, across, step * focal, tol)
+        a = np.flatnonzero(nxt >= 0)
+        b = nxt[a]
+        prev = np.full(len(nxt), -1, dtype=np.int64)
+        prev[b] = a
+        rel, clean = _unexplained_jump(w, along, a, b, prev, nxt)
+        m = (rel > DEPTH_JUMP_INV_REL) & clean
+        fg = np.where(w[a] > w[b], a, b)[m]
+        mid = 0.5 * (uv[a[m]] + uv[b[m]])
+        rays = np.concatenate([mid, np.ones((len(mid), 1))], axis=1) @ np.linalg.inv(camera.K).T
+        pos.append(rays * z[fg, None])
+        kinds.append(np.full(len(fg), DEPTH, dtype=np.int8))
+        orients.append(np.full(len(fg), orient, dtype=np.int8))
+        if orient == 0 and rank is not None:
+            pa, nb = prev[a], nxt[b]
+            both = (pa >= 0) & (nb >= 0)
+            lo_a = np.maximum(rank[a], rank[np.maximum(pa, 0)])  # each side: its two points
+            hi_a = np.minimum(rank[a], rank[np.maximum(pa, 0)])
+            lo_b = np.maximum(rank[b], rank[np.maximum(nb, 0)])
+            hi_b = np.minimum(rank[b], rank[np.maximum(nb, 0)])
+            bright_dark = ((hi_a >= BRIGHT_RANK) & (lo_b <= DARK_RANK)) | ((hi_b >= BRIGHT_RANK) & (lo_a <= DARK_RANK))
+            r = both & bright_dark & (rel < SAME_SURFACE_INV_REL)
+            pos.append(0.5 * (pc[a[r]] + pc[b[r]]))
+            kinds.append(np.full(int(r.sum()), REFLECTIVITY, dtype=np.int8))
+            orients.append(np.zeros(int(r.sum()), dtype=np.int8))
     cam_pts = np.concatenate(pos)
     # back to the ego frame at the keyframe time
     ego_exp = (cam_pts - t) @ R
     ego_kf = (ego_exp - exposure[:3, 3]) @ exposure[:3, :3]
-    return LidarEdges(ego_kf, np.concatenate(kinds), camera.name)
+    return LidarEdges(ego_kf, np.concatenate(kinds), camera.name, np.concatenate(orients))

@@ -3,9 +3,11 @@
 The correction turns the camera by minus its *residual* (its offset against the LiDAR less
 what the rig consensus of the *other* cameras predicts for it,
 :mod:`~bevviz.calibration.consensus`): the camera is brought in line with the others, not
-with a LiDAR that may itself be off. Only the axes on which the residual is beyond the
-tolerance in at least ``CONFIDENCE`` of the bootstrap replicates are corrected; the others
-keep their stored value (what the evidence does not establish is not changed).
+with a LiDAR that may itself be off. A camera is corrected only when the LiDAR verdict
+rejects its stored pose (:func:`~bevviz.calibration.verdicts.lidar_verdict` says
+"miscalibrated"): what the evidence does not establish is not changed. The correction then
+moves all three axes to the optimum (leaving a small axis at its stored value would leave
+that part of the error in place).
 
 Held-out check (both halves of the evidence must agree):
     The camera's edge points are split into two halves by their image cells (a
@@ -14,8 +16,9 @@ Held-out check (both halves of the evidence must agree):
     accepted when
 
     * some axis is to be corrected (a camera within the tolerance needs no change),
-    * the correction is known well enough: on every corrected axis twice the bootstrap
-      spread of the residual is within the tolerance (``MAX_SPREAD_DEG``),
+    * the verdict rejects the stored pose,
+    * the correction is known well enough: on every axis twice the bootstrap spread of the
+      residual is within the tolerance (``MAX_SPREAD_DEG``),
     * the two halves' optima agree within ``HALF_AGREEMENT_DEG`` on every corrected axis, and
     * each half's correction raises the *other* half's score above the stored calibration's
       (cross-validation: the correction explains evidence it was not fitted to).
@@ -39,7 +42,16 @@ from bevviz.calibration.consensus import rig_consensus
 from bevviz.calibration.lidar import AXES, CameraEvidence, EdgeAlignment, LidarFrame, as_lidar_frames, lidar_evidence
 from bevviz.calibration.perturbations import camera_delta, perturb_camera
 from bevviz.calibration.refine import RefineHistory, RefineStep
-from bevviz.calibration.verdicts import CONFIDENCE, MIN_EDGE_POINTS, TOLERANCE_DEG, format_axes, lidar_verdict
+from bevviz.calibration.verdicts import (
+    CONFIDENCE,
+    MIN_EDGE_POINTS,
+    MISCALIBRATED,
+    RULE,
+    TOLERANCE_DEG,
+    VerdictRule,
+    format_axes,
+    lidar_verdict,
+)
 from bevviz.camera import Rig
 
 __all__ = ["HALF_AGREEMENT_DEG", "MAX_SPREAD_DEG", "refine_with_lidar"]
@@ -64,7 +76,8 @@ def _align_half(al: EdgeAlignment, weights: np.ndarray, starts: Sequence[np.ndar
 
 def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
                       camera: str, lidar: object, evidence: Mapping[str, CameraEvidence] | None = None,
-                      progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
+                      progress: Callable[[int, int, float], None] | None = None, rule: VerdictRule = RULE,
+                      alignment: EdgeAlignment | None = None) -> tuple[Rig, RefineHistory]:
     """Refine one camera's rotation against the LiDAR edges, checked on held-out evidence.
 
     Args:
@@ -75,6 +88,9 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         evidence: Precomputed evidence for every camera of ``rig`` (computed when None;
             the consensus needs all cameras).
         progress: Optional ``callback(step, total_steps, loss)``.
+        rule: The verdict's constants (the stored pose must be rejected under them).
+        alignment: The camera's :class:`~bevviz.calibration.lidar.EdgeAlignment` on these
+            frames, when already built.
 
     Returns:
         (the corrected rig, or ``rig`` itself when the check fails; :class:`RefineHistory`
@@ -94,14 +110,15 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         progress(1, 3, float("nan"))
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=camera)
     ev = evidence[camera]
-    verdict = lidar_verdict(ev, consensus)
+    verdict = lidar_verdict(ev, consensus, rule=rule)
     expected = consensus.expected_deg.get(camera, np.zeros(3))
     res = consensus.residual(ev)  # (B, 3) the camera's own offset per replicate
     own = np.median(res, axis=0)
     axes = np.mean(np.abs(res) > TOLERANCE_DEG, axis=0) >= CONFIDENCE  # (3,) axes to correct
-    correction = np.where(axes, -own, 0.0)  # hypothesis applied to the stored camera
+    correction = -own if axes.any() else np.zeros(3)  # hypothesis applied to the stored camera
+    axes = np.ones(3, dtype=bool) if axes.any() else axes
     hist = RefineHistory(camera)
-    al = EdgeAlignment(cam, frames)
+    al = EdgeAlignment(cam, frames) if alignment is None else alignment
     last = max(al.levels - 1, 0)
     hist.initial_loss = -al.score(np.zeros(3), last)
     hist.final_loss = -al.score(correction, last)
@@ -113,6 +130,8 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     elif not axes.any():
         hist.check = (f"no correction: no axis of the camera's own offset ({format_axes(own)} deg) is beyond "
                       f"{TOLERANCE_DEG:g} deg in {CONFIDENCE:.0%} of the bootstrap replicates")
+    elif verdict.verdict != MISCALIBRATED:
+        hist.check = f"not corrected: the LiDAR verdict does not reject the stored pose ({verdict.reason})"
     elif np.max(np.where(axes, res.std(axis=0), 0.0)) > MAX_SPREAD_DEG:
         spread = res.std(axis=0)
         hist.check = (f"the correction of {which} is not pinned down: bootstrap spread "

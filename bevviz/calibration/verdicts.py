@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bevviz.calibration.consensus import RigConsensus
-from bevviz.calibration.lidar import AXES, CameraEvidence
+from bevviz.calibration.lidar import AXES, SEARCH_RADIUS_DEG, CameraEvidence
 from bevviz.calibration.seams import SEAM_TRUST_COST
 
 __all__ = [
@@ -53,10 +53,13 @@ __all__ = [
     "MIN_EDGE_POINTS",
     "MISCALIBRATED",
     "OK",
+    "PAIR_NOTE",
+    "RULE",
     "SEAM_TRUST_COST",
     "TOLERANCE_DEG",
     "VERDICTS",
     "LidarVerdict",
+    "VerdictRule",
     "combine",
     "lidar_verdict",
     "seam_verdict",
@@ -108,19 +111,62 @@ def format_axes(v: np.ndarray, unc: np.ndarray | None = None) -> str:
     return ", ".join(f"{a} {x:+.2f} +- {u:.2f}" for a, x, u in zip(AXES, v, unc))
 
 
-def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: float = TOLERANCE_DEG,
-                  confidence: float = CONFIDENCE) -> LidarVerdict:
+@dataclass(frozen=True)
+class VerdictRule:
+    """The constants of the LiDAR verdict, in one place (the evaluation tunes and tests them
+    leave-one-rig-out: ``python -m bevviz.calibration.evaluate --loro``).
+
+    Attributes:
+        tolerance_deg: Largest rotation error (any axis) that counts as calibrated.
+        z_structure: Smallest robust z of the optimum within the score landscape
+            (:attr:`~bevviz.calibration.lidar.CameraEvidence.z_best`): below it the image and
+            LiDAR edges do not single out any rotation (noise images, a blank wall).
+        z_gap: Smallest drop (robust z) from the optimum to the stored calibration for the
+            stored pose to be rejected.
+        half_gain: Smallest gain (robust z) of the optimum over the stored pose within *each*
+            image half: the offset must be supported by both halves.
+        half_agree_deg: Largest disagreement (degrees, any axis) between the two halves' own optima.
+        edge_margin_deg: An optimum within this of the search's edge (``SEARCH_RADIUS_DEG``)
+            is no optimum: the landscape keeps rising outside the search.
+        confidence: Share of bootstrap replicates beyond the tolerance needed.
+        max_sd_deg: Largest bootstrap spread (degrees, any axis) of an offset that convicts:
+            an offset known no better than this is no evidence against the stored pose.
+    """
+
+    tolerance_deg: float = TOLERANCE_DEG
+    z_structure: float = 1.5
+    z_gap: float = 1.0
+    half_gain: float = 0.5
+    half_agree_deg: float = 1.0
+    edge_margin_deg: float = 0.5
+    confidence: float = CONFIDENCE
+    max_sd_deg: float = 0.5
+
+
+#: The shipped rule.
+RULE = VerdictRule()
+
+#: Said of a one-camera rig.
+PAIR_NOTE = ("one camera: judged as a camera-LiDAR pair, so an offset cannot tell the camera's mounting from "
+             "the LiDAR's")
+
+
+def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: float | None = None,
+                  confidence: float | None = None, rule: VerdictRule = RULE) -> LidarVerdict:
     """The LiDAR witness's verdict on one camera (rules in the module docstring).
 
     Args:
         evidence: The camera's :class:`~bevviz.calibration.lidar.CameraEvidence`.
         consensus: The rig consensus (``fitted`` False: residual = offset against the LiDAR).
-        tolerance: Largest calibrated error, degrees.
-        confidence: Share of replicates needed.
+        tolerance: Largest calibrated error, degrees (default: the rule's).
+        confidence: Share of replicates needed (default: the rule's).
+        rule: The verdict's constants.
 
     Returns:
         :class:`LidarVerdict`.
     """
+    tolerance = rule.tolerance_deg if tolerance is None else tolerance
+    confidence = rule.confidence if confidence is None else confidence
     res = consensus.residual(evidence)
     med = np.median(res, axis=0)
     unc = res.std(axis=0) if len(res) > 1 else np.full(3, np.inf)
@@ -132,29 +178,55 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                             f"{name}: too few LiDAR edge points to judge ({evidence.n_points} in "
                             f"{evidence.n_clusters} image cells; at least {MIN_EDGE_POINTS} in {MIN_CLUSTERS} needed)")
-    if evidence.score_best_coarse - evidence.score_median < FLAT_CONTRAST:
+    z_best, z_stored = evidence.z_best, evidence.z_stored
+    if evidence.score_best_coarse - evidence.score_median < FLAT_CONTRAST or z_best < rule.z_structure:
         return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
-                            f"{name}: the LiDAR alignment score is flat (best {evidence.score_best_coarse:.3f} vs "
-                            f"{evidence.score_median:.3f} typical over +-3 deg): the edges do not pin the "
-                            "rotation down")
+                            f"{name}: the LiDAR alignment score is flat (the best rotation stands {z_best:.1f} "
+                            f"robust z above a typical one within +-3 deg, at least {rule.z_structure:g} needed; "
+                            f"best {evidence.score_best_coarse:.3f} vs {evidence.score_median:.3f} typical): the "
+                            "image edges do not pin the rotation down (too little structure, or noise)")
     support = (f"{evidence.n_points} edge points ({evidence.n_depth} depth, {evidence.n_reflectivity} "
                f"reflectivity)")
     own = f"its own offset {format_axes(med, unc)} deg"
-    if beyond >= confidence:
-        raw = evidence.central_offset_deg
+    raw = evidence.central_offset_deg
+    if beyond >= confidence and np.max(np.abs(raw)) > tolerance:
+        gap = z_best - z_stored
+        halves = evidence.halves_deg
+        split = float(np.max(np.abs(halves[0] - halves[1]))) if np.all(np.isfinite(halves)) else float("inf")
+        edge = float(np.max(np.abs(evidence.offset_deg)))
         by_others = consensus.expected_by_others_deg.get(name, [])
         inside = [e for e in by_others if np.max(np.abs(raw - e)) <= tolerance]
-        if inside:
+        doubt = None
+        if edge > SEARCH_RADIUS_DEG - rule.edge_margin_deg:
+            doubt = (f"the best alignment lies at the edge of the +-{SEARCH_RADIUS_DEG:g} deg search "
+                     f"({format_axes(evidence.offset_deg)} deg): the score keeps rising outside it, so it is no "
+                     "optimum")
+        elif gap < rule.z_gap:
+            doubt = (f"the stored pose scores almost as well as the best one (robust z {z_stored:.1f} vs "
+                     f"{z_best:.1f} within the +-3 deg landscape; a drop of {rule.z_gap:g} is needed to reject it)")
+        elif not np.all(evidence.half_gain >= rule.half_gain):
+            doubt = (f"the offset is not supported by both image halves (gain over the stored pose: left "
+                     f"{evidence.half_gain[0]:+.1f}, right {evidence.half_gain[1]:+.1f} robust z; "
+                     f"{rule.half_gain:g} needed in each)")
+        elif split > rule.half_agree_deg:
+            doubt = (f"the two image halves put it at different rotations (left {format_axes(halves[0])}, right "
+                     f"{format_axes(halves[1])} deg: {split:.1f} deg apart, at most {rule.half_agree_deg:g})")
+        elif np.max(unc) > rule.max_sd_deg:
+            doubt = (f"the offset is not pinned down: its bootstrap spread is {np.max(unc):.2f} deg on "
+                     f"{AXES[int(np.argmax(unc))]} (at most {rule.max_sd_deg:g})")
+        elif inside:
+            doubt = (f"it is within {tolerance:g} deg of where the other cameras alone put it "
+                     f"({format_axes(raw - inside[0])} deg): the verdict would hang on how the rest of the rig is "
+                     "modelled")
+        if doubt is not None:
             return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
-                                f"{name}: off by more than {tolerance:g} deg against the rig consensus ({own}), but "
-                                "within it of where the other cameras alone put it "
-                                f"({format_axes(raw - inside[0])} deg): "
-                                "the verdict would hang on how the rest of the rig is modelled")
+                                f"{name}: the LiDAR alignment moves it ({own}), but {doubt}; {support}")
         return LidarVerdict(MISCALIBRATED, med, unc, beyond,
-                            f"{name}: the LiDAR puts it off by more than {tolerance:g} deg in "
-                            f"{beyond:.0%} of the bootstrap replicates: {own}; {support}")
+                            f"{name}: the LiDAR rejects the stored pose: off by more than {tolerance:g} deg in "
+                            f"{beyond:.0%} of the bootstrap replicates, {own}; the stored pose is {gap:.1f} robust z "
+                            f"below the best in the +-3 deg landscape and both image halves support the offset "
+                            f"(gains {evidence.half_gain[0]:+.1f}, {evidence.half_gain[1]:+.1f}); {support}")
     if within >= confidence:
-        raw = evidence.central_offset_deg
         if consensus.fitted and np.max(np.abs(raw)) > tolerance and consensus.magnitude_deg > tolerance:
             k = len(consensus.cameras) - len(consensus.excluded)
             return LidarVerdict(INCONCLUSIVE, med, unc, beyond,

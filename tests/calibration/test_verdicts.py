@@ -24,11 +24,20 @@ from bevviz.calibration.verdicts import (
 NONE = RigConsensus()
 
 
-def _ev(offset, sd=0.05, n=400, clusters=40, flat=False, seed=0) -> CameraEvidence:
+def _ev(offset, sd=0.05, n=400, clusters=40, flat=False, seed=0, stored=None, halves=None,
+        half_gain=(2.0, 2.0)) -> CameraEvidence:
+    """Evidence with a score landscape: median 0.70, robust spread 0.02, the optimum at 0.80
+    (z 5; flat: z 0), the stored pose at ``stored`` (default: z 1 when the offset is beyond
+    the tolerance, else at the optimum); both image halves at ``halves`` (default: the offset)."""
     rng = np.random.default_rng(seed)
     off = np.asarray(offset, dtype=np.float64)
+    best = 0.70 if flat else 0.80
+    if stored is None:
+        stored = 0.72 if np.max(np.abs(off)) > TOLERANCE_DEG else best
     return CameraEvidence("CAM_X", off, off + rng.normal(0, sd, (24, 3)), n_points=n, n_clusters=clusters,
-                          score_best_coarse=0.70 if flat else 0.80, score_median=0.70)
+                          score_best_coarse=best, score_median=0.70, score_spread=0.02,
+                          score_stored_coarse=stored, halves_deg=np.array([off, off] if halves is None else halves),
+                          half_gain=np.asarray(half_gain, dtype=np.float64))
 
 
 def test_far_beyond_the_tolerance_is_miscalibrated_and_says_by_how_much():
@@ -81,3 +90,19 @@ def test_witnesses_that_disagree_give_inconclusive():
     lidar_unsure = lidar_verdict(_ev([0, 0, 2.0], n=10), NONE)
     assert combine(lidar_unsure, (MISCALIBRATED, "stands out"), 3.0)[0] == MISCALIBRATED  # seams decide
     assert combine(lidar_unsure, (INCONCLUSIVE, "cannot judge"), 1.0)[0] == INCONCLUSIVE
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    (dict(stored=0.79), "scores almost as well"),  # the stored pose is near the top of the landscape
+    (dict(half_gain=(3.0, 0.1)), "not supported by both image halves"),
+    (dict(halves=[[0.0, 0.0, 1.5], [0.0, 0.0, -0.5]]), "two image halves put it at different rotations"),
+    (dict(sd=0.9), "not pinned down"),
+])
+def test_an_offset_the_evidence_does_not_establish_is_inconclusive_with_the_reason(kwargs, words):
+    v = lidar_verdict(_ev([0.0, 0.0, 1.5], **kwargs), NONE)
+    assert v.verdict == INCONCLUSIVE and words in v.reason
+
+
+def test_an_optimum_at_the_edge_of_the_search_is_no_optimum():
+    v = lidar_verdict(_ev([0.0, 2.9, 0.0]), NONE)
+    assert v.verdict == INCONCLUSIVE and "edge of the" in v.reason

@@ -1,0 +1,54 @@
+"""Ignore masks: the parts of a camera image that do not show the world (the car's own body).
+
+A rig may name, per camera, polygons in pixels of the calibrated image (``ignore.json`` of a
+frame folder, :mod:`bevviz.calibration.frame_folder`); LiDAR points that project inside
+them are not used as evidence (ground points behind the car's body land on its image).
+
+Convention:
+    Polygon vertices are (u, v) pixels of the calibrated image, pixel centres at integers.
+    See docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import cv2
+import numpy as np
+
+from bevviz.camera import Rig
+from bevviz.shapes import field_error
+
+__all__ = ["ignore_masks"]
+
+
+def ignore_masks(rig: Rig, polygons: Mapping[str, Sequence[Sequence[Sequence[float]]]] | None) -> dict[str, np.ndarray]:
+    """Camera name -> (H, W) bool mask (True: ignored) from per-camera polygons.
+
+    Args:
+        rig: The rig (masks have each camera's calibrated size).
+        polygons: Camera name -> list of polygons, each a list of at least three (u, v)
+            pixels; None or empty for none.
+
+    Returns:
+        One mask per camera that has polygons.
+
+    Raises:
+        ValueError: naming ``ignore`` for an unknown camera or a malformed polygon.
+    """
+    out: dict[str, np.ndarray] = {}
+    for name, polys in (polygons or {}).items():
+        if name not in rig.names:
+            raise field_error("ignore", name, f"names no camera of the rig; cameras: {rig.names}")
+        cam = rig[name]
+        mask = np.zeros((cam.height, cam.width), np.uint8)
+        for k, poly in enumerate(polys):
+            try:
+                arr = np.asarray(poly, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise field_error("ignore", poly, f"polygon {k} must be a list of (u, v) pixels", name) from None
+            if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) < 3 or not np.all(np.isfinite(arr)):
+                raise field_error("ignore", poly, f"polygon {k} must hold at least three finite (u, v) pixels", name)
+            cv2.fillPoly(mask, [np.round(arr).astype(np.int32)], 1)
+        out[name] = mask.astype(bool)
+    return out

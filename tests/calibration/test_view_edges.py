@@ -1,0 +1,95 @@
+"""Edges in a camera's own view: no dataset constants (any intensity scale, any focal length, no point order)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bevviz.calibration.edge_maps import oriented_attraction_maps
+from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, intensity_ranks, view_edges
+from bevviz.calibration.masks import ignore_masks
+from bevviz.camera import Camera, Rig
+from bevviz.lidar import LidarScan
+
+
+def _camera(f=800.0, width=1600, height=900) -> Camera:
+    K = np.array([[f, 0, (width - 1) / 2], [0, f, (height - 1) / 2], [0, 0, 1]])
+    ego_from_cam = np.eye(4)
+    ego_from_cam[:3, :3] = np.array([[0.0, 0, 1], [-1, 0, 0], [0, -1, 0]])  # RDF camera looking along ego x
+    ego_from_cam[:3, 3] = [0.0, 0.0, 1.6]
+    return Camera("CAM_X", K, np.linalg.inv(ego_from_cam), width, height)
+
+
+def _scan(xyz, intensity) -> LidarScan:
+    pts = np.concatenate([np.asarray(xyz, np.float32), np.asarray(intensity, np.float32)[:, None]], axis=1)
+    return LidarScan(pts, None, np.zeros(len(pts), np.int16), np.zeros(3))
+
+
+def _ground(rng, n=6000):
+    """Flat ground z = 0 from 4 to 30 m ahead, shuffled (no order), with a painted stripe."""
+    r = rng.uniform(4.0, 30.0, n)
+    az = rng.uniform(-0.6, 0.6, n)
+    xyz = np.stack([r * np.cos(az), r * np.sin(az), np.zeros(n)], axis=1)
+    paint = np.abs(xyz[:, 1] - 1.0) < 0.15
+    return xyz, paint
+
+
+def test_intensity_ranks_do_not_depend_on_the_scale_and_a_constant_intensity_has_none():
+    x = np.random.default_rng(0).uniform(0, 1, 500)
+    np.testing.assert_allclose(intensity_ranks(x), intensity_ranks(255.0 * x))
+    np.testing.assert_allclose(intensity_ranks(x), intensity_ranks(np.exp(5 * x)))
+    assert intensity_ranks(np.zeros(500)) is None  # an (N, 3) array stored with zeros: depth edges alone
+    ranks = intensity_ranks(np.repeat(np.arange(10.0), 50))
+    assert np.allclose(ranks[:50], ranks[0])  # ties share one rank
+
+
+def test_the_ground_makes_no_depth_edges_however_steeply_its_depth_changes():
+    rng = np.random.default_rng(1)
+    xyz, paint = _ground(rng)
+    edges = view_edges(_scan(xyz, np.where(paint, 0.9, 0.1) + rng.normal(0, 0.01, len(xyz))), _camera())
+    # Points scattered at random (not along scan lines) link across rows too: a handful of
+    # links in 6000 points straddle a row step the one-sided continuation does not model.
+    assert edges.n_depth <= 0.005 * len(xyz)
+    assert edges.n_reflectivity > 10  # the stripe's two borders
+    lateral = edges.points[edges.kind == REFLECTIVITY, 1]
+    assert (np.abs(np.abs(lateral - 1.0) - 0.15) < 0.2).mean() > 0.75
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_a_pole_makes_silhouettes_between_its_points_and_the_wall_at_any_focal_length(scale):
+    rng = np.random.default_rng(2)
+    n = 8000
+    y, z = rng.uniform(-4, 4, n), rng.uniform(0.2, 3.0, n)
+    x = np.where(np.abs(y) < 0.15, 8.0, 16.0)  # a 30 cm pole at 8 m before a wall at 16 m
+    cam = _camera(800.0 * scale, round(1600 * scale), round(900 * scale))
+    edges = view_edges(_scan(np.stack([x, y, z], 1), np.full(n, 0.5)), cam)
+    depth = edges.points[edges.kind == DEPTH]
+    assert len(depth) > 20 and edges.n_reflectivity == 0
+    assert np.allclose(depth[:, 0], 8.0, atol=0.05)  # at the pole's depth
+    assert np.mean(np.abs(np.abs(depth[:, 1]) - 0.15) < 0.1) > 0.8  # on its silhouettes, between the returns
+    assert set(np.unique(edges.orient)) <= {0, 1}
+
+
+def test_points_under_an_ignore_polygon_are_not_evidence():
+    rng = np.random.default_rng(1)
+    xyz, paint = _ground(rng)
+    cam = _camera()
+    scan = _scan(xyz, np.where(paint, 0.9, 0.1))
+    masks = ignore_masks(Rig([cam]), {"CAM_X": [[[0, 450], [1599, 450], [1599, 899], [0, 899]]]})
+    assert masks["CAM_X"].shape == (900, 1600) and masks["CAM_X"][800, 10] and not masks["CAM_X"][100, 10]
+    assert len(view_edges(scan, cam, masks["CAM_X"])) == 0  # the whole ground lies below the horizon
+    with pytest.raises(ValueError, match="ignore"):
+        ignore_masks(Rig([cam]), {"CAM_Y": [[[0, 0], [1, 0], [0, 1]]]})
+    with pytest.raises(ValueError, match="ignore"):
+        ignore_masks(Rig([cam]), {"CAM_X": [[[0, 0], [1, 0]]]})
+
+
+def test_oriented_maps_attract_each_edge_kind_to_its_own_gradients():
+    img = np.zeros((200, 400, 3), np.uint8)
+    img[:, 200:] = 200  # one vertical edge: a horizontal gradient only
+    coarse, fine = oriented_attraction_maps(img, focal_px=500.0)
+    assert fine.shape == (2, 200, 400)
+    assert fine[0, 100, 200] > 0.99 and fine[0, 100, 260] < 0.05  # channel 0: the vertical edge
+    assert fine[1, 100, 200] < fine[0, 100, 200]  # channel 1 (vertical gradients) does not hold it
+    wide, _ = oriented_attraction_maps(img, focal_px=1000.0)  # the same angles at twice the focal length
+    assert wide[0, 100, 230] > coarse[0, 100, 230]
