@@ -129,7 +129,10 @@ def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
 
 
 def _nuscenes_controls():
-    dataroot = st.text_input("Dataroot", value=str(embedded.sample_path("nuscenes")), key="ns_dataroot",
+    # The default through session state, not value=: the audit page sets this key too (opening a
+    # flagged sample), and a widget with both logs a 25-line warning with its stack.
+    st.session_state.setdefault("ns_dataroot", str(embedded.sample_path("nuscenes")))
+    dataroot = st.text_input("Dataroot", key="ns_dataroot",
                              help="Folder holding <version>/ (the tables) and samples/.").strip()
     version = st.selectbox("Version", sources.NUSCENES_VERSIONS, key="ns_version")
     if not dataroot:

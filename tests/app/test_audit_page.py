@@ -53,7 +53,13 @@ def test_a_bad_folder_is_a_message(app, tmp_path):
 
 
 @needs_sample
-def test_run_on_the_drift_scene_then_open_a_flagged_sample_in_the_doctor(app):
+def test_run_on_the_drift_scene_then_open_a_flagged_sample_in_the_doctor(app, monkeypatch):
+    # Streamlit logs a widget's default fighting a value set through session state as a warning
+    # with its whole stack (25 lines in the terminal): opening a sample must not cause one.
+    from streamlit.elements.lib import policies
+
+    warned = []
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *a, **k: warned.append(msg % a if a else msg))
     at = app(PAGE)
     at.multiselect(key=f"audit_scenes_{DATASET}").set_value(["scene-0003"])
     at.checkbox(key="audit_estimate").uncheck()
@@ -68,3 +74,4 @@ def test_run_on_the_drift_scene_then_open_a_flagged_sample_in_the_doctor(app):
     ss = at.session_state
     assert ss["rig_source"] == "nuScenes dataroot" and ss["ns_scene"] == "scene-0003" and ss["ns_sample"] == 3
     assert "scene-0003 sample 3" in ss["scene"].label
+    assert not warned, warned
