@@ -8,6 +8,9 @@ import plotly.graph_objects as go
 from bevviz.bev_grid import BEVGrid
 from bevviz.viz.common import AXIS_COLORS, base_layout, camera_color, figure, plain_text
 
+#: Share of the figure's height below the 3-D scene that holds the legend.
+LEGEND_SHARE = 0.22
+
 
 def _polyline(segments: list[np.ndarray]) -> np.ndarray:
     """Join polylines (each (k, 3)) into one array with NaN rows between them."""
@@ -92,13 +95,14 @@ def rig_figure(names: list[str], frustums: dict[str, np.ndarray],
         data.append(dict(type="scatter3d", x=line[:, 0], y=line[:, 1], z=line[:, 2], mode="lines",
                          name="BEV extent", line=dict(color="#888888", width=2, dash="dash"),
                          hovertemplate="BEV extent<br>x %{x:.1f}, y %{y:.1f}, z %{z:.2f}<extra></extra>"))
-    # The legend on the right, outside the scene: above it, its rows pushed the scene's bottom
-    # out of the figure; the eye far enough back that the whole extent fits.
+    # The legend in rows below the scene, outside it: above it, its rows pushed the scene's
+    # bottom out of the figure, and beside it a narrow column has no room left for the scene.
+    # The eye far enough back that the whole extent fits.
     layout = base_layout(height, legend=True, uirevision="rig3d",
                          scene=dict(aspectmode="data", xaxis=dict(title=dict(text="x (m)")),
                                     yaxis=dict(title=dict(text="y (m)")), zaxis=dict(title=dict(text="z (m)")),
-                                    domain=dict(x=[0.0, 0.78], y=[0.0, 1.0]),
+                                    domain=dict(x=[0.0, 1.0], y=[LEGEND_SHARE, 1.0]),
                                     camera=dict(eye=dict(x=-1.5, y=-1.25, z=1.1), up=dict(x=0, y=0, z=1))))
-    layout["legend"] = dict(orientation="v", x=0.8, xanchor="left", y=1.0, yanchor="top")
+    layout["legend"] = dict(orientation="h", x=0.0, xanchor="left", y=LEGEND_SHARE - 0.01, yanchor="top")
     layout["margin"] = dict(l=0, r=0, t=8, b=0)
     return figure(data, layout)

@@ -22,7 +22,7 @@ from bevviz.viz.bev import bev_panels
 from bevviz.viz.common import base_layout, figure
 from bevviz.viz.conventions import candidate_scores_figure, image_op_figure
 from bevviz.viz.panels import bar_figure
-from bevviz.viz.rig3d import rig_figure
+from bevviz.viz.rig3d import LEGEND_SHARE, rig_figure
 
 pytestmark = [pytest.mark.browser]
 
@@ -33,7 +33,9 @@ CAMS = ["CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK_RIGHT", "CAM_BACK", "CAM_BACK_
 MEASURE = """() => [...document.querySelectorAll('.js-plotly-plot')].map(d => {
   const box = s => { const e = d.querySelector(s); if (!e) return null;
                      const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  return {id: d.id, title: box('.g-gtitle text'), legend: box('.legend'), plot: box('.bglayer rect, .nsewdrag'),
+  const f = d.getBoundingClientRect();
+  return {id: d.id, fig: [f.top, f.bottom], title: box('.g-gtitle text'), legend: box('.legend'),
+          plot: box('.bglayer rect, .nsewdrag'),
           ticks: [...d.querySelectorAll('.colorbar .cbaxis text, .colorbar .ytick text')].map(t => t.textContent)};
 })"""
 
@@ -114,9 +116,11 @@ def test_colour_bars_write_exponents_not_si_prefixes(drawn):
     assert any("e" in t for t in ticks), ticks
 
 
-def test_the_3d_rig_keeps_its_legend_beside_the_scene(drawn):
-    legend = drawn["rig3d"]["legend"]
-    assert legend is not None and legend[0] >= 0.78 * 1200 - 20, legend
+def test_the_3d_rig_keeps_its_legend_below_the_scene_and_inside_the_figure(drawn):
+    m = drawn["rig3d"]
+    top, bottom = m["fig"]
+    scene_bottom = top + (1 - LEGEND_SHARE) * (bottom - top)
+    assert m["legend"] is not None and scene_bottom - 2 <= m["legend"][1] and m["legend"][3] <= bottom, m
 
 
 def test_the_check_page_shows_witnesses_as_cells_and_its_table_fits(browser, tmp_path):
