@@ -35,8 +35,8 @@ COUNTED = (MISCALIBRATED, INCONCLUSIVE, OK, ERROR)
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px;width:100%}
-td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-th{background:#f4f4f4}td:last-child{min-width:280px}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td:last-child{min-width:240px}
 .miscalibrated{color:#c62828;font-weight:600}.inconclusive{color:#8d6e00}.ok{color:#2e7d32}.error{color:#6a1b9a}
 .muted{color:#666;font-size:13px}.cams{display:flex;flex-wrap:wrap;gap:10px}.cams figure{margin:0}
 .cams figcaption{font-size:12px}"""
@@ -98,7 +98,7 @@ _HEADERS = {"seam_verdict": "seam witness", "lidar_verdict": "LiDAR witness"}
 
 
 def _table(records: Sequence[Mapping], columns: Sequence[str]) -> str:
-    head = "".join(f"<th>{html.escape(_HEADERS.get(c, c))}</th>" for c in columns)
+    head = "".join(f"<th>{html.escape(_HEADERS.get(c, c.replace('_', ' ')))}</th>" for c in columns)
     body = []
     for r in records:
         cells = []
