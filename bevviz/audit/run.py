@@ -225,7 +225,10 @@ def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: s
 
     Raises:
         ValueError: naming the argument (``--engine``, ``--workers``, ``--scenes``,
-            ``--out``, ``dataroot``, ``version``) and its value.
+            ``--out``, ``dataroot``, ``version``) and its value; among them an audit with no
+            sample to check (``dataroot`` / ``--scenes``: nothing to audit), another run
+            holding ``out`` and, on ``resume``, a dataset that changed since the audit began
+            (``--out``).
     """
     if engine not in ENGINES:
         raise field_error("--engine", engine, f"must be one of {', '.join(ENGINES)}")
