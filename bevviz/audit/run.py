@@ -27,7 +27,7 @@ from bevviz.audit.check import CheckSettings, check_sample, dataset, error_row
 from bevviz.audit.local import EngineStats, SampleFn, run_local
 from bevviz.audit.ray_engine import RETRIES, run_ray
 from bevviz.audit.report import report_html, summarize
-from bevviz.audit.store import AuditStore, read_rows, row_key
+from bevviz.audit.store import AuditStore, hold_lock, read_rows, row_key
 from bevviz.io.nuscenes import SampleInfo, list_scenes, record_problems, scene_samples
 from bevviz.io.nuscenes_tables import INT64_MAX, RecordProblem
 from bevviz.shapes import _fmt_value, field_error
@@ -196,6 +196,31 @@ def fingerprint(nusc, samples: Sequence[str]) -> dict:
     return {"tables": tables.hexdigest(), "files": files.hexdigest()}
 
 
+def _open(root: str, version: str, out, scenes, settings: CheckSettings, resume: bool, flush_every: int,
+          lock: int | None) -> tuple[AuditStore, Plan]:
+    """Plan the audit, refuse one with no sample to check, and open its store (see :func:`run_audit`);
+    ``lock`` (held, or None) is let go of on a refusal and handed to the store otherwise."""
+    try:
+        nusc = dataset(root, version)
+        work = plan(nusc, None if scenes is None else list(scenes))
+        if not work.samples:  # an audit that checks nothing must not end as if it had
+            where = ("the scenes named hold no sample that can be checked" if scenes is not None else
+                     f"the dataset's {work.scenes} scene{'s' if work.scenes != 1 else ''} hold no sample that "
+                     "can be checked")
+            first = f"; {len(work.problems)} table problem(s), the first: {work.problems[0]['error']}" \
+                if work.problems else ""
+            raise field_error("--scenes" if scenes is not None else "dataroot",
+                              scenes if scenes is not None else root, f"nothing to audit: {where}{first}")
+        manifest = {"dataroot": root, "version": version, "scenes": sorted(scenes) if scenes else None,
+                    "settings": settings.to_dict(), "samples": len(work.samples), "problems": len(work.problems),
+                    "fingerprint": fingerprint(nusc, [t for _, t in work.samples])}
+    except BaseException:
+        if lock is not None:
+            os.close(lock)  # closing the descriptor lets go of the lock
+        raise
+    return AuditStore(out, manifest, resume=resume, flush_every=flush_every, lock=lock), work
+
+
 def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: str = "v1.0-mini",
               scenes: Sequence[str] | None = None, settings: CheckSettings | None = None, resume: bool = False,
               engine: str = "local", address: str | None = None, workers: int | None = None,
@@ -238,21 +263,11 @@ def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: s
         raise field_error("--address", address, "applies to --engine ray only")
     settings = CheckSettings() if settings is None else settings
     root = str(Path(dataroot).resolve())
-    nusc = dataset(root, version)
-    work = plan(nusc, None if scenes is None else list(scenes))
-    if not work.samples:  # an audit that checks nothing must not end as if it had
-        where = ("the scenes named hold no sample that can be checked" if scenes is not None else
-                 f"the dataset's {work.scenes} scene{'s' if work.scenes != 1 else ''} hold no sample that can "
-                 "be checked")
-        first = f"; {len(work.problems)} table problem(s), the first: {work.problems[0]['error']}" \
-            if work.problems else ""
-        raise field_error("--scenes" if scenes is not None else "dataroot", scenes if scenes is not None else root,
-                          f"nothing to audit: {where}{first}")
+    # An existing folder is locked before the dataset is opened (minutes on trainval), so a
+    # second run on it is refused at once; a new folder is made (and locked) by the store.
+    lock = hold_lock(out) if Path(out).is_dir() else None
+    store, work = _open(root, version, out, scenes, settings, resume, flush_every, lock)
     items = work.samples
-    manifest = {"dataroot": root, "version": version, "scenes": sorted(scenes) if scenes else None,
-                "settings": settings.to_dict(), "samples": len(items), "problems": len(work.problems),
-                "fingerprint": fingerprint(nusc, [t for _, t in items])}
-    store = AuditStore(out, manifest, resume=resume, flush_every=flush_every)
     try:
         done = store.done()
         store.add_units([[r] for r in work.problems if row_key(r) not in done])

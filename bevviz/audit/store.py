@@ -46,7 +46,7 @@ from bevviz.audit.check import ROW_COLUMNS
 from bevviz.shapes import field_error
 
 __all__ = ["FORMAT", "LOCK", "MANIFEST", "PARTS", "QUARANTINE", "RECORD_COLUMNS", "SCHEMA", "AuditStore",
-           "atomic_write", "conform", "part_files", "read_manifest", "read_rows", "row_key"]
+           "atomic_write", "conform", "hold_lock", "part_files", "read_manifest", "read_rows", "row_key"]
 
 LOG = logging.getLogger("bevviz.audit")
 FORMAT = "bevviz-audit"
@@ -244,9 +244,20 @@ def read_rows(out: str | os.PathLike) -> pa.Table:
     return table.sort_by([("scene", "ascending"), ("timestamp", "ascending"), ("camera", "ascending")])
 
 
-def _lock(out: Path) -> int:
+def hold_lock(out: str | os.PathLike) -> int:
     """Hold ``OUT/.lock`` (``flock``, released by the kernel when the process ends, so a
-    lock left by a killed run is never stale); the file says who holds it."""
+    lock left by a killed run is never stale); the file says who holds it.
+
+    Args:
+        out: An existing audit folder.
+
+    Returns:
+        The lock file's descriptor (:class:`AuditStore` takes it over and closes it).
+
+    Raises:
+        ValueError: naming ``--out`` when another process holds the lock, and who it is.
+    """
+    out = Path(out)
     path = out / LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -282,6 +293,8 @@ class AuditStore:
         resume: Continue the run in ``out``; without it ``out`` must hold no audit yet.
         flush_every: Write a part after this many work units ...
         flush_seconds: ... or after this many seconds, whichever comes first.
+        lock: The descriptor of ``OUT/.lock`` already held (:func:`hold_lock`), or None to
+            take it here.
 
     Raises:
         ValueError: naming ``--out`` (another run holds its lock; an audit is there and
@@ -291,18 +304,20 @@ class AuditStore:
     """
 
     def __init__(self, out: str | os.PathLike, manifest: Mapping, *, resume: bool = False,
-                 flush_every: int = 16, flush_seconds: float = 30.0) -> None:
+                 flush_every: int = 16, flush_seconds: float = 30.0, lock: int | None = None) -> None:
         self.out = Path(out)
-        self.flush_every = int(flush_every)
-        self.flush_seconds = float(flush_seconds)
         self.notes: list[str] = []
-        if self.flush_every < 1:
-            raise field_error("flush_every", flush_every, "must be >= 1")
-        if self.out.exists() and not self.out.is_dir():
-            raise field_error("--out", str(out), "exists and is not a folder")
-        self.out.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = _lock(self.out)
+        self._fd: int | None = lock  # owned from here: released on any failure below
         try:
+            self.flush_every = int(flush_every)
+            self.flush_seconds = float(flush_seconds)
+            if self.flush_every < 1:
+                raise field_error("flush_every", flush_every, "must be >= 1")
+            if self.out.exists() and not self.out.is_dir():
+                raise field_error("--out", str(out), "exists and is not a folder")
+            self.out.mkdir(parents=True, exist_ok=True)
+            if self._fd is None:
+                self._fd = hold_lock(self.out)
             self.manifest = self._open(manifest, resume)
         except BaseException:
             self.release()

@@ -233,3 +233,22 @@ def test_an_audit_of_no_sample_exits_2_with_one_line(nuscenes_root, tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field 'dataroot': nothing to audit" in err
     assert not [p for p in "abc" if (tmp_path / p).exists()]  # no half-made audit folder
+
+
+def test_a_folder_another_run_writes_to_is_refused_before_the_dataset_is_opened(tmp_path):
+    from bevviz.audit.store import hold_lock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    held = hold_lock(out)  # another run (a second descriptor conflicts like another process)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(ValueError, match=r"'--out': another bevviz audit is writing to this folder"):
+            run_audit(tmp_path / "no-such-dataroot", out, resume=True, progress=False)
+        assert time.monotonic() - t0 < 1
+    finally:
+        os.close(held)
+    with pytest.raises(ValueError, match="dataroot"):  # the lock was let go of on the way out
+        run_audit(tmp_path / "no-such-dataroot", out, resume=True, progress=False)
+    held = hold_lock(out)
+    os.close(held)
