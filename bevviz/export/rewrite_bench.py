@@ -15,11 +15,14 @@ sizes, built as ONNX graphs here (GridSample nodes as any exporter writes them):
 Each model is first checked (max |diff| over its output, same random inputs; the peak
 resident-memory increase of each session's first run, :func:`bevviz.timing.peak_rss_mb`,
 is what its allocator grows to) and then timed.
-Why the rewrite is slower on a CPU: ``GridSample`` is one fused kernel that reads 4 taps and
-writes each output element once; the rewrite materialises each tap's gathered rows
-``(N, H_out, W_out, C)``, multiplies and adds them (about 4 x the output's memory traffic,
-twice over) and transposes the channels-last result to NCHW at the end. It exists for NPUs
-whose compilers reject GridSample (or int64 gathers); what it costs there is a row gather of
+Where the rewrite is slower on a CPU (bilinear, zeros: measured 0.8-1.9x on the ``sca`` sizes,
+1.7-2.9x on ``msda``, README): ``GridSample`` is one kernel that writes each output element
+once; the rewrite materialises each tap's gathered rows ``(N, H_out, W_out, C)``, multiplies
+and adds them and transposes the channels-last result to NCHW at the end (several times the
+output's memory traffic; the first run's peak RSS shows the extra tensors), and with short
+rows (``msda``'s 32 channels) its per-point index arithmetic is shared by fewer values. In
+nearest and border modes onnxruntime's CPU GridSample was the slower one. The rewrite exists
+for NPUs whose compilers reject GridSample (or int64 gathers); there it costs a row gather of
 C contiguous values per tap, the NPU's native operation.
 """
 
