@@ -33,8 +33,11 @@ show_behind = c5.toggle("Behind-camera points", value=False, key="rig_show_behin
                         help="Where points BEHIND a camera would land if the depth test were skipped "
                              "(dividing by a negative depth mirrors them into the image).")
 # With a LiDAR scan the LiDAR points are the evidence to look at: the BEV points start off
-# (both at once are two clouds with two colour bars).
-show_points = c6.toggle("BEV points", value=scene.lidar is None, key="rig_show_points")
+# (both at once are two clouds with two colour bars). One remembered state per case, so that
+# switching to a source with LiDAR starts from its own default.
+has_lidar = scene.lidar is not None
+show_points = c6.toggle("BEV points", value=not has_lidar,
+                        key="rig_show_points_lidar" if has_lidar else "rig_show_points")
 show_lidar = show_boxes = False
 lidar_color_by = "depth"
 if scene.lidar is not None or scene.boxes:

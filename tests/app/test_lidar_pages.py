@@ -65,6 +65,9 @@ def test_the_rig_page_draws_the_lidar_points_and_the_boxes(real_app):
     lidar_caption = next(c.value for c in at.caption if c.value.startswith("LiDAR:"))
     assert "depth buffer" in lidar_caption and "at most 3,000 per camera" in lidar_caption
     assert any("annotation boxes" in c.value for c in at.caption)
+    # with LiDAR the BEV points start off: one cloud and one colour bar, not two
+    assert at.toggle(key="rig_show_points_lidar").value is False
+    assert '"name":"points"' not in spec and spec.count('"showscale":true') == 1
     at.selectbox(key="rig_lidar_color_by").set_value("intensity").run()
     no_exception(at)
     assert "LiDAR intensity" in at.get("plotly_chart")[0].proto.spec
