@@ -21,7 +21,7 @@ once; the rewrite materialises each tap's gathered rows ``(N, H_out, W_out, C)``
 and adds them and transposes the channels-last result to NCHW at the end (several times the
 output's memory traffic; the first run's peak RSS shows the extra tensors), and with short
 rows (``msda``'s 32 channels) its per-point index arithmetic is shared by fewer values. In
-nearest and border modes onnxruntime's CPU GridSample was the slower one. The rewrite exists
+nearest, border and reflection modes onnxruntime's CPU GridSample was the slower one. The rewrite exists
 for NPUs whose compilers reject GridSample (or int64 gathers); there it costs a row gather of
 C contiguous values per tap, the NPU's native operation.
 """
