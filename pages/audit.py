@@ -59,7 +59,8 @@ st.caption(escape_markdown(f"{out} · {manifest.get('dataroot')} · {manifest.ge
                            f"settings {manifest.get('settings')}"))
 cams = list(dict.fromkeys(r["camera"] for r in rows if r["camera"] is not None))
 c = st.columns(4)
-c[0].metric("Samples", f"{len({r['sample'] for r in rows})} / {manifest.get('samples', '?')}")
+c[0].metric("Samples", f"{len({r['sample'] for r in rows if r['sample'] is not None})} / "
+                       f"{manifest.get('samples', '?')}")
 c[1].metric("Miscalibrated", sum(r["verdict"] == "miscalibrated" for r in rows))
 c[2].metric("Inconclusive", sum(r["verdict"] == "inconclusive" for r in rows))
 c[3].metric("Failed samples", sum(r["verdict"] == "error" for r in rows))
@@ -79,5 +80,11 @@ else:
     st.dataframe([{k: r[k] for k in ("scene", "sample_index", "camera", "verdict", "score", "roll_deg", "pitch_deg",
                                      "yaw_deg", "offset_source", "sanity", "error")} for r in flagged],
                  hide_index=True)
+problems = [r for r in rows if r.get("error_table") is not None]
+if problems:
+    st.subheader(f"Table problems ({len(problems)})")
+    st.caption("Bad records of the dataset's tables: a sample they concern was not checked; the rest was.")
+    st.dataframe([{k: r[k] for k in ("scene", "sample", "error_table", "error_record", "error_field", "error_value",
+                                     "error")} for r in problems], hide_index=True, key="audit_problems")
 st.subheader("Per scene and camera")
 st.dataframe(summary, hide_index=True)

@@ -135,7 +135,7 @@ def report_html(rows: pa.Table | Sequence[Mapping], summary: Sequence[Mapping], 
     """
     rows = rows.to_pylist() if isinstance(rows, pa.Table) else list(rows)
     cams = _camera_order(list({r["camera"] for r in rows if r["camera"] is not None}))
-    n_samples = len({r["sample"] for r in rows if r["sample"] is not None})
+    n_samples = len({r["sample"] for r in rows if r["sample"] is not None and r.get("error_table") is None})
     bad = flagged_rows(rows)
     where = f"{manifest.get('dataroot')} · {manifest.get('version')}"
     problems = sum(1 for r in rows if r.get("error_table") is not None)

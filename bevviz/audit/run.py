@@ -212,7 +212,9 @@ def _open(root: str, version: str, out, scenes, settings: CheckSettings, resume:
             raise field_error("--scenes" if scenes is not None else "dataroot",
                               scenes if scenes is not None else root, f"nothing to audit: {where}{first}")
         manifest = {"dataroot": root, "version": version, "scenes": sorted(scenes) if scenes else None,
-                    "settings": settings.to_dict(), "samples": len(work.samples), "problems": len(work.problems),
+                    "settings": settings.to_dict(), "problems": len(work.problems),
+                    # samples in the audit: those to check and those a table problem blocks
+                    "samples": len(work.samples) + sum(r["sample"] is not None for r in work.problems),
                     "fingerprint": fingerprint(nusc, [t for _, t in work.samples])}
     except BaseException:
         if lock is not None:

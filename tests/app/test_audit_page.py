@@ -75,3 +75,27 @@ def test_run_on_the_drift_scene_then_open_a_flagged_sample_in_the_doctor(app, mo
     assert ss["rig_source"] == "nuScenes dataroot" and ss["ns_scene"] == "scene-0003" and ss["ns_sample"] == 3
     assert "scene-0003 sample 3" in ss["scene"].label
     assert not warned, warned
+
+
+@needs_sample
+def test_table_problems_are_listed(app, tmp_path):
+    import json
+    import shutil
+
+    root = tmp_path / "nuscenes"
+    shutil.copytree(SYNTHETIC, root, ignore=shutil.ignore_patterns("samples"))
+    path = root / "v1.0-mini" / "sample.json"
+    samples = json.loads(path.read_text())
+    samples[0]["timestamp"] = 2**70
+    path.write_text(json.dumps(samples))
+    out = tmp_path / "audit"
+    (root / "samples").symlink_to(SYNTHETIC / "samples")
+    run_audit(root, out, scenes=["scene-0001"], settings=CheckSettings(lidar=False, estimate=False),
+              progress=False, report=False)
+    at = app(PAGE)
+    at.text_input(key="audit_path").set_value(str(out)).run()
+    at.button(key="audit_open").click().run()
+    _clean(at)
+    assert {m.label: m.value for m in at.metric}["Samples"] == "2 / 2"
+    table = next(d.value for d in at.dataframe if "error_field" in d.value.columns)
+    assert list(table["error_field"]) == ["timestamp"] and str(2**70) in table["error_value"][0]
