@@ -116,7 +116,11 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
 
 
 def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
-    samples = sources.nuscenes_samples(dataroot, version, scene.token)
+    try:  # a scene's chain of samples that loops or dangles is a named error, not a page-wide trace
+        samples = sources.nuscenes_samples(dataroot, version, scene.token)
+    except InputError as e:
+        st.error(escape_markdown(e))
+        return None, None, ""
     if not samples:
         st.warning(f"Scene {escape_markdown(scene.name)} has no samples.")
         return None, None, ""

@@ -283,3 +283,19 @@ def test_a_bug_in_a_page_is_shown_as_a_bug_and_the_sidebar_stays(app, monkeypatc
     assert errors and errors[0].startswith("Rig & Projection: internal error (a bug in bevviz, not in your input)")
     assert "KeyError" in errors[0] and "report it" in errors[0]
     assert "Embedded sample rig" in loaded_label(at)  # the sidebar still drew
+
+
+def test_a_scene_whose_samples_loop_is_a_named_error_in_the_sidebar(app, tmp_path):
+    import shutil
+
+    src = Path(__file__).resolve().parents[2] / "sample_data" / "nuscenes"
+    root = tmp_path / "nuscenes"
+    shutil.copytree(src, root, ignore=shutil.ignore_patterns("samples"))
+    path = root / "v1.0-mini" / "sample.json"
+    samples = json.loads(path.read_text())
+    samples[1]["next"] = samples[0]["token"]  # scene-0001: 0 -> 1 -> 0 -> ...
+    path.write_text(json.dumps(samples))
+    at = app(rig_source="nuScenes dataroot", ns_dataroot=str(root))
+    assert not at.exception, [e.value for e in at.exception]
+    shown_errors = [e.value.replace("\\", "") for e in at.error]  # markdown-escaped
+    assert any("field 'sample.next'" in e and "the chain loops" in e for e in shown_errors), shown_errors
