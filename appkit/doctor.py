@@ -13,7 +13,7 @@ import pandas as pd
 from bevviz.calibration import AXES, TOLERANCE_DEG, CameraFinding, RigConsensus
 from bevviz.viz.calibration_lidar import VERDICT_COLORS
 
-__all__ = ["consensus_summary", "verdict_rows", "verdict_table"]
+__all__ = ["consensus_summary", "evidence_rows", "reason_lines", "verdict_rows", "verdict_table"]
 
 
 def _offset(finding: CameraFinding, axis: str) -> str:
@@ -37,6 +37,34 @@ def verdict_rows(findings: Sequence[CameraFinding]) -> list[dict]:
         row["reason"] = f.reason
         rows.append(row)
     return rows
+
+
+def evidence_rows(findings: Sequence[CameraFinding]) -> list[dict]:
+    """The LiDAR evidence behind each verdict, one row per camera with LiDAR evidence: edge
+    points per frame, how far the best rotation stands above a typical one in the +-3 deg
+    score landscape and where the stored pose stands (robust z), each image half's gain
+    of the best rotation over the stored pose (robust z) and each half's own optimum."""
+    rows = []
+    for f in findings:
+        ev = f.lidar
+        if ev is None:
+            continue
+        per = " / ".join(str(int(n)) for n in ev.points_per_frame) or "0"
+        halves = ev.halves_deg
+        rows.append({
+            "camera": f.camera, "verdict": f.verdict, "frames": int(ev.frames), "edge points per frame": per,
+            "best (z)": f"{ev.z_best:.1f}", "stored (z)": f"{ev.z_stored:.1f}",
+            "half gains (z)": f"{ev.half_gain[0]:+.1f} / {ev.half_gain[1]:+.1f}",
+            "left half (deg)": " / ".join(f"{v:+.1f}" for v in halves[0]),
+            "right half (deg)": " / ".join(f"{v:+.1f}" for v in halves[1]),
+        })
+    return rows
+
+
+def reason_lines(findings: Sequence[CameraFinding]) -> list[tuple[str, str, str]]:
+    """(camera, verdict, reason) per finding, in order: the whole reason of every verdict,
+    "inconclusive" included, for the page to show in full (a table cell cuts it)."""
+    return [(f.camera, f.verdict, f.reason) for f in findings]
 
 
 def _verdict_style(verdict: str) -> str:

@@ -170,10 +170,14 @@ st.caption("Seam cost = 1 - correlation of the normalised gradient fields of the
 # ---------------------------------------------------------------------------------------
 if scene.lidar is not None:
     st.subheader("Which camera is off? The LiDAR witness")
-    st.caption(f"{len(scene.lidar):,} LiDAR points. Depth and reflectivity edges of the scan, seen from each camera "
-               "at its own exposure time, must land on image edges; each camera's rotation is searched over "
-               "+-3 deg, its spread measured with a bootstrap, and what all cameras share (the LiDAR's own error) "
-               "taken out by a rig consensus. About a second per camera; cached per camera and scan.")
+    st.caption(f"{len(scene.lidar):,} LiDAR points. Each camera looks at the scan from its own exposure time and "
+               "finds its edges: depth jumps no plane explains (silhouettes, placed between the two returns) and "
+               "jumps of the per-scan intensity ranks (paint, signs), each scored on the image gradients across it. "
+               "The rotation is searched over +-3 deg; a camera is called miscalibrated only when the stored pose "
+               "is rejected (far below the best in the score landscape, the offset supported by both image "
+               "halves, pinned down by a bootstrap); otherwise \"inconclusive\", with the reason. What all cameras "
+               "share (the LiDAR's own error) is taken out by a rig consensus. About a second per camera; cached "
+               "per camera and scan.")
     if st.button("Run the LiDAR diagnosis", type="primary", key="cd_lidar_run"):
         with st.status("Aligning every camera with the LiDAR edges ...", expanded=True) as run_status, \
                 shown_errors("LiDAR diagnosis"):
@@ -195,9 +199,19 @@ if scene.lidar is not None:
         named = [f.camera for f in found if f.verdict == cal.MISCALIBRATED]
         st.markdown(f"Miscalibrated: **{escape_markdown(', '.join(named)) or 'no camera'}** "
                     f"(tolerance {cal.TOLERANCE_DEG:g} deg, in {cal.CONFIDENCE:.0%} of the bootstrap replicates).")
-        st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts")
+        st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts",
+                     column_order=("camera", "verdict", "roll (deg)", "pitch (deg)", "yaw (deg)", "edge points",
+                                   "witnesses"))
         st.caption("Offsets: each camera's own rotation error (body frame: roll about the optical axis, pitch "
                    "positive looking down, yaw positive to the left) after the rig consensus, +- its bootstrap spread.")
+        st.markdown("**Why, per camera**")
+        for cam, verdict, reason in doctor.reason_lines(found):
+            st.markdown(f"- **{escape_markdown(cam)}** · *{verdict}*: {escape_markdown(reason)}")
+        st.markdown("**Evidence, per camera and frame**")
+        st.dataframe(pd.DataFrame(doctor.evidence_rows(found)), hide_index=True, key="cd_lidar_evidence")
+        st.caption("z: robust z within the +-3 deg score landscape (score minus its median, over 1.48 x its median "
+                   "absolute deviation). A stored pose well below the best, with both image halves gaining from "
+                   "the best rotation and agreeing on it, is what convicts a camera.")
         summary = doctor.consensus_summary(found.consensus)
         k1, k2, k3 = st.columns([1.6, 1, 1])
         k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
@@ -257,7 +271,9 @@ with d1:
                                        title="Against the known ground texture (sample only)",
                                        x_title="x median"), key="cd_truth_rank")
     st.dataframe(doctor.verdict_table(quick), hide_index=True, key="cd_seam_verdicts",
-                 column_order=("camera", "verdict", "witnesses", "reason"))
+                 column_order=("camera", "verdict", "witnesses"))
+    for cam, verdict, reason in doctor.reason_lines(quick):
+        st.markdown(f"- **{escape_markdown(cam)}** · *{verdict}*: {escape_markdown(reason)}")
 with d2:
     if st.button("Run the full diagnosis", key="cd_diagnose",
                  help="Lets each suspect rotate alone for a moment and measures how much that repairs "

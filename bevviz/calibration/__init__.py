@@ -1,8 +1,11 @@
 """Seam consistency: find the miscalibrated camera of a rig and refine its extrinsics.
 
 A package of one concept per module. The LiDAR witness: :mod:`~bevviz.calibration.lidar_edges`
-(depth and reflectivity edges along the rings), :mod:`~bevviz.calibration.edge_maps` (image
-edge attraction), :mod:`~bevviz.calibration.lidar` (per-camera alignment with a bootstrap),
+(depth and reflectivity edges in each camera's view, no point order needed),
+:mod:`~bevviz.calibration.edge_maps` (image edge attraction per gradient orientation),
+:mod:`~bevviz.calibration.masks` (per-camera ignore polygons),
+:mod:`~bevviz.calibration.frame_folder` (real frames on disk),
+:mod:`~bevviz.calibration.lidar` (per-camera alignment with a bootstrap),
 :mod:`~bevviz.calibration.consensus` (what all cameras share: the LiDAR's own error),
 :mod:`~bevviz.calibration.verdicts` ("miscalibrated" / "ok" / "inconclusive"),
 :mod:`~bevviz.calibration.lidar_refine` (refinement with a held-out check) and
@@ -59,7 +62,8 @@ Convention:
 
 from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.diagnose import DIAGNOSE_LEVELS, CameraFinding, Diagnosis, diagnose, refine_extrinsics, standout
-from bevviz.calibration.edge_maps import attraction_maps, edge_mask, edge_strength
+from bevviz.calibration.edge_maps import attraction_maps, edge_mask, edge_strength, oriented_attraction_maps
+from bevviz.calibration.frame_folder import RealFrame, load_frame_folder
 from bevviz.calibration.ground_truth import GroundTruth
 from bevviz.calibration.lidar import (
     AXES,
@@ -73,8 +77,9 @@ from bevviz.calibration.lidar import (
     hypothesis_matrix,
     lidar_evidence,
 )
-from bevviz.calibration.lidar_edges import LidarEdges, lidar_edges, view_edges
+from bevviz.calibration.lidar_edges import LidarEdges, intensity_ranks, lidar_edges, view_edges
 from bevviz.calibration.lidar_refine import refine_with_lidar
+from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.perturbations import (
     PERTURBATION_KEYS,
     CameraDelta,
@@ -130,10 +135,12 @@ from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MISCALIBRATED,
     OK,
+    RULE,
     STANDOUT_RATIO,
     TOLERANCE_DEG,
     VERDICTS,
     LidarVerdict,
+    VerdictRule,
     lidar_verdict,
     seam_verdict,
 )
@@ -156,10 +163,13 @@ __all__ = [
     # LiDAR witness
     "AXES", "BOOTSTRAP", "SEARCH_RADIUS_DEG", "CameraEvidence", "EdgeAlignment", "LidarEdges", "LidarFrame",
     "as_lidar_frames", "attraction_maps", "camera_evidence", "edge_mask", "edge_strength", "hypothesis_matrix",
-    "lidar_edges", "lidar_evidence", "refine_with_lidar", "view_edges",
+    "lidar_edges", "lidar_evidence", "refine_with_lidar", "view_edges", "intensity_ranks", "oriented_attraction_maps",
+    "ignore_masks",
+    # real frame folders
+    "RealFrame", "load_frame_folder",
     # consensus and verdicts
-    "CONFIDENCE", "INCONCLUSIVE", "MISCALIBRATED", "OK", "TOLERANCE_DEG", "VERDICTS", "LidarVerdict", "RigConsensus",
-    "lidar_verdict", "rig_consensus", "seam_verdict",
+    "CONFIDENCE", "INCONCLUSIVE", "MISCALIBRATED", "OK", "RULE", "TOLERANCE_DEG", "VERDICTS", "LidarVerdict",
+    "RigConsensus", "VerdictRule", "lidar_verdict", "rig_consensus", "seam_verdict",
     # diagnosis
     "DIAGNOSE_LEVELS", "STANDOUT_RATIO", "CameraFinding", "Diagnosis", "diagnose", "refine_extrinsics", "standout",
 ]

@@ -2,24 +2,29 @@
 
 Idea (after Levinson & Thrun, RSS 2013): where a camera's extrinsics are right, the LiDAR's
 edge points (:mod:`~bevviz.calibration.lidar_edges`: depth silhouettes and reflectivity
-jumps) project onto image edges. The *alignment score* of a hypothesis is the mean edge
-attraction (:mod:`~bevviz.calibration.edge_maps`) at the projected edge points; this module
-finds the small body-frame rotation of the camera that maximises it and says how sure it is.
+jumps, found in each camera's own view) project onto image edges across their link. The
+*alignment score* of a hypothesis is the mean edge attraction
+(:mod:`~bevviz.calibration.edge_maps`, one channel per gradient orientation) at the
+projected edge points; this module finds the small body-frame rotation of the camera that
+maximises it and says how sure it is.
 
 Steps, per camera:
 
-1. Edge points are moved to the ego frame at the camera's exposure
-   (:meth:`bevviz.lidar.LidarScan.points_at`: a moving car's cameras fire tens of ms
-   before the lidar timestamp), into the camera, and kept where the camera can see them:
-   in the image and not behind nearer LiDAR points (a coarse depth buffer, because the
-   LiDAR and the camera look from different places).
+1. Edge points are found in the camera's view of the scan moved to the ego frame at the
+   camera's exposure (:meth:`bevviz.lidar.LidarScan.points_at`: a moving car's cameras fire
+   tens of ms before the lidar timestamp) and kept where the camera can see them: in the
+   image and not behind nearer LiDAR points (a coarse depth buffer, because the LiDAR and
+   the camera look from different places).
 2. Search: the score on a grid of rotations (+-``SEARCH_RADIUS_DEG`` in roll, pitch and yaw,
-   ``GRID_STEP_DEG`` apart, coarse attraction), the best ``N_STARTS`` separated peaks plus the
-   stored calibration refined by a pattern search through the attraction scales.
+   ``GRID_STEP_DEG`` apart, coarse attraction): the *score landscape*, whose median and
+   robust spread are kept (the verdict measures the optimum and the stored pose in robust z
+   within it); the best ``N_STARTS`` separated peaks plus the stored calibration are refined
+   by a pattern search through the attraction scales.
 3. Uncertainty: a cluster bootstrap. Edge points are grouped in image cells (points of one
    object are not independent); each replicate redraws the cells and lets the best
    ``BOOTSTRAP_CANDIDATES`` optima compete again, so two near-equal optima show up as a
-   spread, not as a confident pick.
+   spread, not as a confident pick. The spread measures noise, not bias: the verdict also
+   asks the left and the right image half, each refined on its own.
 4. Per-axis profiles: the score along each axis through the optimum (+-3 degrees), for
    display.
 
@@ -69,10 +74,13 @@ __all__ = [
 ]
 
 AXES = ("roll", "pitch", "yaw")
-#: Half-width (degrees) of the rotation search and of the profiles.
-SEARCH_RADIUS_DEG = 3.0
+#: Half-width (degrees) of the rotation search (faults of 1-2 deg lie well inside; an
+#: optimum near its edge is no optimum).
+SEARCH_RADIUS_DEG = 4.5
+#: Half-width (degrees) of the per-axis profiles.
+PROFILE_RADIUS_DEG = 3.0
 #: Grid spacing (degrees) of the coarse search.
-GRID_STEP_DEG = 0.5
+GRID_STEP_DEG = 0.75
 #: Coarse-grid peaks refined (besides the stored calibration).
 N_STARTS = 10
 #: Coarse peaks closer than this (degrees, on every axis) count as one.
@@ -347,7 +355,7 @@ class EdgeAlignment:
 
     def profiles(self, d_deg: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Finest-level score along each axis through ``d``: axis -> (offsets (K,), scores (K,))."""
-        offs = np.round(np.arange(-SEARCH_RADIUS_DEG, SEARCH_RADIUS_DEG + 1e-9, PROFILE_STEP_DEG), 6)
+        offs = np.round(np.arange(-PROFILE_RADIUS_DEG, PROFILE_RADIUS_DEG + 1e-9, PROFILE_STEP_DEG), 6)
         out = {}
         for ax, name in enumerate(AXES):
             ds = np.repeat(np.asarray(d_deg, dtype=np.float64)[None], len(offs), axis=0)

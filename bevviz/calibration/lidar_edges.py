@@ -1,35 +1,33 @@
-"""LiDAR edge points: depth discontinuities and reflectivity jumps along each laser ring.
+"""LiDAR edge points: depth discontinuities and reflectivity jumps, where a camera sees an edge too.
 
-A spinning LiDAR scans each ring (one laser) in azimuth order. Along a ring, two kinds of
-jumps mark places where a camera sees an edge too:
+The doctor finds them per camera, in the camera's own view (:func:`view_edges`), so it needs
+no ring index and no point order (a merged multi-LiDAR cloud has neither) and no dataset
+constant: every pixel scale is an angle times the camera's focal length, intensity is used
+through its per-scan ranks (:func:`intensity_ranks`: 0..255, 0..1 or raw counts alike; an
+(N, 3) array has none, then depth edges alone count). The projected points are linked to
+their nearest neighbour along the image row and along the column, and two kinds of jumps
+are looked for:
 
-* *depth edges*: a point is nearer than its ring neighbour by more than
-  ``max(DEPTH_JUMP_M, DEPTH_JUMP_REL * range)``: the silhouette of a pole, a car, a
-  building corner. Only the *foreground* point is kept (the background next to it may be
-  hidden from the camera, which sits elsewhere), moved half an azimuth step towards the
-  background point: the silhouette lies between the two returns.
-* *reflectivity edges*: the log intensity changes by more than ``REFLECTIVITY_LOG_JUMP``
-  between two neighbours on one surface (no depth jump): lane markings, kerbs, signs. The
-  edge point is the midpoint of the pair.
+* *depth edges*: the inverse depth jumps by more than ``DEPTH_JUMP_INV_REL`` of the nearer
+  point's beyond the straight continuation of both sides (inverse depth is affine in the
+  pixel on any plane, so the ground and walls make none however steeply their depth
+  changes), between two sides that are smooth themselves (``SIDE_SHARE``: foliage, where
+  every step jumps, makes none). The edge lies at the image midpoint of the link (a 32-beam
+  ring sits up to a ring spacing inside an object) at the nearer point's depth.
+* *reflectivity edges*, along rows only (the scan direction of a spinning LiDAR; other
+  directions mix rings of different gains): the per-scan intensity ranks jump by more than
+  ``RANK_JUMP`` on one surface, between two steady sides: lane markings, kerbs, signs.
 
-Neighbours further apart than ``MAX_GAP_DEG`` in azimuth are not compared. Points nearer
-than ``MIN_RANGE_M`` to the sensor (the car's own roof, no-returns stored as zeros) are
-dropped first.
+Each edge carries its link's orientation (row or column): it is scored on the image
+gradients across that link (:func:`bevviz.calibration.edge_maps.oriented_attraction_maps`).
 
-Rings come from the scan (nuScenes ``.bin`` column 5). A scan without them whose points are
-in firing order (a plain array read from a ``.bin``: the lasers fire in turn, so a point's
-ring neighbour is ``P`` points further on) gets them from that order: :func:`firing_period`
-finds ``P`` as the lag at which consecutive points keep their elevation. Failing that (any
-order, origin unknown), each camera scans the points in its own view (:func:`view_edges`):
-the visible points are linked to their nearest neighbour to the right along the image row (a
-scan line of a spinning LiDAR is a gently sloping curve in the image), and the same two
-jumps are looked for with the camera's depth. Inferring rings from elevation angles does not
-work there: the ego frame's origin is not the LiDAR's, and the ground, seen from z = 0,
-collapses onto one false "ring".
+:func:`lidar_edges` finds the same two kinds along the rings of a ring-indexed scan (and
+:func:`with_rings` / :func:`firing_period` recover rings from a firing order); the doctor
+does not use them.
 
 Convention:
-    Ego frame x forward, y left, z up, metres, at the scan's keyframe time; ranges and
-    angles are measured from ``scan.origin``. See docs/conventions.md.
+    Ego frame x forward, y left, z up, metres, at the scan's keyframe time; camera RDF,
+    depth along the optical axis; pixels at centres. See docs/conventions.md.
 """
 
 from __future__ import annotations
@@ -89,12 +87,10 @@ DEPTH_JUMP_INV_REL = 0.1
 #: neighbour (foliage, where every step jumps, makes no edges).
 SIDE_SHARE = 0.5
 #: Reflectivity edge, on one surface (unexplained inverse-depth step below
-#: ``SAME_SURFACE_INV_REL``): two points on one side among the brightest twentieth of the scan
-#: (per-scan rank ``BRIGHT_RANK``), the two on the other side darker than ``DARK_RANK``
-#: (paint, a sign, a number plate against their surroundings; a noisy uniform surface,
-#: whose ranks spread over the whole range, rarely gives two bright points in a row).
-BRIGHT_RANK = 0.95
-DARK_RANK = 0.6
+#: ``SAME_SURFACE_INV_REL``): the per-scan intensity ranks of the two points differ by more
+#: than ``RANK_JUMP``, and each side's outer neighbour changes by less than ``SIDE_SHARE`` of
+#: that (paint, a sign, a number plate against their surroundings).
+RANK_JUMP = 0.4
 SAME_SURFACE_INV_REL = 0.03
 #: Fewest distinct intensity values for reflectivity edges (fewer: depth edges alone).
 MIN_INTENSITY_LEVELS = 8
@@ -361,11 +357,10 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
       edge is placed at the image midpoint of the link (the silhouette lies between the two
       returns; a ring sits up to a ring spacing inside the object) at the nearer point's depth.
     * *Reflectivity edge* (along rows only, the scan direction of a spinning LiDAR; other
-      directions mix rings of different gains), from the per-scan intensity ranks
-      (:func:`intensity_ranks`): the two points on one side of the link are among the scan's
-      brightest (``BRIGHT_RANK``), the two on the other side are not (``DARK_RANK``), on
-      one surface (no unexplained depth step above ``SAME_SURFACE_INV_REL``); the edge is the
-      link's midpoint.
+      directions mix rings of different gains): the per-scan intensity ranks
+      (:func:`intensity_ranks`) jump by more than ``RANK_JUMP`` between two steady sides
+      (``SIDE_SHARE``), on one surface (no unexplained depth step above
+      ``SAME_SURFACE_INV_REL``); the edge is the link's midpoint.
 
     Args:
         scan: The scan (any point order).
@@ -424,14 +419,11 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
         kinds.append(np.full(len(fg), DEPTH, dtype=np.int8))
         orients.append(np.full(len(fg), orient, dtype=np.int8))
         if orient == 0 and rank is not None:
-            pa, nb = prev[a], nxt[b]
-            both = (pa >= 0) & (nb >= 0)
-            lo_a = np.maximum(rank[a], rank[np.maximum(pa, 0)])  # each side: its two points
-            hi_a = np.minimum(rank[a], rank[np.maximum(pa, 0)])
-            lo_b = np.maximum(rank[b], rank[np.maximum(nb, 0)])
-            hi_b = np.minimum(rank[b], rank[np.maximum(nb, 0)])
-            bright_dark = ((hi_a >= BRIGHT_RANK) & (lo_b <= DARK_RANK)) | ((hi_b >= BRIGHT_RANK) & (lo_a <= DARK_RANK))
-            r = both & bright_dark & (rel < SAME_SURFACE_INV_REL)
+            pa, nb = np.maximum(prev[a], 0), np.maximum(nxt[b], 0)
+            step = np.abs(rank[b] - rank[a])
+            steady = ((prev[a] >= 0) & (nxt[b] >= 0) & (np.abs(rank[a] - rank[pa]) < SIDE_SHARE * step)
+                      & (np.abs(rank[nb] - rank[b]) < SIDE_SHARE * step))
+            r = (step > RANK_JUMP) & steady & (rel < SAME_SURFACE_INV_REL)
             pos.append(0.5 * (pc[a[r]] + pc[b[r]]))
             kinds.append(np.full(int(r.sum()), REFLECTIVITY, dtype=np.int8))
             orients.append(np.zeros(int(r.sum()), dtype=np.int8))

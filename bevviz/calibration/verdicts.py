@@ -182,7 +182,8 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
     if evidence.score_best_coarse - evidence.score_median < FLAT_CONTRAST or z_best < rule.z_structure:
         return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                             f"{name}: the LiDAR alignment score is flat (the best rotation stands {z_best:.1f} "
-                            f"robust z above a typical one within +-3 deg, at least {rule.z_structure:g} needed; "
+                            f"robust z above a typical one within +-{SEARCH_RADIUS_DEG:g} deg, at least "
+                            f"{rule.z_structure:g} needed; "
                             f"best {evidence.score_best_coarse:.3f} vs {evidence.score_median:.3f} typical): the "
                             "image edges do not pin the rotation down (too little structure, or noise)")
     support = (f"{evidence.n_points} edge points ({evidence.n_depth} depth, {evidence.n_reflectivity} "
@@ -203,7 +204,8 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
                      "optimum")
         elif gap < rule.z_gap:
             doubt = (f"the stored pose scores almost as well as the best one (robust z {z_stored:.1f} vs "
-                     f"{z_best:.1f} within the +-3 deg landscape; a drop of {rule.z_gap:g} is needed to reject it)")
+                     f"{z_best:.1f} within the +-{SEARCH_RADIUS_DEG:g} deg landscape; a drop of {rule.z_gap:g} is "
+                     "needed to reject it)")
         elif not np.all(evidence.half_gain >= rule.half_gain):
             doubt = (f"the offset is not supported by both image halves (gain over the stored pose: left "
                      f"{evidence.half_gain[0]:+.1f}, right {evidence.half_gain[1]:+.1f} robust z; "
@@ -224,7 +226,8 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         return LidarVerdict(MISCALIBRATED, med, unc, beyond,
                             f"{name}: the LiDAR rejects the stored pose: off by more than {tolerance:g} deg in "
                             f"{beyond:.0%} of the bootstrap replicates, {own}; the stored pose is {gap:.1f} robust z "
-                            f"below the best in the +-3 deg landscape and both image halves support the offset "
+                            f"below the best in the +-{SEARCH_RADIUS_DEG:g} deg landscape and both image halves "
+                            "support the offset "
                             f"(gains {evidence.half_gain[0]:+.1f}, {evidence.half_gain[1]:+.1f}); {support}")
     if within >= confidence:
         if consensus.fitted and np.max(np.abs(raw)) > tolerance and consensus.magnitude_deg > tolerance:

@@ -130,7 +130,8 @@ def score_profiles_figure(profiles: Mapping[str, tuple[np.ndarray, np.ndarray]],
         axes["xaxis" + xr[1:]].update(title=dict(text="offset (deg)") if bottom else None, zeroline=False)
         axes["yaxis" + yr[1:]].update(title=dict(text="score") if left else None)
     layout = base_layout(height, title=title, legend=True, shapes=shapes, annotations=notes, **axes)
-    rows = (n + cols - 1) // cols
-    layout["legend"].update(yanchor="top", y=-0.3 / rows)  # below the bottom row's axis title
-    layout["margin"].update(t=56 if title else 30, b=70)
+    # The legend sits at the very bottom of the figure (container coordinates), under the
+    # bottom row's axis title, so it can cover neither that title nor the figure's.
+    layout["legend"].update(yref="container", yanchor="bottom", y=0.0)
+    layout["margin"].update(t=56 if title else 30, b=84)
     return figure(data, layout)

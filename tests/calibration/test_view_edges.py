@@ -46,13 +46,14 @@ def test_intensity_ranks_do_not_depend_on_the_scale_and_a_constant_intensity_has
 def test_the_ground_makes_no_depth_edges_however_steeply_its_depth_changes():
     rng = np.random.default_rng(1)
     xyz, paint = _ground(rng)
-    edges = view_edges(_scan(xyz, np.where(paint, 0.9, 0.1) + rng.normal(0, 0.01, len(xyz))), _camera())
+    # intensity falls smoothly with range (a uniform surface: neighbours have near ranks)
+    edges = view_edges(_scan(xyz, np.where(paint, 0.9, 0.1) - 0.001 * np.linalg.norm(xyz, axis=1)), _camera())
     # Points scattered at random (not along scan lines) link across rows too: a handful of
     # links in 6000 points straddle a row step the one-sided continuation does not model.
     assert edges.n_depth <= 0.005 * len(xyz)
     assert edges.n_reflectivity > 10  # the stripe's two borders
     lateral = edges.points[edges.kind == REFLECTIVITY, 1]
-    assert (np.abs(np.abs(lateral - 1.0) - 0.15) < 0.2).mean() > 0.75
+    assert (np.abs(np.abs(lateral - 1.0) - 0.15) < 0.2).mean() > 0.9
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.5])
