@@ -64,17 +64,21 @@ def test_the_wheel_carries_every_embedded_file_and_the_app(wheel):
 @pytest.mark.skipif(not (ROOT / "sample_data" / "rig.json").is_file(), reason="sample_data is missing")
 def test_installed_without_the_repository_it_checks_an_embedded_sample_from_another_folder(wheel, tmp_path):
     env_dir = tmp_path / "venv"
-    # The dependencies come from this interpreter's site-packages; bevviz only from the wheel.
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    # The dependencies come from this interpreter's site-packages; bevviz only from the wheel
+    # (installed by this pip into the venv: no ensurepip).
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, timeout=300,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
+                   check=True, timeout=300, capture_output=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    where = subprocess.run([str(python), "-c", "import bevviz.session as s, appkit; print(s.sample_data_dir()); "
-                            "print(appkit.__file__)"], cwd=elsewhere, capture_output=True, text=True, timeout=300)
-    sample_dir, appkit_file = where.stdout.split()[-2:]
-    assert str(env_dir) in sample_dir and str(env_dir) in appkit_file, where.stdout  # not the checkout
+    where = subprocess.run([str(python), "-c", "import importlib.util as u; "
+                            "print(u.find_spec('bevviz').origin); print(u.find_spec('appkit').origin)"],
+                           cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    bevviz_init, appkit_init = map(Path, where.stdout.split())
+    assert env_dir in bevviz_init.parents and env_dir in appkit_init.parents, where.stdout  # not the checkout
+    assert (bevviz_init.parent / "sample_data" / "rig.json").is_file()
+    assert (appkit_init.parent / "streamlit_app" / "pages").is_dir()
     run = subprocess.run([str(env_dir / "bin" / "bevviz"), "check", "rig", "--no-estimate", "--json", "r.json"],
                          cwd=elsewhere, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
