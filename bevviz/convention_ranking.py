@@ -37,6 +37,7 @@ import numpy as np
 
 from bevviz.calibration import rig_seam_cost
 from bevviz.camera import Rig, camera_from_raw
+from bevviz.errors import InputError
 from bevviz.projection import project_points
 from bevviz.shapes import field_error
 from bevviz.storage import Convention, RawCamera
@@ -326,7 +327,7 @@ def _rank(raws: list[RawCamera], images: dict | None, candidates) -> list[Conven
     for conv in cands:
         try:
             rig = Rig(camera_from_raw(r, conv) for r in raws)
-        except ValueError as err:
+        except InputError as err:  # this reading gives no valid camera; a bug is not evidence
             results.append(ConventionScore(conv, float("-inf"),
                                            [f"The numbers cannot be read this way: {err}"]))
             continue
@@ -375,7 +376,7 @@ def _add_seam_evidence(results: list[ConventionScore], images: dict) -> None:
             continue
         try:
             cost, n_pairs = rig_seam_cost(res.rig, images)
-        except ValueError as err:
+        except InputError as err:
             res.evidence.append(f"Seams could not be compared: {err}")
             continue
         if n_pairs == 0:

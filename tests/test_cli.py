@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import bevviz.cli as cli_module
 from bevviz.calibration import perturb_rig
-from bevviz.cli import main
+from bevviz.cli import app_script, main
 from bevviz.io.rig_json import load_rig_file, save_rig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,12 +136,10 @@ def test_a_bad_rig_file_names_the_camera_and_field(tmp_path, capsys):
 @pytest.mark.parametrize("error", [ValueError("operands could not be broadcast together"), KeyError("token"),
                                    ZeroDivisionError("float division by zero")])
 def test_a_bug_is_exit_3_and_says_so_never_bad_input(monkeypatch, capsys, error):
-    import bevviz.cli as cli_module
-
     def broken(self):
         raise error
 
-    monkeypatch.setattr(cli_module.Doctor, "check", broken)
+    monkeypatch.setattr(cli_module.Doctor, "check", broken)  # the doctor the command asks
     assert main(["check", "rig"]) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("bevviz: error: internal error (a bug in bevviz, not in your input)")
@@ -180,8 +179,6 @@ def test_an_embedded_name_never_shadows_a_folder_of_that_name(tmp_path, monkeypa
 
 
 def test_the_app_command_finds_the_app_and_its_pages():
-    from bevviz.cli import app_script
-
     script = app_script()
     assert script.name == "app.py" and (script.parent / "pages" / "rig.py").is_file()
     assert main(["app", "--port", "8502"], parse_only=True) == 0
