@@ -176,24 +176,38 @@ NO_MOTION_NOTE = ("the LiDAR came without the ego motion to this camera's exposu
                   "bevviz.io.nuscenes.load_lidar returns, or a LidarScan with exposure_from_keyframe")
 
 
+#: Said of a camera the LiDAR alone would name from a scan with neither intensity nor motion.
+NO_EVIDENCE_NOTE = ("the scan carries neither intensity nor the ego motion to the exposures (a plain (N, 3) array): "
+                    "its depth edges alone cannot tell a turned camera from a moving car's timing (about a degree), "
+                    "so the LiDAR convicts no camera; pass the intensity or what bevviz.io.nuscenes.load_lidar "
+                    "returns")
+
+
 def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapping[str, CameraEvidence],
                     seam_why: Mapping[str, str], quick_text: Mapping[str, str],
-                    motion_known: bool = True, rule: VerdictRule = RULE) -> RigConsensus:
+                    motion_known: bool = True, rule: VerdictRule = RULE,
+                    intensity_known: bool = True) -> RigConsensus:
     """Fill the LiDAR fields and verdicts of ``findings`` in place (their seam verdicts, with
-    ``seam_why``, as :func:`diagnose` found them); returns the consensus."""
+    ``seam_why``, as :func:`diagnose` found them); returns the consensus.
+
+    A scan that carries neither intensity nor the ego motion to the exposures (a plain
+    (N, 3) array) convicts no camera: its depth edges alone cannot tell a rotation from the
+    timing of a moving car (:data:`NO_EVIDENCE_NOTE`)."""
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)
     for cam, f in findings.items():
         ev = evidence[cam]
         lv = lidar_verdict(ev, consensus, rule=rule)
         sv = (f.witnesses["seams"], seam_why[cam])
         f.verdict, text = combine(lv, sv, f.quick_score)
+        if f.verdict == MISCALIBRATED and not motion_known and not intensity_known:
+            f.verdict, text = INCONCLUSIVE, f"{text}; but {NO_EVIDENCE_NOTE}"
         f.witnesses = {"lidar": lv.verdict, "seams": sv[0]}
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
         f.edge_points = ev.n_points
         f.lidar = ev
         f.score = float(np.max(np.abs(lv.residual_deg)))
-        note = f"; {NO_MOTION_NOTE}" if not motion_known and lv.verdict == MISCALIBRATED else ""
+        note = f"; {NO_MOTION_NOTE}" if not motion_known and f.verdict == MISCALIBRATED else ""
         if len(rig) == 1:
             note += f"; {PAIR_NOTE}"
         f.reason = f"{text} ({quick_text[cam]}){note}."
@@ -288,12 +302,14 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
                         f"(cost {g:.3f} vs {gt_med:.3f}); {quick_text[cam]}.")
         return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
     if with_lidar:
-        motion_known = True
+        motion_known = intensity_known = True
         if evidence is None:
             pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
             motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
+            intensity_known = any(fr.ranks is not None for fr in pairs)
             evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
-        consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known, rule)
+        consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known, rule,
+                                    intensity_known)
         return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med)
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)

@@ -134,16 +134,19 @@ class VerdictRule:
     """
 
     tolerance_deg: float = TOLERANCE_DEG
-    z_structure: float = 1.5
-    z_gap: float = 1.0
-    half_gain: float = 0.5
-    half_agree_deg: float = 1.0
+    z_structure: float = 1.0
+    z_gap: float = 0.5
+    half_gain: float = 1.0
+    half_agree_deg: float = 1.5
     edge_margin_deg: float = 0.5
     confidence: float = CONFIDENCE
-    max_sd_deg: float = 0.5
+    max_sd_deg: float = 0.7
 
 
-#: The shipped rule.
+#: The shipped rule: chosen on the seven development frames (nuScenes, TRI, KITTI; 2 faults
+#: per camera) as the rule with no false alarm and no wrong camera that names the most
+#: faults, over the grid of ``bevviz.calibration.evaluate.RULE_GRID`` and ``max_sd_deg`` in
+#: (0.3, 0.4, 0.5, 0.7); the leave-one-rig-out table tests the same choice on unseen rigs.
 RULE = VerdictRule()
 
 #: Said of a one-camera rig.

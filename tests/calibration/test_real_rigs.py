@@ -1,0 +1,116 @@
+"""The doctor on rigs it was not built around: the embedded TRI 6-camera frame and KITTI frame.
+
+Frames of ``sample_data/real_tri`` (a merged multi-LiDAR cloud without any point order,
+intensity 0..1, the car's body in view) and ``sample_data/real_kitti`` (one camera, a
+64-beam sweep ring after ring, intensity 0..1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
+from bevviz.calibration.evaluate import main as evaluate_main
+from bevviz.calibration.evaluate import random_faults
+from bevviz.calibration.frame_folder import load_frame_folder
+from bevviz.calibration.lidar import as_lidar_frames, camera_evidence, lidar_evidence
+from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
+
+
+def _frame(sample_data, name):
+    path = sample_data / name
+    if not (path / "rig.json").is_file():
+        pytest.skip(f"sample_data/{name} is missing")
+    return load_frame_folder(path)
+
+
+@pytest.fixture(scope="module")
+def tri(sample_data):
+    frame = _frame(sample_data, "real_tri")
+    return frame, lidar_evidence(frame.rig, frame.images, frame.scan)
+
+
+@pytest.fixture(scope="module")
+def kitti(sample_data):
+    frame = _frame(sample_data, "real_kitti")
+    return frame, lidar_evidence(frame.rig, frame.images, frame.scan)
+
+
+def _named(found):
+    return [f.camera for f in found if f.verdict == MISCALIBRATED]
+
+
+def test_the_frame_folders_load_with_their_motion_and_no_point_order(tri, kitti):
+    frame, _ = tri
+    assert len(frame.rig) == 6 and frame.scan.ring is None
+    assert set(frame.scan.exposure_from_keyframe) == set(frame.rig.names)  # the car moves between stamps
+    assert frame.scan.intensity.max() <= 1.0  # not nuScenes' 0..255
+    k, _ = kitti
+    assert k.rig.names == ["image_2"] and k.images["image_2"].shape == (375, 1242, 3)
+
+
+def test_the_dataset_calibration_of_either_rig_is_not_accused(tri, kitti):
+    for frame, ev in (tri, kitti):
+        found = diagnose(frame.rig, frame.images, evidence=ev)
+        assert _named(found) == [], [f.reason for f in found]
+        for f in found:
+            assert f.reason and f.verdict in ("ok", "inconclusive")
+            if f.verdict == INCONCLUSIVE:
+                assert "LiDAR" in f.reason or "seams" in f.reason  # the reason is said in words
+
+
+def test_a_one_camera_rig_is_judged_as_a_camera_lidar_pair(kitti):
+    frame, ev = kitti
+    (finding,) = diagnose(frame.rig, frame.images, evidence=ev)
+    assert "camera-LiDAR pair" in finding.reason
+
+
+@pytest.mark.parametrize("rig_name,cameras,least_named", [("tri", ("CAMERA_05", "CAMERA_06", "CAMERA_09"), 0),
+                                                          ("kitti", ("image_2", "image_2", "image_2"), 1)])
+def test_turned_cameras_accuse_no_other_camera_and_refinement_never_makes_them_worse(tri, kitti, rig_name, cameras,
+                                                                                      least_named):
+    """Three seeded 1-2 deg faults about random axes per rig (as the evaluation draws them):
+    never a wrong camera, refinement never further from the truth, and on KITTI at least one
+    named. (On the half-size TRI frame the doctor stays inconclusive on these three, as it
+    does on most single TRI frames: what is tested there is that it accuses no one wrongly.)"""
+    frame, base = {"tri": tri, "kitti": kitti}[rig_name]
+    drawn = random_faults(frame, per_camera=3, seed=0)
+    faults: list = []
+    for cam in cameras:  # the next fault drawn for each listed camera
+        faults.append(next(x for x in drawn if x[0] == cam and not any(x is y for y in faults)))
+    named = 0
+    for camera, fault in faults:
+        bad = perturb_rig(frame.rig, camera, roll_deg=fault[0], pitch_deg=fault[1], yaw_deg=fault[2])
+        ev = dict(base, **{camera: camera_evidence(bad[camera], as_lidar_frames(frame.images, frame.scan))})
+        found = diagnose(bad, frame.images, evidence=ev)
+        assert set(_named(found)) <= {camera}, [f.reason for f in found]
+        named += camera in _named(found)
+        new, hist = refine_extrinsics(bad, frame.images, None, camera, frame.scan, evidence=ev)
+        start = camera_delta(frame.rig[camera], bad[camera]).angle_deg
+        end = camera_delta(frame.rig[camera], new[camera]).angle_deg
+        assert end <= start + 1e-9, hist.check  # accepted or not, never further from the truth
+        if not hist.accepted:
+            assert new is bad
+    assert named >= least_named
+
+
+def test_a_scan_without_intensity_or_images_of_noise_accuse_no_camera(real_sample, real_evidence):
+    rig, images, scan = real_sample
+    xyz = scan.points[:, :3].copy()  # an (N, 3) array: no intensity, no rings, no motion
+    found = diagnose(rig, images, lidar=xyz, replicates=8)
+    assert _named(found) == [], [f.reason for f in found]
+    rng = np.random.default_rng(0)
+    noise = {n: rng.integers(0, 256, img.shape, dtype=np.uint8) for n, img in images.items()}
+    found = diagnose(rig, noise, lidar=scan, replicates=8)
+    assert _named(found) == [], [f.reason for f in found]
+    assert all(f.verdict == INCONCLUSIVE for f in found)
+
+
+@pytest.mark.slow
+def test_the_evaluation_prints_its_tables_on_frame_folders(sample_data, capsys):
+    _frame(sample_data, "real_kitti")
+    code = evaluate_main(["--frames", str(sample_data / "real_kitti"), "--faults", "1", "--no-refine"])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    assert "false alarms" in out and "TOTAL" in out and "LiDAR on the unperturbed rigs" in out
