@@ -2,7 +2,8 @@
 
 Idea (after Levinson & Thrun, RSS 2013): where a camera's extrinsics are right, the LiDAR's
 edge points (:mod:`~bevviz.calibration.lidar_edges`: depth silhouettes and reflectivity
-jumps, found in each camera's own view) project onto image edges across their link. The
+jumps, found along the rings of a scan that carries a ring index, else in each camera's own
+view) project onto image edges across their link. The
 *alignment score* of a hypothesis is the mean edge attraction
 (:mod:`~bevviz.calibration.edge_maps`, one channel per gradient orientation) at the
 projected edge points; this module finds the small body-frame rotation of the camera that
@@ -53,7 +54,7 @@ import cv2
 import numpy as np
 
 from bevviz.calibration.edge_maps import oriented_attraction_maps
-from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, intensity_ranks, view_edges
+from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, LidarEdges, intensity_ranks, lidar_edges, view_edges
 from bevviz.camera import Camera, Rig
 from bevviz.depth_buffer import visible
 from bevviz.lidar import LidarScan, as_lidar_scan
@@ -128,18 +129,23 @@ class LidarFrame:
 
     Attributes:
         images: Camera name -> uint8 RGB image (H, W, 3).
-        scan: The scan (ego frame at its keyframe time, with the exposure motion). Each
-            camera finds its edges in its own view
+        scan: The scan (ego frame at its keyframe time, with the exposure motion). Without
+            a ring index each camera finds its edges in its own view
             (:func:`~bevviz.calibration.lidar_edges.view_edges`): no ring or point order needed.
         ranks: Per-scan intensity ranks, (N,), or None when the scan has no usable intensity.
         ignore: Camera name -> (H, W) bool mask at the calibrated size, True where the image
             does not show the world (the car's own body); cameras without one use all pixels.
+        ring_edges: The scan's edges along its rings
+            (:func:`~bevviz.calibration.lidar_edges.lidar_edges`) when the scan carries a ring
+            index (a spinning LiDAR's own scan lines, as a nuScenes ``.bin`` stores them);
+            None otherwise, and then each camera finds its edges in its own view.
     """
 
     images: Mapping[str, np.ndarray]
     scan: LidarScan
     ranks: np.ndarray | None = None
     ignore: Mapping[str, np.ndarray] = field(default_factory=dict)
+    ring_edges: LidarEdges | None = None
 
 
 def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
@@ -169,7 +175,8 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
     out = []
     for k, (imgs, s) in enumerate(zip(frames, scans)):
         scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
-        out.append(LidarFrame(imgs, scan, intensity_ranks(scan.intensity), dict(ignore or {})))
+        rings = lidar_edges(scan) if scan.ring is not None else None
+        out.append(LidarFrame(imgs, scan, intensity_ranks(scan.intensity), dict(ignore or {}), rings))
     return out
 
 
@@ -210,11 +217,16 @@ class EdgeAlignment:
             exposure = fr.scan.exposure(camera.name)
             # cam_from_ego(t_cam) @ ego(t_cam)_from_ego(t_keyframe), as (3, 3) and (3,)
             Rx, tx = R @ exposure[:3, :3], R @ exposure[:3, 3] + t
-            edges = view_edges(fr.scan, camera, fr.ignore.get(camera.name), fr.ranks)
+            mask = fr.ignore.get(camera.name)
+            edges = fr.ring_edges if fr.ring_edges is not None else view_edges(fr.scan, camera, mask, fr.ranks)
             pc = edges.points @ Rx.T + tx
             uv = _project(pc, camera.K)
             inside = ((pc[:, 2] > MIN_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
                       & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
+            if fr.ring_edges is not None and mask is not None and inside.any():  # view edges drop these themselves
+                iu = np.clip(np.round(uv[:, 0]).astype(np.int64), 0, camera.width - 1)
+                iv = np.clip(np.round(uv[:, 1]).astype(np.int64), 0, camera.height - 1)
+                inside &= ~mask[iv, iu]
             near = fr.scan.far_from_origin()
             occ = fr.scan.xyz[near] @ Rx.T + tx
             keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,
