@@ -48,7 +48,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cv2
 import numpy as np
@@ -56,8 +56,9 @@ import numpy as np
 from bevviz.calibration.edge_maps import oriented_attraction_maps
 from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, LidarEdges, intensity_ranks, lidar_edges, view_edges
 from bevviz.camera import Camera, Rig
-from bevviz.depth_buffer import visible
+from bevviz.depth_buffer import thin_indices, visible
 from bevviz.lidar import LidarScan, as_lidar_scan
+from bevviz.limits import MAX_DOCTOR_LIDAR_POINTS
 from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrix
 from bevviz.shapes import field_error
 
@@ -175,6 +176,9 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
     out = []
     for k, (imgs, s) in enumerate(zip(frames, scans)):
         scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
+        thin = thin_indices(len(scan), MAX_DOCTOR_LIDAR_POINTS)
+        if thin is not None:  # an even, seeded sample; its rings no longer hold neighbours
+            scan = replace(scan, points=scan.points[thin], ring=None, sweep=scan.sweep[thin])
         rings = lidar_edges(scan) if scan.ring is not None else None
         out.append(LidarFrame(imgs, scan, intensity_ranks(scan.intensity), dict(ignore or {}), rings))
     return out

@@ -11,6 +11,7 @@ import torch
 from bevviz.calibration.lidar import AXES, as_lidar_frames, camera_evidence, hypothesis_matrix, lidar_evidence
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera
+from bevviz.limits import MAX_DOCTOR_LIDAR_POINTS
 from bevviz.rotations import rpy_to_matrix
 
 
@@ -107,3 +108,17 @@ def test_a_camera_without_visible_edges_has_no_evidence(real_sample):
     far = dataclasses.replace(scan, points=scan.points[:0], ring=scan.ring[:0], sweep=scan.sweep[:0])
     ev = lidar_evidence(rig.subset(["CAM_BACK"]), images, far)["CAM_BACK"]
     assert ev.n_points == 0 and len(ev.replicates_deg) == 0
+
+
+def test_a_cloud_denser_than_the_doctor_needs_is_thinned_evenly_and_read_without_rings(real_sample):
+    """A 2-million-point upload took minutes per diagnose; past MAX_DOCTOR_LIDAR_POINTS the scan
+    is an even, seeded sample of that many (the same every run), its rings dropped."""
+    rig, images, scan = real_sample
+    n = MAX_DOCTOR_LIDAR_POINTS + 1000
+    dense = dataclasses.replace(scan, points=np.resize(scan.points, (n, 4)), ring=np.resize(scan.ring, n),
+                                sweep=np.resize(scan.sweep, n))
+    a, b = as_lidar_frames(images, dense)[0].scan, as_lidar_frames(images, dense)[0].scan
+    assert len(a) == MAX_DOCTOR_LIDAR_POINTS and a.ring is None
+    np.testing.assert_array_equal(a.points, b.points)
+    kept = as_lidar_frames(images, scan)[0]
+    assert len(kept.scan) == len(scan) and kept.ring_edges is not None  # a real sweep is left whole
