@@ -52,13 +52,14 @@ from bevviz.calibration.seams import analyze_seams, seam_grid
 from bevviz.calibration.verdicts import MIN_EDGE_POINTS, MISCALIBRATED, RULE, VerdictRule, combine, lidar_verdict
 from bevviz.camera import Rig
 from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
+from bevviz.sample_location import locate
 from bevviz.threads import single_threaded
 
 __all__ = ["Case", "DEFAULT_DATAROOT", "RULE_GRID", "Targets", "evaluate", "evaluate_frames", "leave_one_rig_out",
            "load_frames", "main", "random_faults", "summary"]
 
 #: The embedded real keyframe (a checkout of the repository).
-DEFAULT_DATAROOT = Path(__file__).resolve().parents[2] / "sample_data" / "real_nuscenes"
+DEFAULT_DATAROOT = locate() / "real_nuscenes"
 #: Injected faults (degrees) per axis, for axis-aligned cases.
 DEGREES = (-2.0, -1.0, 1.0, 2.0)
 #: Axis-aligned cases on the embedded nuScenes keyframe (camera, axis, degrees): one per

@@ -14,7 +14,6 @@ shadows a path that exists (:func:`embedded_path`).
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from bevviz.calibration import GroundTruth
 from bevviz.errors import InputError
 from bevviz.io.images import read_image
+from bevviz.sample_location import locate
 
 __all__ = [
     "EMBEDDED", "NAMES", "REAL_NUSCENES_ATTRIBUTION", "SAMPLE_DATA", "attribution", "embedded_path",
@@ -34,21 +34,9 @@ NAMES = {"rig": "rig.json", "nuscenes": "nuscenes", "real-nuscenes": "real_nusce
 #: for the attribution (sample_data/real_nuscenes/README.md).
 REAL_NUSCENES_ATTRIBUTION = ("Data: nuScenes (Motional), https://www.nuscenes.org, licensed CC BY-NC-SA 4.0 "
                              "(non-commercial use only).")
-#: Folder name of the samples, inside the installed package and in the repository.
-FOLDER = "sample_data"
-
-
-def _locate() -> Path:
-    """``<package>/sample_data`` of an installed wheel, else ``sample_data`` beside the
-    package (a source checkout)."""
-    package = Path(str(resources.files("bevviz")))
-    installed = package / FOLDER
-    return installed if installed.is_dir() else package.parent / FOLDER
-
-
 #: The folder of the embedded samples (it may be missing: a trimmed copy; callers check
 #: what they need). Found once, at import.
-SAMPLE_DATA = _locate()
+SAMPLE_DATA = locate()
 #: Name -> absolute path of each embedded sample, for callers that list them.
 EMBEDDED = {name: SAMPLE_DATA / rel for name, rel in NAMES.items()}
 
