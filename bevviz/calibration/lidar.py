@@ -55,10 +55,12 @@ import numpy as np
 
 from bevviz.calibration.edge_maps import oriented_attraction_maps
 from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, LidarEdges, intensity_ranks, lidar_edges, view_edges
+from bevviz.calibration.masks import in_mask
 from bevviz.camera import Camera, Rig
 from bevviz.depth_buffer import thin_indices, visible
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.limits import MAX_DOCTOR_LIDAR_POINTS
+from bevviz.projection import inside_image
 from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrix
 from bevviz.shapes import field_error
 
@@ -225,12 +227,9 @@ class EdgeAlignment:
             edges = fr.ring_edges if fr.ring_edges is not None else view_edges(fr.scan, camera, mask, fr.ranks)
             pc = edges.points @ Rx.T + tx
             uv = _project(pc, camera.K)
-            inside = ((pc[:, 2] > MIN_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
-                      & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
+            inside = (pc[:, 2] > MIN_DEPTH_M) & inside_image(uv[:, 0], uv[:, 1], camera.width, camera.height)
             if fr.ring_edges is not None and mask is not None and inside.any():  # view edges drop these themselves
-                iu = np.clip(np.round(uv[:, 0]).astype(np.int64), 0, camera.width - 1)
-                iv = np.clip(np.round(uv[:, 1]).astype(np.int64), 0, camera.height - 1)
-                inside &= ~mask[iv, iu]
+                inside[inside] = ~in_mask(mask, uv[inside])
             near = fr.scan.far_from_origin()
             occ = fr.scan.xyz[near] @ Rx.T + tx
             keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,

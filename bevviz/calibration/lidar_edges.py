@@ -40,8 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bevviz.calibration.masks import in_mask
 from bevviz.camera import Camera
 from bevviz.lidar import MIN_RANGE_M, LidarScan
+from bevviz.projection import inside_image
 from bevviz.shapes import check_shape, field_error
 
 __all__ = [
@@ -387,13 +389,10 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
     pc = pe @ R.T + t
     z = pc[:, 2]
     uv = (pc @ camera.K.T)[:, :2] / np.maximum(z, 1e-6)[:, None]
-    inside = ((z > MIN_VIEW_DEPTH_M) & (uv[:, 0] >= -0.5) & (uv[:, 0] <= camera.width - 0.5)
-              & (uv[:, 1] >= -0.5) & (uv[:, 1] <= camera.height - 0.5))
+    inside = (z > MIN_VIEW_DEPTH_M) & inside_image(uv[:, 0], uv[:, 1], camera.width, camera.height)
     if ignore is not None and inside.any():
         check_shape(ignore, (camera.height, camera.width), "ignore", camera.name)
-        iu = np.clip(np.round(uv[:, 0]).astype(np.int64), 0, camera.width - 1)
-        iv = np.clip(np.round(uv[:, 1]).astype(np.int64), 0, camera.height - 1)
-        inside &= ~ignore[iv, iu]
+        inside[inside] = ~in_mask(ignore, uv[inside])
     # No depth buffer before linking: it would hide the background right next to a
     # silhouette and move the link's midpoint off the edge; edges the camera cannot see are
     # dropped later (bevviz.calibration.lidar.EdgeAlignment).

@@ -19,7 +19,7 @@ import numpy as np
 from bevviz.camera import Rig
 from bevviz.shapes import field_error
 
-__all__ = ["ignore_masks"]
+__all__ = ["ignore_masks", "in_mask"]
 
 
 def ignore_masks(rig: Rig, polygons: Mapping[str, Sequence[Sequence[Sequence[float]]]] | None) -> dict[str, np.ndarray]:
@@ -52,3 +52,22 @@ def ignore_masks(rig: Rig, polygons: Mapping[str, Sequence[Sequence[Sequence[flo
             cv2.fillPoly(mask, [np.round(arr).astype(np.int32)], 1)
         out[name] = mask.astype(bool)
     return out
+
+
+def in_mask(mask: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    """Whether each pixel falls on a True pixel of ``mask`` (nearest pixel, clamped to the image).
+
+    Args:
+        mask: (H, W) bool mask at the camera's calibrated size.
+        uv: Pixels (u, v), shape (N, 2), finite.
+
+    Returns:
+        (N,) bool.
+
+    Convention:
+        Pixels at centres: pixel (i, j) covers u in [j - 0.5, j + 0.5).
+    """
+    h, w = mask.shape
+    iu = np.clip(np.round(uv[:, 0]).astype(np.int64), 0, w - 1)
+    iv = np.clip(np.round(uv[:, 1]).astype(np.int64), 0, h - 1)
+    return mask[iv, iu]
