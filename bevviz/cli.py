@@ -24,6 +24,7 @@ import click
 
 from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, flagged_rows, run_audit
 from bevviz.errors import InputError, bug_message
+from bevviz.io.images import atomic_write_bytes
 from bevviz.npu_cli import npu
 from bevviz.session import Doctor, load_scene
 
@@ -178,9 +179,9 @@ def check(ctx: click.Context, source: str, images: str | None, version: str, sam
     report = Doctor(scene, settings).check()
     _print_check(report, strict)
     if json_path:
-        Path(json_path).write_text(json.dumps(report.to_dict(strict), indent=2) + "\n")
+        atomic_write_bytes(Path(json_path), (json.dumps(report.to_dict(strict), indent=2) + "\n").encode())
     if html_path:
-        Path(html_path).write_text(check_html(report, scene.images, strict))
+        atomic_write_bytes(Path(html_path), check_html(report, scene.images, strict).encode())
     return report.exit_code(strict)
 
 
