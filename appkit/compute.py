@@ -14,8 +14,8 @@ import torch
 from appkit.state import HASH_FUNCS, Scene
 from bevviz import overlays
 from bevviz.bev_grid import BEVGrid
-from bevviz.calibration import CameraEvidence, as_lidar_frames, camera_evidence, edge_strength
-from bevviz.camera import Camera, Rig
+from bevviz.calibration import edge_strength
+from bevviz.camera import Rig
 from bevviz.features import conv_features, rgb_features
 from bevviz.pipeline import bev_features
 from bevviz.projection import Projection
@@ -201,36 +201,6 @@ def lidar_overlay(ov: CameraOverlay, points: overlays.CameraLidar | None, color_
 # --------------------------------------------------------------------------------------
 # The LiDAR witness of the Calibration Doctor
 # --------------------------------------------------------------------------------------
-
-
-@_cache_data(max_entries=64)
-def _camera_evidence(camera: Camera, lidar_key: str, _image: np.ndarray, _scan) -> CameraEvidence:
-    """One camera's LiDAR evidence: a function of the camera, its image and the scan only
-    (``lidar_key`` names the last two), so moving one camera recomputes that camera alone."""
-    return camera_evidence(camera, as_lidar_frames({camera.name: _image}, _scan))
-
-
-def lidar_evidence(scene: Scene, rig: Rig, progress=None) -> dict[str, CameraEvidence]:
-    """LiDAR evidence of every camera of ``rig`` (the scene's rig, perhaps perturbed) against
-    the scene's scan, cached per camera.
-
-    Args:
-        scene: The scene (its images, ``lidar`` and ``lidar_key``).
-        rig: The rig to judge.
-        progress: Optional ``callback(done, total, camera)``.
-
-    Returns:
-        Camera name -> :class:`bevviz.calibration.CameraEvidence`, in rig order (what
-        ``diagnose(..., evidence=)`` and ``refine_extrinsics(..., evidence=)`` take).
-    """
-    out = {}
-    for k, cam in enumerate(rig):
-        if progress is not None:
-            progress(k, len(rig), cam.name)
-        out[cam.name] = _camera_evidence(cam, scene.lidar_key, scene.images[cam.name], scene.lidar)
-    if progress is not None:
-        progress(len(rig), len(rig), "")
-    return out
 
 
 @_cache_data(max_entries=12)

@@ -6,14 +6,122 @@ formatted here; every verdict and offset comes from :func:`bevviz.calibration.di
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from bevviz.calibration import AXES, TOLERANCE_DEG, CameraFinding, RigConsensus
+from bevviz.bev_grid import BEVGrid
+from bevviz.calibration import (
+    AXES,
+    CONFIDENCE,
+    MISCALIBRATED,
+    PERTURBATION_KEYS,
+    TOLERANCE_DEG,
+    CameraFinding,
+    RefineHistory,
+    RigConsensus,
+    seam_grid,
+)
+from bevviz.limits import escape_markdown
+from bevviz.viz.calibration import loss_curve_figure, ranking_figure
 from bevviz.viz.calibration_lidar import VERDICT_COLORS
 
-__all__ = ["consensus_summary", "evidence_rows", "reason_lines", "verdict_rows", "verdict_table"]
+__all__ = ["HELP", "INTRO_TEXT", "LIDAR_TEXT", "OFFSETS_TEXT", "PROFILES_TEXT", "SEAM_COST_TEXT", "SLIDERS", "Z_TEXT",
+           "active_perturbations", "consensus_summary", "evidence_rows", "loss_figure", "named_markdown",
+           "perturbations", "ranking", "reason_lines", "reasons_markdown", "seam_grid_of", "slider_defaults",
+           "slider_key", "verdict_rows", "verdict_table"]
+
+#: The perturbation sliders: (key of :data:`bevviz.calibration.PERTURBATION_KEYS`, label, min, max, step).
+SLIDERS = (("roll_deg", "roll (deg)", -5.0, 5.0, 0.1), ("pitch_deg", "pitch (deg)", -5.0, 5.0, 0.1),
+           ("yaw_deg", "yaw (deg)", -5.0, 5.0, 0.1), ("x_cm", "x (cm)", -50.0, 50.0, 1.0),
+           ("y_cm", "y (cm)", -50.0, 50.0, 1.0), ("z_cm", "z (cm)", -50.0, 50.0, 1.0),
+           ("fx_scale", "fx scale", 0.9, 1.1, 0.005), ("fy_scale", "fy scale", 0.9, 1.1, 0.005))
+
+
+# The page's explanations, next to the tables they explain.
+INTRO_TEXT = ("every camera's image is projected onto the ground (z = 0); where two footprints overlap (a seam) "
+              "both must show the same ground. A misaligned camera breaks the seams with both of its neighbours.")
+#: Help of the page's widgets, by widget key ("adopt": both adopt buttons).
+HELP = {
+    "cd_radius": "Ground cells up to this distance from the rig centre are compared.",
+    "cd_cell": "The side seams of a nuScenes-like rig are ~10 degree wedges: small cells keep enough of them. "
+               "30 m and 0.2 m are the grid of `bevviz check` (the same numbers).",
+    "cd_frames": "Objects standing in a seam hide the ground there; other samples of the same rig see those seams "
+                 "clear. Only for the embedded sample (same physical rig).",
+    "cd_diagnose": "Lets each suspect rotate alone for a moment and measures how much that repairs its seams: a "
+                   "misaligned camera repairs both, a good neighbour only trades one seam for the other.",
+    "cd_quality": "accurate: 3 levels down to 0.2 m cells and half-size images; fast: 2 coarser levels.",
+    "cd_translation": "Seams constrain translation only weakly (a few cm move the ground by a few cm).",
+    "adopt": "Replace the loaded rig for every page (until another source is loaded).",
+    "from_loaded": "Rotation between the refined camera and the camera as loaded (before your perturbation).",
+}
+SEAM_COST_TEXT = ("Seam cost = 1 - correlation of the normalised gradient fields of the two cameras' ground "
+                  "projections (0 = the same edges; exposure does not matter; objects standing in a seam raise it "
+                  "whatever the calibration). NCC = the same on colours.")
+LIDAR_TEXT = ("Each camera looks at the scan from its own exposure time and finds its edges: depth jumps no plane "
+              "explains (silhouettes) and jumps of the per-scan intensity ranks (paint, signs), each scored on the "
+              "image gradients across it. The rotation is searched over +-3 deg; a camera is called miscalibrated "
+              "only when the stored pose is rejected (far below the best, the offset supported by both image halves, "
+              "pinned down by a bootstrap); otherwise \"inconclusive\", with the reason. What all cameras share (the "
+              "LiDAR's own error) is taken out by a rig consensus. About a second per camera; each camera is aligned "
+              "once per scan.")
+OFFSETS_TEXT = ("Offsets: each camera's own rotation error (body frame: roll about the optical axis, pitch positive "
+                "looking down, yaw positive to the left) after the rig consensus, +- its bootstrap spread.")
+Z_TEXT = ("z: robust z within the +-3 deg score landscape (score minus its median, over 1.48 x its median absolute "
+          "deviation). A stored pose well below the best, with both image halves gaining from the best rotation and "
+          "agreeing on it, is what convicts a camera.")
+PROFILES_TEXT = ("Red: the edge points with the stored calibration; green: at the optimum. Each curve turns one axis "
+                 "through the optimum (offset 0 = the stored calibration), the others held there.")
+
+def slider_key(camera: str, key: str) -> str:
+    """Session-state key of one camera's perturbation slider."""
+    return f"cd_p_{camera}_{key}"
+
+
+def slider_defaults(cameras: Sequence[str]) -> dict[str, float]:
+    """Every perturbation slider of ``cameras`` at its default (no perturbation), by session-state key."""
+    return {slider_key(c, k): PERTURBATION_KEYS[k] for c in cameras for k, *_ in SLIDERS}
+
+
+def perturbations(state: Mapping, cameras: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Camera -> every perturbation as the sliders in ``state`` hold it (defaults where unset)."""
+    return {c: {k: state.get(slider_key(c, k), PERTURBATION_KEYS[k]) for k, *_ in SLIDERS} for c in cameras}
+
+
+def active_perturbations(perturbed: Mapping[str, Mapping[str, float]]) -> str:
+    """The perturbations away from their defaults, in words ("" when none)."""
+    active = {c: {k: v for k, v in p.items() if v != PERTURBATION_KEYS[k]} for c, p in perturbed.items()}
+    return "; ".join(f"{c}: " + ", ".join(f"{k} {v:g}" if k.endswith("scale") else f"{k} {v:+g}"
+                                          for k, v in p.items()) for c, p in active.items() if p)
+
+
+def seam_grid_of(radius: float, cell: float) -> BEVGrid | None:
+    """The seam grid of ``radius`` and ``cell`` metres; None when it is the library's default
+    (the doctor is then the one ``bevviz check`` makes, with the same numbers)."""
+    grid = seam_grid(radius=float(radius), resolution=float(cell))
+    return None if grid == seam_grid() else grid
+
+
+def ranking(found: Sequence[CameraFinding], names: Sequence[str], title: str, x_title: str = "x median"):
+    """A diagnosis's ranking as a figure (:func:`bevviz.viz.calibration.ranking_figure`): every camera's score."""
+    return ranking_figure([f.camera for f in found], [f.score for f in found], list(names), title=title,
+                          x_title=x_title)
+
+
+def named_markdown(found: Sequence[CameraFinding]) -> str:
+    """The cameras a LiDAR diagnosis convicts, in one markdown sentence (tolerance and confidence included)."""
+    named = ", ".join(f.camera for f in found if f.verdict == MISCALIBRATED)
+    return (f"Miscalibrated: **{escape_markdown(named) or 'no camera'}** (tolerance {TOLERANCE_DEG:g} deg, "
+            f"in {CONFIDENCE:.0%} of the bootstrap replicates).")
+
+
+def loss_figure(hist: RefineHistory):
+    """A refinement's loss and rotation per step (:func:`bevviz.viz.calibration.loss_curve_figure`)."""
+    rows = hist.rows()
+    return loss_curve_figure([r["loss"] for r in rows], [r["level"] for r in rows],
+                             [(r["roll_deg"], r["pitch_deg"], r["yaw_deg"]) for r in rows],
+                             title=f"Refining {hist.camera} against {', '.join(hist.neighbours)} "
+                                   f"({hist.seconds:.1f} s)")
 
 
 def _offset(finding: CameraFinding, axis: str) -> str:
@@ -65,6 +173,11 @@ def reason_lines(findings: Sequence[CameraFinding]) -> list[tuple[str, str, str]
     """(camera, verdict, reason) per finding, in order: the whole reason of every verdict,
     "inconclusive" included, for the page to show in full (a table cell cuts it)."""
     return [(f.camera, f.verdict, f.reason) for f in findings]
+
+
+def reasons_markdown(findings: Sequence[CameraFinding]) -> str:
+    """:func:`reason_lines` as one markdown list, every reason in full, user text escaped."""
+    return "\n".join(f"- **{escape_markdown(c)}** · *{v}*: {escape_markdown(r)}" for c, v, r in reason_lines(findings))
 
 
 def _verdict_style(verdict: str) -> str:

@@ -8,8 +8,13 @@ and the audit ask of it, with one typed method each:
 * :meth:`Doctor.sanity`: the projection sanity of every camera;
 * :meth:`Doctor.diagnose`: which camera is off (the LiDAR witness with a scan, the seams
   always), a :class:`bevviz.calibration.Diagnosis`;
-* :meth:`Doctor.quick`: the seams' fast ranking only (live views);
+* :meth:`Doctor.quick`: the seams' fast ranking only (live views); :meth:`Doctor.seams` the
+  seam analysis behind it, :meth:`Doctor.versus_truth` the cameras against a known ground
+  texture, :meth:`Doctor.thorough` each suspect rotated alone over every frame;
+* :meth:`Doctor.perturbed`: the doctor of the same scene with cameras moved (what-if views);
+  it shares the LiDAR evidence of every camera it did not move;
 * :meth:`Doctor.refine`: one camera refined, reusing the diagnosis's LiDAR evidence;
+  :meth:`Doctor.refine_seams` against its seams alone (over every frame);
 * :meth:`Doctor.seam_offset`: a flagged camera's offset estimated from its seams;
 * :meth:`Doctor.check`: all of it as a :class:`~bevviz.session.report.CheckReport`.
 
@@ -26,27 +31,44 @@ Convention:
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.calibration import (
     AXES,
+    DEFAULT_LEVELS,
+    FAST_LEVELS,
     INCONCLUSIVE,
     MISCALIBRATED,
+    CameraEvidence,
+    CameraFinding,
     Diagnosis,
     RefineHistory,
+    SeamAnalysis,
+    analyze_seams,
+    apply_perturbations,
+    as_lidar_frames,
     camera_delta,
+    deltas_json,
     diagnose,
+    ignore_masks,
+    lidar_evidence,
     refine_camera,
     refine_extrinsics,
+    seam_grid,
+    standout,
 )
 from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, ConventionScore, RawCamera, rank_conventions
 from bevviz.errors import InputError
+from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from
 from bevviz.lidar import LidarScan
+from bevviz.session.loaders import dataset
 from bevviz.session.report import (
     CameraCheck,
     CameraSanity,
@@ -57,10 +79,59 @@ from bevviz.session.report import (
 )
 from bevviz.session.scene import Scene
 
-__all__ = ["Doctor", "check_rig"]
+__all__ = ["Doctor", "Refinement", "SeamView", "check_rig", "dataset_frames"]
 
 #: Progress callback: ``(done, total, camera)``.
 Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class SeamView:
+    """The seams of one rig on one frame, with what a view draws of them.
+
+    Attributes:
+        analysis: The :class:`bevviz.calibration.SeamAnalysis` (with the ground-truth costs
+            when the scene has a known ground texture).
+        mosaic: BEV mosaic, RGB uint8 (H_bev, W_bev, 3).
+        error: Seam error map (H_bev, W_bev), NaN off the seams.
+        table: One row per seam (:meth:`SeamAnalysis.table`).
+    """
+
+    analysis: SeamAnalysis
+    mosaic: np.ndarray
+    error: np.ndarray
+    table: list[dict]
+
+    @classmethod
+    def of(cls, analysis: SeamAnalysis) -> SeamView:
+        """The view of ``analysis``."""
+        return cls(analysis, analysis.mosaic(), analysis.seam_error_map(), analysis.table())
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """One camera refined.
+
+    Attributes:
+        camera: The camera refined.
+        rig_in: The rig it was refined in.
+        rig: The rig after (``rig_in`` itself when ``history.accepted`` is False).
+        history: The :class:`bevviz.calibration.RefineHistory`.
+        from_loaded_deg: Rotation (degrees) between the refined camera and the camera as
+            the scene was loaded (before any perturbation).
+        after: The seams of the refined rig (seam refinements), else None.
+    """
+
+    camera: str
+    rig_in: Rig
+    rig: Rig
+    history: RefineHistory
+    from_loaded_deg: float
+    after: SeamView | None = None
+
+    def deltas_json(self) -> str:
+        """The correction of every camera as JSON (:func:`bevviz.calibration.deltas_json`)."""
+        return deltas_json(self.rig_in, self.rig)
 
 
 class Doctor:
@@ -76,12 +147,28 @@ class Doctor:
         scene: The scene.
         settings: The settings.
         grid: The seam grid (None: the library's default).
+        frames: Other frames of the same rig (camera name -> image each, this scene's
+            included) for :meth:`thorough` and :meth:`refine_seams`: seams hidden by objects
+            in one frame may be clear in another. Default: the scene's images alone.
+        evidence_store: Where LiDAR evidence is kept, per camera (its fingerprint) and
+            bootstrap size; share one between doctors of the same images and scan
+            (:meth:`perturbed` does) and each camera is aligned once.
+        loaded: The rig as loaded, before any perturbation (default the scene's).
     """
 
-    def __init__(self, scene: Scene, settings: CheckSettings | None = None, grid: BEVGrid | None = None):
+    def __init__(self, scene: Scene, settings: CheckSettings | None = None, grid: BEVGrid | None = None,
+                 frames: Sequence[Mapping[str, np.ndarray]] | None = None,
+                 evidence_store: MutableMapping | None = None, loaded: Rig | None = None):
         self.scene = scene
         self.settings = CheckSettings() if settings is None else settings
         self.grid = grid
+        self.frames = tuple(frames) if frames else ()
+        self.loaded = scene.rig if loaded is None else loaded
+        self._store: MutableMapping = {} if evidence_store is None else evidence_store
+        self._seams: SeamView | None = None
+        self._truth: Diagnosis | None = None
+        self._thorough: Diagnosis | None = None
+        self._refined: dict[tuple, Refinement] = {}
         self._ranking: list[ConventionScore] | None = None
         self._sanity: dict[str, CameraSanity] | None = None
         self._diagnosis: Diagnosis | None = None
@@ -155,16 +242,98 @@ class Doctor:
         """
         if self._diagnosis is None:
             images = self._require_images()
-            self._diagnosis = diagnose(self.rig, images, self.grid, self.lidar, thorough=self.settings.thorough,
-                                       replicates=self.settings.replicates, progress=progress)
+            known = self._known_evidence() if self.lidar is not None else {}
+            frames = as_lidar_frames(images, self.lidar, ignore_masks(self.rig, None)) if known else []
+            # Evidence handed in is read as a scan with ego motion and intensities: only such a
+            # scan may reuse it (else the reasons would differ from a diagnosis of the scan).
+            if not (frames and all(len(f.scan.exposure_from_keyframe) and f.ranks is not None for f in frames)):
+                self._diagnosis = diagnose(self.rig, images, self.grid, self.lidar, thorough=self.settings.thorough,
+                                           replicates=self.settings.replicates, progress=progress)
+            else:  # some cameras aligned already (another doctor of the same images and scan)
+                missing = [n for n in self.rig.names if n not in known]
+                if missing:
+                    known.update(lidar_evidence(self.rig, None, frames, cameras=missing,
+                                                replicates=self.settings.replicates, progress=progress))
+                self._diagnosis = diagnose(self.rig, images, self.grid, thorough=self.settings.thorough,
+                                           evidence={n: known[n] for n in self.rig.names},
+                                           replicates=self.settings.replicates)
+            for f in self._diagnosis:
+                if f.lidar is not None:
+                    self._store[(self.rig[f.camera].fingerprint, self.settings.replicates)] = f.lidar
         return self._diagnosis
+
+    def _known_evidence(self) -> dict[str, CameraEvidence]:
+        keys = {n: (self.rig[n].fingerprint, self.settings.replicates) for n in self.rig.names}
+        return {n: self._store[k] for n, k in keys.items() if k in self._store}
+
+    @property
+    def diagnosed(self) -> Diagnosis | None:
+        """The diagnosis when :meth:`diagnose` has run, else None (nothing is computed)."""
+        return self._diagnosis
+
+    @property
+    def aligned_before(self) -> bool:
+        """Whether a doctor sharing this one's evidence store aligned a camera with the LiDAR
+        (e.g. before the rig was perturbed) while this one has not been diagnosed."""
+        return self._diagnosis is None and bool(self._store)
+
+    def perturbed(self, perturbations: Mapping[str, Mapping[str, float]]) -> Doctor:
+        """The doctor of this scene with cameras moved (:func:`bevviz.calibration.apply_perturbations`).
+
+        Returns:
+            This doctor when nothing moves; else a new one sharing the evidence store (a
+            camera that did not move is not aligned again) and ``loaded``.
+
+        Raises:
+            InputError: for a perturbation out of range or of an unknown camera.
+        """
+        rig = apply_perturbations(self.rig, perturbations)
+        if rig.fingerprint == self.rig.fingerprint:
+            return self
+        return Doctor(dataclasses.replace(self.scene, rig=rig), self.settings, self.grid, self.frames, self._store,
+                      self.loaded)
+
+    def seams(self) -> SeamView:
+        """The seams of the scene's images on the doctor's grid (with the ground-truth costs
+        when the scene has a known ground texture). Computed once."""
+        if self._seams is None:
+            self._seams = SeamView.of(analyze_seams(self.rig, self._require_images(), self._grid(),
+                                                    ground_truth=self.scene.ground_truth))
+        return self._seams
+
+    def _grid(self) -> BEVGrid:
+        return seam_grid() if self.grid is None else self.grid
 
     def quick(self) -> Diagnosis:
         """The seams' fast ranking (each camera's better seam against the rig median), no
-        refinement and no LiDAR: for live views. Computed once."""
+        refinement and no LiDAR: for live views. Computed once (from :meth:`seams`)."""
         if self._quick is None:
-            self._quick = diagnose(self.rig, self._require_images(), self.grid, thorough=False)
+            self._quick = diagnose(self.rig, self._require_images(), self.grid, thorough=False,
+                                   analyses=[self.seams().analysis.without_ground_truth()])
         return self._quick
+
+    def standout(self) -> CameraFinding | None:
+        """The camera whose seams stand out of :meth:`quick` (None when none does)."""
+        return standout(self.quick())
+
+    def versus_truth(self) -> Diagnosis | None:
+        """Each camera against the known ground texture, or None without one. Computed once."""
+        if self._truth is None and self.seams().analysis.gt_cost:
+            self._truth = diagnose(self.rig, self._require_images(), self.grid, analyses=[self.seams().analysis])
+        return self._truth
+
+    def thorough(self, progress: Progress | None = None) -> Diagnosis:
+        """The seam witness with each suspect rotated alone, over every frame (no LiDAR). Computed once."""
+        if self._thorough is None:
+            self._require_images()
+            self._thorough = diagnose(self.rig, list(self.frames) or [self.scene.images], self.grid, thorough=True,
+                                      progress=progress)
+        return self._thorough
+
+    @property
+    def thorough_done(self) -> Diagnosis | None:
+        """:meth:`thorough`'s result when it has run, else None."""
+        return self._thorough
 
     def evidence(self) -> dict:
         """Camera name -> its LiDAR evidence, as the diagnosis aligned it (empty without LiDAR)."""
@@ -196,6 +365,43 @@ class Doctor:
         evidence = self.evidence() or None
         return refine_extrinsics(self.rig, images, self.grid, camera, self.lidar, evidence=evidence,
                                  progress=progress)
+
+    def refine_lidar(self, camera: str) -> Refinement:
+        """:meth:`refine` against the LiDAR, kept (read it back with :meth:`refined`)."""
+        rig, hist = self.refine(camera)
+        return self._keep(("lidar", camera), camera, rig, hist, None)
+
+    def refine_seams(self, camera: str, *, fast: bool = False, translation: bool = False,
+                     progress: Callable[[int, int, float], None] | None = None) -> Refinement:
+        """One camera refined against its seams alone over every frame, no LiDAR; kept.
+
+        Args:
+            camera: The camera's name.
+            fast: The fast schedule (two coarse levels) instead of the accurate one.
+            translation: Refine the translation too (seams constrain it weakly).
+            progress: Optional ``callback(step, total_steps, loss)``.
+
+        Raises:
+            InputError: field ``camera`` for a name not in the rig.
+        """
+        if camera not in self.rig.names:
+            raise InputError(f"field 'camera': not a camera of the rig ({', '.join(self.rig.names)}) "
+                             f"(got {camera!r})", "camera", camera)
+        self._require_images()
+        rig, hist = refine_extrinsics(self.rig, list(self.frames) or [self.scene.images], self._grid(), camera,
+                                      levels=FAST_LEVELS if fast else DEFAULT_LEVELS, translation=translation,
+                                      progress=progress)
+        after = SeamView.of(analyze_seams(rig, self.scene.images, self._grid()))
+        return self._keep(("seams",), camera, rig, hist, after)
+
+    def _keep(self, key: tuple, camera: str, rig: Rig, hist: RefineHistory, after: SeamView | None) -> Refinement:
+        loaded = camera_delta(self.loaded[camera], rig[camera]).angle_deg if camera in self.loaded.names else 0.0
+        self._refined[key] = out = Refinement(camera, self.rig, rig, hist, float(loaded), after)
+        return out
+
+    def refined(self, kind: str, camera: str | None = None) -> Refinement | None:
+        """The last refinement kept: ``kind`` "seams" (any camera) or "lidar" (of ``camera``); None before one."""
+        return self._refined.get(("lidar", camera) if kind == "lidar" else ("seams",))
 
     def seam_offset(self, camera: str) -> tuple[dict[str, float] | None, bool]:
         """A camera's offset from its seams alone: the camera refined alone, read as the
@@ -291,3 +497,14 @@ def check_rig(rig: Rig, images: Mapping[str, np.ndarray], *, raw_cameras: Sequen
                   raw_cameras=tuple(raw_cameras) if raw_cameras is not None else (), convention=convention,
                   lidar=lidar, notes=tuple(notes), source=dict(source or {}))
     return Doctor(scene, settings).check()
+
+
+def dataset_frames(dataroot: str, version: str = "v1.0-mini") -> list[dict[str, np.ndarray]]:
+    """The images of every sample of a nuScenes-format dataset (one physical rig): the
+    ``frames`` of a :class:`Doctor` whose seams one frame's objects hide.
+
+    Raises:
+        InputError: as :func:`bevviz.io.nuscenes.open_dataset`.
+    """
+    nusc = dataset(str(dataroot), version)
+    return [load_sample_from(nusc, s.token)[1] for sc in list_scenes(nusc) for s in list_samples(nusc, sc.token)]

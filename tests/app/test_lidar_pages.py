@@ -180,3 +180,39 @@ def test_a_point_cloud_upload_good_and_bad():
     errors = [shown(e.value) for e in at.error]
     assert errors and "evil.npy" in errors[0] and "'dtype'" in errors[0]
     assert at.session_state["scene"].label == scene.label  # the wall scene stays
+
+
+@needs_real
+def test_the_doctor_page_shows_the_numbers_of_bevviz_check(tmp_path):
+    # One road: on its default seam grid the page asks the doctor `bevviz check` asks, so the
+    # seam median, the verdicts and the LiDAR offsets agree to the printed digit.
+    from bevviz.cli import main
+
+    assert main(["check", "real-nuscenes", "--json", str(tmp_path / "cli.json")]) in (0, 1)
+    cli = json.loads((tmp_path / "cli.json").read_text())
+    at = make_app(sample_choice=REAL_SAMPLE_OPTION)
+    at.switch_page(DOCTOR).run()
+    no_exception(at)
+    assert {m.label: m.value for m in at.metric}["Median seam cost"] == f"{cli['seam_median']:.3f}"
+    at.button(key="cd_lidar_run").click().run()
+    no_exception(at)
+    (table,) = [d.value for d in at.dataframe if "edge points" in d.value.columns and d.value["edge points"].any()]
+    page = {r["camera"]: (r["verdict"], r["roll (deg)"], r["pitch (deg)"], r["yaw (deg)"]) for _, r in table.iterrows()}
+    assert page == {c["camera"]: (c["verdict"], *(f"{c['offset_deg'][a]:+.2f} ± {c['uncertainty_deg'][a]:.2f}"
+                                                    for a in ("roll", "pitch", "yaw"))) for c in cli["cameras"]}
+
+
+@needs_real
+def test_a_perturbed_doctor_aligns_only_the_moved_camera_and_says_what_a_fresh_one_says():
+    from bevviz.session import Doctor, load_scene
+
+    base = Doctor(load_scene("real-nuscenes"))
+    base.diagnose()
+    moved = base.perturbed({"CAM_BACK": {"yaw_deg": 2.0}})
+    assert moved.aligned_before and moved.loaded is base.rig and base.perturbed({}) is base
+    aligned: list[str] = []
+    shared = moved.diagnose(progress=lambda k, n, c: aligned.append(c) if c else None)
+    assert aligned == ["CAM_BACK"]  # the other five cameras' evidence is the base doctor's
+    fresh = Doctor(moved.scene).diagnose()
+    assert [(f.camera, f.verdict, f.reason) for f in shared] == [(f.camera, f.verdict, f.reason) for f in fresh]
+    assert shared[0].camera == "CAM_BACK" and shared[0].verdict == "miscalibrated"
