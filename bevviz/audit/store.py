@@ -36,13 +36,14 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bevviz.audit.check import ROW_COLUMNS
+from bevviz.io.atomic import atomic_write
 from bevviz.shapes import field_error
 
 __all__ = ["FORMAT", "LOCK", "MANIFEST", "PARTS", "QUARANTINE", "RECORD_COLUMNS", "SCHEMA", "AuditStore",
@@ -73,39 +74,6 @@ _TYPES = {
 #: check's columns (:data:`bevviz.audit.check.ROW_COLUMNS`), then :data:`RECORD_COLUMNS`.
 SCHEMA = pa.schema([(c, _TYPES.get(c, _STR)) for c in (*ROW_COLUMNS, *RECORD_COLUMNS)])
 _RANGES = {pa.int32(): (-(1 << 31), (1 << 31) - 1), pa.int64(): (-(1 << 63), (1 << 63) - 1)}
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], object]) -> Path:
-    """Write a file whole or not at all: through ``write(tmp_path)`` to a hidden temporary
-    file beside it, fsync, rename into place.
-
-    Args:
-        path: The file to write.
-        write: Writes the content to the path it is given.
-
-    Returns:
-        ``path`` as a Path.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
-    return path
 
 
 def _fit(value: object, kind: pa.DataType) -> tuple[object, str | None]:

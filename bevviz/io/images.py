@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 import re
 import struct
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from bevviz.io.atomic import atomic_write_bytes
 from bevviz.limits import MAX_IMAGE_FILE_BYTES, check_at_most, check_image_size
 from bevviz.shapes import field_error
 
@@ -410,22 +410,3 @@ def write_image(path: str | os.PathLike, rgb: np.ndarray, quality: int = 90) -> 
     p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(p, encoded.tobytes())
     return p
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a fresh temporary file beside ``path``, then ``os.replace`` it.
-
-    The temporary file is opened normally (not with ``mkstemp``), so the result gets the
-    usual umask permissions. On any error the temporary file is removed and ``path`` is
-    left as it was.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
