@@ -70,8 +70,9 @@ QUICK_CASES = (("CAM_FRONT", "yaw", 2.0), ("CAM_BACK_LEFT", "pitch", -2.0), ("CA
 FAULT_RANGE_DEG = (1.0, 2.0)
 FAULTS_PER_CAMERA = 2
 #: The verdict constants the leave-one-rig-out search tries (each combination).
-RULE_GRID = {"z_gap": (0.5, 1.0, 1.5), "half_gain": (0.25, 0.5, 1.0), "half_agree_deg": (0.75, 1.0, 1.5),
-             "z_structure": (1.0, 1.5, 2.0), "max_sd_deg": (0.3, 0.5, 0.7)}
+RULE_GRID = {"z_gap": (0.5, 0.75, 1.0), "half_gain": (0.5, 0.75, 1.0), "half_agree_deg": (1.0, 1.5),
+             "z_structure": (1.0, 1.5), "max_sd_deg": (0.5, 0.7), "z_reject": (1.0, 1.5, 2.0),
+             "half_reject": (0.5, 1.0)}
 
 
 @dataclass
@@ -424,7 +425,8 @@ def _choose(cases: Sequence[Case], stores: Sequence[_Stored], rules: Sequence[Ve
         fa, wrong, named, _ = _score_rule(r, cases, stores)
         if fa or wrong:
             continue
-        k = (named, r.z_gap + r.half_gain + r.z_structure - r.half_agree_deg - r.max_sd_deg)
+        k = (named, r.z_gap + r.half_gain + r.z_structure + r.z_reject + r.half_reject - r.half_agree_deg
+             - r.max_sd_deg)
         if key is None or k > key:
             best, key = r, k
     return best
@@ -448,7 +450,8 @@ def leave_one_rig_out(cases: Sequence[Case], stores: Sequence[_Stored], rigs: di
         (table lines, totals {"false_alarms", "wrong", "named", "faults"}).
     """
     rules = _rules(grid)
-    head = f"{'held-out rig':<28} {'rule chosen on the other rigs':<76} {'false alarms':>12} {'wrong':>5} {'named':>12}"
+    head = (f"{'held-out rig':<28} {'rule chosen on the other rigs':<110} {'false alarms':>12} {'wrong':>5} "
+            f"{'named':>12}")
     rows = [head, "-" * len(head)]
     tot = np.zeros(4, dtype=int)
     for rig in dict.fromkeys(rigs.values()):
@@ -458,9 +461,10 @@ def leave_one_rig_out(cases: Sequence[Case], stores: Sequence[_Stored], rigs: di
         fa, wrong, named, n = _score_rule(r, [c for c, _ in test], [s for _, s in test])
         tot += (fa, wrong, named, n)
         text = (f"z_gap {r.z_gap:g}, half_gain {r.half_gain:g}, half_agree {r.half_agree_deg:g}, "
-                f"z_structure {r.z_structure:g}, max_sd {r.max_sd_deg:g}")
-        rows.append(f"{rig:<28} {text:<76} {fa:>12} {wrong:>5} {named:>4}/{n:<3} ({named / max(n, 1):4.0%})")
-    rows.append(f"{'TOTAL':<28} {'':<76} {tot[0]:>12} {tot[1]:>5} {tot[2]:>4}/{tot[3]:<3} "
+                f"z_structure {r.z_structure:g}, max_sd {r.max_sd_deg:g}, z_reject {r.z_reject:g}, "
+                f"half_reject {r.half_reject:g}")
+        rows.append(f"{rig:<28} {text:<110} {fa:>12} {wrong:>5} {named:>4}/{n:<3} ({named / max(n, 1):4.0%})")
+    rows.append(f"{'TOTAL':<28} {'':<110} {tot[0]:>12} {tot[1]:>5} {tot[2]:>4}/{tot[3]:<3} "
                 f"({tot[2] / max(tot[3], 1):4.0%})")
     return rows, {"false_alarms": int(tot[0]), "wrong": int(tot[1]), "named": int(tot[2]), "faults": int(tot[3])}
 

@@ -8,11 +8,22 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       image cells holding them: inconclusive (too little evidence);
     * a flat score (the optimum beats the search grid's median by less than
       ``FLAT_CONTRAST``): inconclusive;
-    * at least ``CONFIDENCE`` of the bootstrap replicates put the camera more than
-      ``TOLERANCE_DEG`` off on some axis, and it is also that far from where the *other*
-      cameras alone put it under every plausible consensus model: miscalibrated (if only
-      some say so: inconclusive); at least ``CONFIDENCE`` within it on every axis: ok;
-      otherwise inconclusive (the evidence is split);
+    * the stored pose is rejected in one of two ways, and the rejection survives every
+      doubt below: miscalibrated.
+        (A) *located*: on the axes the evidence pins down (bootstrap spread at most
+            ``max_sd_deg``; a wide camera seldom pins its roll), at least ``CONFIDENCE`` of
+            the bootstrap replicates put the camera more than ``TOLERANCE_DEG`` off;
+        (B) *rejected*: the stored pose stands ``z_reject`` robust z below the optimum in
+            the score landscape and each image half alone prefers the optimum by
+            ``half_reject``, though where the camera points stays uncertain (the offset is
+            then reported with its spread, and refinement refuses to guess).
+      Doubts (each makes it inconclusive, with the reason): the optimum at the edge of the
+      search, the stored pose less than ``z_gap`` below it, an image half that gains less
+      than ``half_gain``, halves whose own optima differ by more than ``half_agree_deg``
+      (path A), or an offset within the tolerance of where the *other* cameras alone put
+      it under some plausible consensus model;
+    * at least ``CONFIDENCE`` of the replicates within the tolerance on every axis: ok;
+      otherwise inconclusive (the evidence is split or not pinned down);
     * a camera that is ok on its own but whose raw offset (against the LiDAR) is beyond
       the tolerance because the whole rig is (the consensus is larger than the tolerance):
       inconclusive, the LiDAR-to-ego calibration is the suspect.
@@ -129,24 +140,34 @@ class VerdictRule:
         edge_margin_deg: An optimum within this of the search's edge (``SEARCH_RADIUS_DEG``)
             is no optimum: the landscape keeps rising outside the search.
         confidence: Share of bootstrap replicates beyond the tolerance needed.
-        max_sd_deg: Largest bootstrap spread (degrees, any axis) of an offset that convicts:
-            an offset known no better than this is no evidence against the stored pose.
+        max_sd_deg: Largest bootstrap spread (degrees) of an axis that takes part in a
+            *located* verdict (path A): an axis known no better than this says nothing.
+        z_reject: Smallest drop (robust z) from the optimum to the stored pose that rejects
+            it without locating the camera (path B).
+        half_reject: Smallest gain (robust z) of the optimum over the stored pose within
+            each image half for path B.
     """
 
     tolerance_deg: float = TOLERANCE_DEG
     z_structure: float = 1.0
-    z_gap: float = 0.5
-    half_gain: float = 1.0
+    z_gap: float = 0.75
+    half_gain: float = 0.75
     half_agree_deg: float = 1.5
     edge_margin_deg: float = 0.5
     confidence: float = CONFIDENCE
     max_sd_deg: float = 0.7
+    z_reject: float = 1.5
+    half_reject: float = 1.0
 
 
-#: The shipped rule: chosen on the seven development frames (nuScenes, TRI, KITTI; 2 faults
-#: per camera) as the rule with no false alarm and no wrong camera that names the most
-#: faults, over the grid of ``bevviz.calibration.evaluate.RULE_GRID`` and ``max_sd_deg`` in
-#: (0.3, 0.4, 0.5, 0.7); the leave-one-rig-out table tests the same choice on unseen rigs.
+#: The shipped rule. Chosen on the seven development frames (nuScenes, TRI, KITTI) with a
+#: margin, not at the edge of what passed: on the 27 correctly calibrated cameras the stored
+#: pose never drops more than 0.99 robust z below the optimum (path B needs 1.5 and both
+#: halves), and the one camera the LiDAR puts just beyond the tolerance (nuScenes CAM_FRONT,
+#: roll +0.51 +- 0.06) stands 0.5 z below it (path A needs 0.75). The same choice stayed
+#: free of false alarms and wrong cameras with the image edge threshold moved from the 85th
+#: to the 80th or 90th percentile; ``python -m bevviz.calibration.evaluate --loro`` tests
+#: the choice made on two rigs on the third (``bevviz.calibration.evaluate.RULE_GRID``).
 RULE = VerdictRule()
 
 #: Said of a one-camera rig.
@@ -193,8 +214,18 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
                f"reflectivity)")
     own = f"its own offset {format_axes(med, unc)} deg"
     raw = evidence.central_offset_deg
-    if beyond >= confidence and np.max(np.abs(raw)) > tolerance:
-        gap = z_best - z_stored
+    gap = z_best - z_stored
+    # (A) located: the offset on the axes the evidence pins down (bootstrap spread at most
+    # max_sd_deg) is beyond the tolerance in `confidence` of the replicates.
+    pinned = unc <= rule.max_sd_deg
+    located = bool(pinned.any()) and float(np.mean(np.max(np.abs(res[:, pinned]), axis=1) > tolerance)) >= confidence
+    # (B) rejected: the stored pose stands far below the optimum in the landscape and each
+    # image half on its own prefers the optimum, though where the camera is stays uncertain.
+    # The gap is measured against the LiDAR: what the rig consensus explains (the residual
+    # within the tolerance) is no rejection of this camera.
+    rejected = (gap >= rule.z_reject and bool(np.all(evidence.half_gain >= rule.half_reject))
+                and float(np.max(np.abs(med))) > tolerance)
+    if (located or rejected) and np.max(np.abs(raw)) > tolerance:
         halves = evidence.halves_deg
         split = float(np.max(np.abs(halves[0] - halves[1]))) if np.all(np.isfinite(halves)) else float("inf")
         edge = float(np.max(np.abs(evidence.offset_deg)))
@@ -213,12 +244,9 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
             doubt = (f"the offset is not supported by both image halves (gain over the stored pose: left "
                      f"{evidence.half_gain[0]:+.1f}, right {evidence.half_gain[1]:+.1f} robust z; "
                      f"{rule.half_gain:g} needed in each)")
-        elif split > rule.half_agree_deg:
+        elif not rejected and split > rule.half_agree_deg:
             doubt = (f"the two image halves put it at different rotations (left {format_axes(halves[0])}, right "
                      f"{format_axes(halves[1])} deg: {split:.1f} deg apart, at most {rule.half_agree_deg:g})")
-        elif np.max(unc) > rule.max_sd_deg:
-            doubt = (f"the offset is not pinned down: its bootstrap spread is {np.max(unc):.2f} deg on "
-                     f"{AXES[int(np.argmax(unc))]} (at most {rule.max_sd_deg:g})")
         elif inside:
             doubt = (f"it is within {tolerance:g} deg of where the other cameras alone put it "
                      f"({format_axes(raw - inside[0])} deg): the verdict would hang on how the rest of the rig is "
@@ -226,12 +254,26 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         if doubt is not None:
             return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                                 f"{name}: the LiDAR alignment moves it ({own}), but {doubt}; {support}")
+        if located:
+            axes = ", ".join(a for a, k in zip(AXES, pinned) if k)
+            how = (f"off by more than {tolerance:g} deg on the axes it pins down ({axes}) in at least "
+                   f"{confidence:.0%} of the bootstrap replicates")
+        else:
+            how = (f"the stored pose stands {gap:.1f} robust z below the best alignment (at least {rule.z_reject:g}) "
+                   f"and each image half alone prefers the best one by at least {rule.half_reject:g}; where the camera "
+                   "really points is known only as well as the spread says")
         return LidarVerdict(MISCALIBRATED, med, unc, beyond,
-                            f"{name}: the LiDAR rejects the stored pose: off by more than {tolerance:g} deg in "
-                            f"{beyond:.0%} of the bootstrap replicates, {own}; the stored pose is {gap:.1f} robust z "
-                            f"below the best in the +-{SEARCH_RADIUS_DEG:g} deg landscape and both image halves "
-                            "support the offset "
-                            f"(gains {evidence.half_gain[0]:+.1f}, {evidence.half_gain[1]:+.1f}); {support}")
+                            f"{name}: the LiDAR rejects the stored pose: {how}, {own}; the stored pose is {gap:.1f} "
+                            f"robust z below the best in the +-{SEARCH_RADIUS_DEG:g} deg landscape and both image "
+                            f"halves support the offset (gains {evidence.half_gain[0]:+.1f}, "
+                            f"{evidence.half_gain[1]:+.1f}); {support}")
+    if np.max(unc) > rule.max_sd_deg and within < confidence:
+        return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
+                            f"{name}: the LiDAR alignment moves it ({own}), but the offset is not pinned down: its "
+                            f"bootstrap spread is {np.max(unc):.2f} deg on {AXES[int(np.argmax(unc))]} (at most "
+                            f"{rule.max_sd_deg:g}) and the stored pose is not rejected either (robust z {z_stored:.1f} "
+                            f"vs {z_best:.1f}: a drop of {rule.z_reject:g} with both halves agreeing is needed); "
+                            f"{support}")
     if within >= confidence:
         if consensus.fitted and np.max(np.abs(raw)) > tolerance and consensus.magnitude_deg > tolerance:
             k = len(consensus.cameras) - len(consensus.excluded)

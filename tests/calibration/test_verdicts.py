@@ -95,12 +95,35 @@ def test_witnesses_that_disagree_give_inconclusive():
 @pytest.mark.parametrize("kwargs,words", [
     (dict(stored=0.795), "scores almost as well"),  # the stored pose is near the top (z gap 0.25)
     (dict(half_gain=(3.0, 0.1)), "not supported by both image halves"),
-    (dict(halves=[[0.0, 0.0, 1.5], [0.0, 0.0, -0.5]]), "two image halves put it at different rotations"),
-    (dict(sd=0.9), "not pinned down"),
+    # a z gap of 1 (below RULE.z_reject): the offset must be located, and the halves must agree
+    (dict(stored=0.78, halves=[[0.0, 0.0, 1.5], [0.0, 0.0, -0.5]]), "two image halves put it at different rotations"),
+    (dict(stored=0.78, sd=1.5), "not pinned down"),
 ])
 def test_an_offset_the_evidence_does_not_establish_is_inconclusive_with_the_reason(kwargs, words):
     v = lidar_verdict(_ev([0.0, 0.0, 1.5], **kwargs), NONE)
     assert v.verdict == INCONCLUSIVE and words in v.reason
+
+
+def test_a_located_verdict_goes_by_the_axes_the_evidence_pins_down():
+    """A wide camera seldom pins its roll down: a yaw offset known to 0.05 deg convicts even
+    when the roll is spread over a degree and a half (z gap 1: no rejection without locating)."""
+    rng = np.random.default_rng(1)
+    ev = _ev([0.0, 0.0, 1.2], stored=0.78)
+    ev.replicates_deg = np.array([0.0, 0.0, 1.2]) + rng.normal(0, 1, (24, 3)) * [1.5, 0.05, 0.05]
+    v = lidar_verdict(ev, NONE)
+    assert v.verdict == MISCALIBRATED and "pins down (pitch, yaw)" in v.reason
+    ev.replicates_deg[:, 2] = rng.normal(0, 0.05, 24)  # only the unpinned roll would be off
+    assert lidar_verdict(ev, NONE).verdict == INCONCLUSIVE
+
+
+def test_a_stored_pose_far_below_the_optimum_in_both_halves_is_rejected_without_locating_it():
+    ev = _ev([0.0, 0.0, 1.5], sd=1.5, stored=0.72, half_gain=(2.0, 2.0))  # z gap 4
+    v = lidar_verdict(ev, NONE)
+    assert v.verdict == MISCALIBRATED and "robust z below the best alignment" in v.reason
+    weak_half = _ev([0.0, 0.0, 1.5], sd=1.5, stored=0.72, half_gain=(2.0, 0.5))
+    assert lidar_verdict(weak_half, NONE).verdict == INCONCLUSIVE
+    small_gap = _ev([0.0, 0.0, 1.5], sd=1.5, stored=0.775, half_gain=(2.0, 2.0))  # z gap 1.25
+    assert lidar_verdict(small_gap, NONE).verdict == INCONCLUSIVE
 
 
 def test_an_optimum_at_the_edge_of_the_search_is_no_optimum():
