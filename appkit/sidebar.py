@@ -25,7 +25,7 @@ from bevviz.bev_grid import BEVGrid, pillar_heights
 from bevviz.errors import InputError, bug_message
 from bevviz.io.nuscenes import SceneInfo
 from bevviz.limits import escape_markdown
-from bevviz.session import embedded
+from bevviz.session import MAX_FRAMES, embedded
 from bevviz.shapes import field_error
 
 SOURCE_SAMPLE = "Embedded sample"
@@ -128,8 +128,17 @@ def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
                        format_func=lambda i: f"#{i}  (t = {samples[i].timestamp / 1e6:.2f} s)")
     idx = min(int(idx), len(samples) - 1)
     token = samples[idx].token
-    return (("nuscenes", dataroot, version, token),
-            lambda: sources.nuscenes_scene(dataroot, version, token), f"{scene.name} #{idx}")
+    frames = 1
+    if len(samples) > 1:  # a one-sample scene has no neighbours to add
+        frames = int(st.number_input(
+            "Frames for the doctor", min_value=1, max_value=min(MAX_FRAMES, len(samples)), value=1, step=1,
+            key=f"{key}_frames",
+            help="The Calibration Doctor adds up the LiDAR evidence of this sample and the ones that follow it "
+                 "in the scene (as 'bevviz check --frames N'): one frame may be inconclusive where several "
+                 "decide."))
+    label = f"{scene.name} #{idx}" + (f" (+{frames - 1} frames)" if frames > 1 else "")
+    return (("nuscenes", dataroot, version, token, frames),
+            lambda: sources.nuscenes_scene(dataroot, version, token, frames), label)
 
 
 def _nuscenes_controls():

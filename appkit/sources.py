@@ -92,11 +92,12 @@ def nuscenes_samples(dataroot: str, version: str, scene_token: str) -> list:
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
-def nuscenes_scene(dataroot: str, version: str, sample_token: str) -> Scene:
+def nuscenes_scene(dataroot: str, version: str, sample_token: str, frames: int = 1) -> Scene:
     """One sample of a nuScenes-format dataset (:func:`bevviz.session.nuscenes_scene`): rig,
-    images and, when the sample has a LIDAR_TOP sweep, the scan and the annotation boxes."""
+    images and, when the sample has a LIDAR_TOP sweep, the scan and the annotation boxes;
+    with ``frames`` > 1 also the next samples of the scene for the doctor."""
     return loaders.nuscenes_scene(open_nuscenes(dataroot, version), dataroot, version, sample_token,
-                                  texture=sample_texture())
+                                  texture=sample_texture(), frames=frames)
 
 
 def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],

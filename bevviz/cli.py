@@ -26,7 +26,7 @@ from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, flagge
 from bevviz.errors import InputError, bug_message
 from bevviz.io.images import atomic_write_bytes
 from bevviz.npu_cli import npu
-from bevviz.session import Doctor, load_scene
+from bevviz.session import MAX_FRAMES, Doctor, load_scene
 
 __all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
 
@@ -101,6 +101,8 @@ def _print_check(report: CheckReport, strict: bool) -> None:
     src = report.source
     where = " · ".join(str(src[k]) for k in ("path", "version", "scene", "sample") if src.get(k) is not None)
     lidar = f"LiDAR: {report.lidar_points:,} points" if report.lidar_points else "no LiDAR"
+    if src.get("frames"):
+        lidar += f", {src['frames']} frame{'s' if src['frames'] != 1 else ''}"
     click.echo(f"bevviz check: {where}  ({lidar}, {report.runtime_s:.1f} s)")
     head = (f"{'camera':<17} {'verdict':<13} {'score':>7}  {'roll':>12} {'pitch':>12} {'yaw':>12}  "
             f"{'witnesses':<38} sanity")
@@ -142,17 +144,24 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON (schema: docs/audit.md).")
 @click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML page with the figures.")
 @click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
+@click.option("--frames", type=click.IntRange(min=1, max=MAX_FRAMES), default=1, show_default=True, metavar="N",
+              help="nuScenes: add up the LiDAR evidence of N frames: the sample and the N-1 samples that follow "
+                   "it in its scene (the preceding ones at the scene's end). One frame may well be "
+                   "'inconclusive'; several decide more often.")
 @_doctor_options
 @click.pass_context
 def check(ctx: click.Context, source: str, images: str | None, version: str, sample: str | None,
-          json_path: str | None, html_path: str | None, strict: bool, lidar: bool, sweeps: int, thorough: bool,
-          estimate: bool) -> int:
+          json_path: str | None, html_path: str | None, strict: bool, frames: int, lidar: bool, sweeps: int,
+          thorough: bool, estimate: bool) -> int:
     """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
 
     \b
     SOURCE is one of
       a JSON rig file      (bevviz rig format, see the README), images from --images DIR
                            or the JSON file's folder (see --images for the lookup order)
+      a frame folder       rig.json + its images + lidar_ego.npy (N x 3 or 4: x, y, z in the
+                           ego frame, intensity in any scale), optional exposure.json,
+                           ignore.json (docs/api.md): the doctor with the LiDAR
       a nuScenes dataroot  (a folder holding <version>/sample.json); --version, --sample
       an embedded sample   rig | nuscenes | real-nuscenes (a path of that name that
                            exists is checked instead)
@@ -174,7 +183,8 @@ def check(ctx: click.Context, source: str, images: str | None, version: str, sam
     settings = _settings(lidar, thorough, estimate, sweeps)
     if ctx.obj.get("parse_only"):
         return EXIT_OK
-    scene = load_scene(source, images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps)
+    scene = load_scene(source, images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps,
+                       frames=frames)
     scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
     report = Doctor(scene, settings).check()
     _print_check(report, strict)

@@ -148,6 +148,47 @@ def positive_int(value: object, field: str, camera: str | None = None) -> int:
     return as_int(value, field, camera, minimum=1)
 
 
+#: Most polygons per camera, and vertices per polygon, of an ignore mask (a rig file is
+#: small: a car's body needs a handful of polygons of a few dozen vertices).
+MAX_POLYGONS = 64
+MAX_POLYGON_VERTICES = 4096
+
+
+def check_polygons(value: object, field: str, camera: str | None = None) -> list[list[list[float]]]:
+    """Polygons in pixels, validated: a list of polygons, each at least three finite (u, v).
+
+    Args:
+        value: The polygons as given (JSON lists, arrays).
+        field: Field name for errors (``"ignore"``).
+        camera: Camera name for errors.
+
+    Returns:
+        The polygons as plain lists of [u, v] floats.
+
+    Raises:
+        InputError: naming ``field``, the camera, the polygon's index and the value.
+    """
+    if not isinstance(value, (list, tuple)):
+        raise field_error(field, value, "must be a list of polygons, each a list of (u, v) pixels", camera)
+    if len(value) > MAX_POLYGONS:
+        raise field_error(field, f"{len(value)} polygons", f"at most MAX_POLYGONS = {MAX_POLYGONS}", camera)
+    out = []
+    for k, poly in enumerate(value):
+        if isinstance(poly, (str, bytes)) or not hasattr(poly, "__len__"):
+            raise field_error(field, poly, f"polygon {k} must be a list of (u, v) pixels", camera)
+        if len(poly) > MAX_POLYGON_VERTICES:
+            raise field_error(field, f"{len(poly)} vertices", f"polygon {k}: at most MAX_POLYGON_VERTICES = "
+                              f"{MAX_POLYGON_VERTICES}", camera)
+        try:
+            arr = np.asarray(poly, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise field_error(field, poly, f"polygon {k} must be a list of (u, v) pixels", camera) from None
+        if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) < 3 or not np.all(np.isfinite(arr)):
+            raise field_error(field, poly, f"polygon {k} must hold at least three finite (u, v) pixels", camera)
+        out.append(arr.tolist())
+    return out
+
+
 def to_numpy(x: object) -> np.ndarray:
     """A tensor (detached, on the CPU) or array-like as a numpy array."""
     if isinstance(x, torch.Tensor):

@@ -94,10 +94,26 @@ def test_strict_counts_inconclusive_cameras(tmp_path):
     assert all(c["uncertainty_deg"] is not None for c in doc["cameras"]) and doc["lidar_points"] > 10_000
 
 
+@needs_sample
+def test_check_adds_up_frames_of_a_dataset_and_reads_a_frame_folder(tmp_path, capsys):
+    j = tmp_path / "two.json"
+    assert main(["check", "nuscenes", "--frames", "2", "--no-estimate", "--json", str(j)]) == 0
+    assert "2 frames" in capsys.readouterr().out
+    assert json.loads(j.read_text())["source"]["frames"] == 2
+    k = tmp_path / "kitti.json"
+    rc = main(["check", str(SAMPLE / "real_kitti"), "--no-estimate", "--json", str(k)])
+    doc = json.loads(k.read_text())
+    assert rc == doc["exit_code"] and doc["source"]["kind"] == "frame-folder" and doc["lidar_points"] > 10_000
+    assert doc["cameras"][0]["uncertainty_deg"] is not None  # the LiDAR witness ran
+
+
 @pytest.mark.parametrize(("argv", "named"), [
     (["check"], "SOURCE"),
     (["check", "nowhere.json"], "SOURCE"),
     (["check", "rig", "--sweeps", "0"], "--sweeps"),
+    (["check", "rig", "--frames", "2"], "--frames"),
+    (["check", "nuscenes", "--frames", "0"], "--frames"),
+    (["check", "sample_data/real_kitti", "--frames", "3"], "--frames"),
     (["check", "rig", "--bogus"], "--bogus"),
     (["check", "nuscenes", "--sample", "nope"], "sample"),
     (["check", "nuscenes", "--version", "v2"], "version"),
@@ -175,7 +191,7 @@ def test_an_embedded_name_never_shadows_a_folder_of_that_name(tmp_path, monkeypa
     (tmp_path / "nuscenes").mkdir()  # the user's (empty) ./nuscenes: checked, so refused; not the sample
     assert main(["check", "nuscenes"]) == 2
     err = capsys.readouterr().err
-    assert "field 'SOURCE'" in err and "neither a JSON rig file, a nuScenes dataroot" in err
+    assert "field 'SOURCE'" in err and "neither a JSON rig file, a frame folder" in err
 
 
 def test_the_app_command_finds_the_app_and_its_pages():

@@ -119,6 +119,17 @@ class Diagnosis(list):
         self.consensus = consensus
         self.seam_median = seam_median
 
+    def by_camera(self, name: str) -> CameraFinding:
+        """The finding of camera ``name``.
+
+        Raises:
+            InputError: naming ``camera`` when no finding is about it.
+        """
+        for f in self:
+            if f.camera == name:
+                return f
+        raise field_error("camera", name, f"no finding about it; cameras: {[f.camera for f in self]}")
+
 
 #: Quick refinement used by :func:`diagnose` to test each suspect.
 DIAGNOSE_LEVELS = (

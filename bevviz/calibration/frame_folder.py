@@ -13,7 +13,8 @@ DIR ...``) and the embedded ``sample_data/real_tri`` and ``sample_data/real_kitt
   (:attr:`bevviz.lidar.LidarScan.exposure_from_keyframe`);
 * ``ignore.json`` (optional): ``{name: [[[u, v], ...], ...]}``, per camera a list of
   polygons in pixels of the calibrated image that do not show the world (the car's own
-  body); :func:`bevviz.calibration.masks.ignore_masks` turns them into masks.
+  body), added to those of the cameras' own ``ignore`` fields in ``rig.json``;
+  :func:`bevviz.calibration.masks.ignore_masks` turns them into masks.
 
 Convention:
     Ego frame x forward, y left, z up, metres; pixels at centres. See docs/conventions.md.
@@ -31,7 +32,7 @@ import numpy as np
 from bevviz.camera import Rig
 from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
-from bevviz.shapes import field_error
+from bevviz.shapes import check_polygons, field_error
 
 __all__ = ["RealFrame", "load_frame_folder"]
 
@@ -97,11 +98,12 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
         for name, entry in cams.items():
             if isinstance(entry, dict) and "exposure_from_keyframe" in entry:
                 motion[name] = np.asarray(entry["exposure_from_keyframe"], dtype=np.float64)
-    ignore = {}
+    ignore = {k: list(v) for k, v in rig_file.ignore.items()}  # the cameras' own "ignore" fields
     if (folder / "ignore.json").is_file():
         data = _json(folder / "ignore.json")
         if not isinstance(data, dict):
             raise field_error("ignore.json", type(data).__name__, "must map camera names to lists of polygons")
-        ignore = {str(k): v for k, v in data.items()}
+        for k, v in data.items():
+            ignore[str(k)] = ignore.get(str(k), []) + check_polygons(v, "ignore.json", str(k))
     scan = LidarScan(points, ring, np.zeros(len(points), np.int16), np.zeros(3), 0, motion)
     return RealFrame(folder.name, rig_file.rig, images, scan, ignore)

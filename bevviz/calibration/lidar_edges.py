@@ -25,7 +25,8 @@ gradients across that link (:func:`bevviz.calibration.edge_maps.oriented_attract
 index (a spinning LiDAR's own scan lines, as a nuScenes ``.bin`` stores them); the doctor uses
 them for such a scan (decided by the data: ``scan.ring`` present), where they are the stronger
 witness (on the real nuScenes keyframe 10 of 12 injected 1-2 deg faults named against 4 of 12
-with view edges, no false alarm either way). :func:`with_rings` / :func:`firing_period`
+with view edges, no false alarm either way). Their intensities are rescaled per scan
+(``REFERENCE_MEDIAN_INTENSITY``), so any intensity scale is read alike. :func:`with_rings` / :func:`firing_period`
 recover rings from a firing order; the doctor does not guess rings that way.
 
 Convention:
@@ -68,9 +69,14 @@ DEPTH, REFLECTIVITY = 0, 1
 DEPTH_JUMP_M = 0.3
 #: ... or, for far points, this fraction of the range, whichever is larger.
 DEPTH_JUMP_REL = 0.05
-#: Smallest jump of ``log(1 + intensity)`` for a reflectivity edge (a factor of ~1.65).
+#: Ring edges read intensities rescaled per scan so that their median (of the returns above
+#: zero) is this: the median of a nuScenes scan in its own 0..255 scale, so a scan in 0..1,
+#: in raw counts or in 0..255 is treated alike (a nuScenes scan is left as it is).
+REFERENCE_MEDIAN_INTENSITY = 12.0
+#: Smallest jump of ``log(1 + intensity)`` (rescaled) for a reflectivity edge (a factor of ~1.65).
 REFLECTIVITY_LOG_JUMP = 0.5
-#: Brighter side of a reflectivity edge at least this intensity (dark noise is not an edge).
+#: Brighter side of a reflectivity edge at least this (rescaled) intensity: 0.8 x the scan's
+#: median (dark noise is not an edge).
 MIN_REFLECTIVITY = 10.0
 #: Largest depth change (metres, or 2 % of the range) between the two points of a
 #: reflectivity edge: both lie on one surface.
@@ -259,7 +265,14 @@ def with_rings(scan: LidarScan) -> LidarScan:
 
 
 def _log_intensity(intensity: np.ndarray) -> np.ndarray:
-    return np.log1p(np.maximum(intensity.astype(np.float64), 0.0))
+    """``log(1 + i)`` of the intensities rescaled to ``REFERENCE_MEDIAN_INTENSITY`` (see
+    there); all zeros when no return has an intensity above zero (an (N, 3) array): then no
+    reflectivity edge is found."""
+    vals = np.maximum(np.asarray(intensity, dtype=np.float64), 0.0)
+    lit = vals[vals > 0]
+    if len(lit) == 0:
+        return np.zeros(len(vals))
+    return np.log1p(vals * (REFERENCE_MEDIAN_INTENSITY / float(np.median(lit))))
 
 
 def intensity_ranks(intensity: np.ndarray) -> np.ndarray | None:

@@ -1,7 +1,8 @@
 """Ignore masks: the parts of a camera image that do not show the world (the car's own body).
 
-A rig may name, per camera, polygons in pixels of the calibrated image (``ignore.json`` of a
-frame folder, :mod:`bevviz.calibration.frame_folder`); LiDAR points that project inside
+A rig may name, per camera, polygons in pixels of the calibrated image (the camera's
+``ignore`` field of a JSON rig, :mod:`bevviz.io.rig_json`, or ``ignore.json`` of a frame
+folder, :mod:`bevviz.calibration.frame_folder`); LiDAR points that project inside
 them are not used as evidence (ground points behind the car's body land on its image).
 
 Convention:
@@ -17,7 +18,7 @@ import cv2
 import numpy as np
 
 from bevviz.camera import Rig
-from bevviz.shapes import field_error
+from bevviz.shapes import check_polygons, field_error
 
 __all__ = ["ignore_masks", "in_mask"]
 
@@ -42,14 +43,8 @@ def ignore_masks(rig: Rig, polygons: Mapping[str, Sequence[Sequence[Sequence[flo
             raise field_error("ignore", name, f"names no camera of the rig; cameras: {rig.names}")
         cam = rig[name]
         mask = np.zeros((cam.height, cam.width), np.uint8)
-        for k, poly in enumerate(polys):
-            try:
-                arr = np.asarray(poly, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise field_error("ignore", poly, f"polygon {k} must be a list of (u, v) pixels", name) from None
-            if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) < 3 or not np.all(np.isfinite(arr)):
-                raise field_error("ignore", poly, f"polygon {k} must hold at least three finite (u, v) pixels", name)
-            cv2.fillPoly(mask, [np.round(arr).astype(np.int32)], 1)
+        for poly in check_polygons(polys, "ignore", name):
+            cv2.fillPoly(mask, [np.round(np.asarray(poly)).astype(np.int32)], 1)
         out[name] = mask.astype(bool)
     return out
 

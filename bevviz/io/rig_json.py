@@ -7,12 +7,15 @@ Format (version 1)::
      "cameras": [{"name": "CAM_FRONT", "K": [[fx, 0, cx], [0, fy, cy], [0, 0, 1]],
                   "rotation": [w, x, y, z],  # or a 3x3 matrix
                   "translation": [x, y, z], "width": 1600, "height": 900,
-                  "image": "images/CAM_FRONT.jpg"}]}
+                  "image": "images/CAM_FRONT.jpg",
+                  "ignore": [[[0, 800], [1600, 800], [1600, 899], [0, 899]]]}]}
 
 ``format`` and ``version`` may be left out; when present they must be ``"bevviz-rig"`` and
 ``1``. The ``convention`` block is optional and so is each of its keys (default nuScenes:
 ``sensor_to_ego``, ``wxyz``, ``RDF``). ``image`` is optional (a path relative to the JSON
-file, or null; it must resolve inside the JSON file's folder). Unknown keys are rejected so
+file, or null; it must resolve inside the JSON file's folder). ``ignore`` is optional: polygons
+of (u, v) pixels of the calibrated image that do not show the world (the car's own body); the
+Calibration Doctor uses no LiDAR point that projects inside them. Unknown keys are rejected so
 that a typo (``"translaton"``) or an unsupported field (``"distortion"``) cannot be silently
 ignored.
 
@@ -58,14 +61,14 @@ from bevviz.limits import (
     image_side,
     limit_error,
 )
-from bevviz.shapes import check_shape, field_error
+from bevviz.shapes import check_polygons, check_shape, field_error
 from bevviz.storage import NUSCENES, Convention, RawCamera
 
 FORMAT = "bevviz-rig"
 VERSION = 1
 TOP_KEYS = ("format", "version", "convention", "cameras")
 CONVENTION_KEYS = ("extrinsic", "quaternion", "camera_axes")
-CAMERA_KEYS = ("name", "K", "rotation", "translation", "width", "height", "image")
+CAMERA_KEYS = ("name", "K", "rotation", "translation", "width", "height", "image", "ignore")
 REQUIRED_CAMERA_KEYS = ("name", "K", "rotation", "translation", "width", "height")
 
 
@@ -80,6 +83,8 @@ class RigFile:
         image_files: Camera name -> image path as written in the file (relative to the
             file), or None where the file names no image. Every camera has a key.
         source: Where the data came from (file name), used in messages.
+        ignore: Camera name -> polygons (lists of [u, v] pixels of the calibrated image) that
+            do not show the world, for the cameras whose entry has ``ignore``.
     """
 
     rig: Rig
@@ -87,6 +92,7 @@ class RigFile:
     convention: Convention
     image_files: dict[str, str | None] = field(default_factory=dict)
     source: str = "<rig json>"
+    ignore: dict[str, list[list[list[float]]]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------
@@ -195,7 +201,7 @@ def _convention(block: Any) -> Convention:
     return Convention(values["extrinsic"], values["quaternion"], values["camera_axes"])
 
 
-def _camera(entry: Any, index: int, seen: set[str]) -> tuple[RawCamera, str | None]:
+def _camera(entry: Any, index: int, seen: set[str]) -> tuple[RawCamera, str | None, list | None]:
     where = f"#{index}"
     if not isinstance(entry, dict):
         raise field_error("cameras", entry, "every camera must be a JSON object", where)
@@ -220,7 +226,8 @@ def _camera(entry: Any, index: int, seen: set[str]) -> tuple[RawCamera, str | No
     image = entry.get("image")
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise field_error("image", image, "must be a file path (string) or null", name)
-    return RawCamera(name, K, rotation, translation, width, height), image
+    ignore = check_polygons(entry["ignore"], "ignore", name) if entry.get("ignore") is not None else None
+    return RawCamera(name, K, rotation, translation, width, height), image, ignore
 
 
 def _with_source(source: str, err: InputError) -> InputError:
@@ -279,15 +286,18 @@ def parse_rig(data: dict | str | bytes, source: str = "<rig json>") -> RigFile:
         if len(cameras) > MAX_CAMERAS:  # before any camera is read
             raise limit_error("cameras", f"{len(cameras)} cameras", "MAX_CAMERAS", MAX_CAMERAS)
         seen: set[str] = set()
-        raws, images = [], {}
+        raws, images, ignore = [], {}, {}
         for i, entry in enumerate(cameras):
-            raw, image = _camera(entry, i, seen)
+            raw, image, polygons = _camera(entry, i, seen)
             raws.append(raw)
             images[raw.name] = image
+            if polygons:
+                ignore[raw.name] = polygons
         rig = Rig.from_raw(raws, convention)
     except InputError as e:  # any other exception is a bug and goes up as it is
         raise _with_source(source, e) from None
-    return RigFile(rig=rig, raw_cameras=raws, convention=convention, image_files=images, source=source)
+    return RigFile(rig=rig, raw_cameras=raws, convention=convention, image_files=images, source=source,
+                   ignore=ignore)
 
 
 def load_rig_file(path: str | os.PathLike) -> RigFile:
@@ -477,7 +487,8 @@ def _floats(a: np.ndarray) -> list:
 
 
 def rig_to_dict(rig: Rig, convention: Convention = NUSCENES,
-                image_files: Mapping[str, str | None] | None = None) -> dict:
+                image_files: Mapping[str, str | None] | None = None,
+                ignore: Mapping[str, Any] | None = None) -> dict:
     """The rig in bevviz's JSON format, stored in ``convention``.
 
     Args:
@@ -485,6 +496,7 @@ def rig_to_dict(rig: Rig, convention: Convention = NUSCENES,
         convention: How to store the extrinsics (default nuScenes: sensor_to_ego, wxyz, RDF);
             rotations are written as quaternions in the convention's order.
         image_files: Optional camera name -> image path to record (None entries are left out).
+        ignore: Optional camera name -> polygons of (u, v) pixels that do not show the world.
 
     Returns:
         A JSON-ready dict (floats written by ``json`` round-trip exactly).
@@ -499,6 +511,11 @@ def rig_to_dict(rig: Rig, convention: Convention = NUSCENES,
             raise field_error("camera", name, f"image_files names an unknown camera; the rig has {rig.names}")
         if path is not None and not isinstance(path, str):
             raise field_error("image", path, "must be a file path (string) or None", name)
+    polygons = {}
+    for name, polys in dict(ignore or {}).items():
+        if name not in rig:
+            raise field_error("camera", name, f"ignore names an unknown camera; the rig has {rig.names}")
+        polygons[name] = check_polygons(polys, "ignore", name)
     cameras = []
     for cam in rig:
         raw = raw_from_camera(cam, convention)
@@ -506,11 +523,14 @@ def rig_to_dict(rig: Rig, convention: Convention = NUSCENES,
                  "translation": _floats(raw.translation), "width": raw.width, "height": raw.height}
         if image_files.get(cam.name):
             entry["image"] = image_files[cam.name]
+        if polygons.get(cam.name):
+            entry["ignore"] = polygons[cam.name]
         cameras.append(entry)
     return {"format": FORMAT, "version": VERSION, "convention": convention.to_dict(), "cameras": cameras}
 
 
-def save_rig(rig: Rig, path: str | os.PathLike, image_files: Mapping[str, str | None] | None = None) -> Path:
+def save_rig(rig: Rig, path: str | os.PathLike, image_files: Mapping[str, str | None] | None = None,
+             ignore: Mapping[str, Any] | None = None) -> Path:
     """Write ``rig`` as bevviz JSON (nuScenes convention), atomically.
 
     The JSON goes to a temporary file beside ``path`` that is then moved into place with
@@ -521,6 +541,7 @@ def save_rig(rig: Rig, path: str | os.PathLike, image_files: Mapping[str, str | 
         rig: The rig.
         path: Target file.
         image_files: Optional camera name -> image path (relative to the JSON) to record.
+        ignore: Optional camera name -> ignore polygons to record.
 
     Returns:
         The written path.
@@ -529,7 +550,7 @@ def save_rig(rig: Rig, path: str | os.PathLike, image_files: Mapping[str, str | 
         sensor_to_ego (``ego_from_cam``), quaternion (w, x, y, z), RDF camera axes.
     """
     p = Path(path)
-    text = json.dumps(rig_to_dict(rig, NUSCENES, image_files), indent=2, allow_nan=False) + "\n"
+    text = json.dumps(rig_to_dict(rig, NUSCENES, image_files, ignore), indent=2, allow_nan=False) + "\n"
     p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(p, text.encode("utf-8"))
     return p

@@ -15,7 +15,16 @@ Every public name is re-exported here.
 
 from bevviz.session.doctor import Doctor, check_rig
 from bevviz.session.embedded import EMBEDDED, NAMES, embedded_path, sample_data_dir, sample_path
-from bevviz.session.loaders import dataset, find_images, load_scene, nuscenes_scene, rig_json_scene, synthetic_scene
+from bevviz.session.loaders import (
+    MAX_FRAMES,
+    dataset,
+    find_images,
+    load_scene,
+    neighbour_samples,
+    nuscenes_scene,
+    rig_json_scene,
+    synthetic_scene,
+)
 from bevviz.session.report import (
     CameraCheck,
     CameraSanity,
@@ -24,11 +33,13 @@ from bevviz.session.report import (
     ConventionCheck,
     projection_sanity,
 )
-from bevviz.session.scene import Scene
+from bevviz.session.scene import Scene, SceneFrame
 from bevviz.session.uploads import uploaded_scene
 
 __all__ = [
-    "EMBEDDED", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck", "Doctor",
-    "Scene", "check_rig", "dataset", "embedded_path", "find_images", "load_scene", "nuscenes_scene",
+    "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
+    "ConventionCheck", "Doctor",
+    "Scene", "SceneFrame", "check_rig", "dataset", "embedded_path", "find_images", "load_scene",
+    "neighbour_samples", "nuscenes_scene",
     "projection_sanity", "rig_json_scene", "sample_data_dir", "sample_path", "synthetic_scene", "uploaded_scene",
 ]

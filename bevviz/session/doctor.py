@@ -162,7 +162,8 @@ class Doctor:
         self.scene = scene
         self.settings = CheckSettings() if settings is None else settings
         self.grid = grid
-        self.frames = tuple(frames) if frames else ()
+        more = [f.images for f in scene.more_frames if all(n in f.images for n in scene.rig.names)]
+        self.frames = tuple(frames) if frames else ((scene.images, *more) if more else ())
         self.loaded = scene.rig if loaded is None else loaded
         self._store: MutableMapping = {} if evidence_store is None else evidence_store
         self._seams: SeamView | None = None
@@ -192,6 +193,25 @@ class Doctor:
     def _require_images(self) -> Mapping[str, np.ndarray]:
         self.scene.require_images("images")
         return self.scene.images
+
+    def _witness_frames(self) -> tuple[Mapping[str, np.ndarray] | list, LidarScan | list | None]:
+        """``(images, lidar)`` of every frame the LiDAR witness adds up: the scene's alone, or
+        with its other frames (:attr:`Scene.more_frames`) that have a scan and every image."""
+        images = self._require_images()
+        extra = [f for f in self.scene.more_frames
+                 if f.lidar is not None and all(n in f.images for n in self.rig.names)]
+        if self.lidar is None or not extra:
+            return images, self.lidar
+        return [images, *[f.images for f in extra]], [self.lidar, *[f.lidar for f in extra]]
+
+    @property
+    def n_frames(self) -> int:
+        """How many frames the LiDAR witness adds up (1 without other frames or LiDAR)."""
+        lidar = self._witness_frames()[1] if self.scene.has_all_images else self.lidar
+        return len(lidar) if isinstance(lidar, list) else 1
+
+    def _key(self, name: str) -> tuple:
+        return (self.rig[name].fingerprint, self.settings.replicates, self.n_frames)
 
     # ----------------------------------------------------------------------------------
     # Conventions and sanity
@@ -241,14 +261,15 @@ class Doctor:
             InputError: field ``images`` when a camera has no image.
         """
         if self._diagnosis is None:
-            images = self._require_images()
+            images, lidar = self._witness_frames()
+            ignore = dict(self.scene.ignore)
             known = self._known_evidence() if self.lidar is not None else {}
-            frames = as_lidar_frames(images, self.lidar, ignore_masks(self.rig, None)) if known else []
+            frames = as_lidar_frames(images, lidar, ignore_masks(self.rig, ignore)) if known else []
             # Evidence handed in is read as a scan with ego motion and intensities: only such a
             # scan may reuse it (else the reasons would differ from a diagnosis of the scan).
             if not (frames and all(len(f.scan.exposure_from_keyframe) and f.ranks is not None for f in frames)):
-                self._diagnosis = diagnose(self.rig, images, self.grid, self.lidar, thorough=self.settings.thorough,
-                                           replicates=self.settings.replicates, progress=progress)
+                self._diagnosis = diagnose(self.rig, images, self.grid, lidar, thorough=self.settings.thorough,
+                                           replicates=self.settings.replicates, progress=progress, ignore=ignore)
             else:  # some cameras aligned already (another doctor of the same images and scan)
                 missing = [n for n in self.rig.names if n not in known]
                 if missing:
@@ -259,11 +280,11 @@ class Doctor:
                                            replicates=self.settings.replicates)
             for f in self._diagnosis:
                 if f.lidar is not None:
-                    self._store[(self.rig[f.camera].fingerprint, self.settings.replicates)] = f.lidar
+                    self._store[self._key(f.camera)] = f.lidar
         return self._diagnosis
 
     def _known_evidence(self) -> dict[str, CameraEvidence]:
-        keys = {n: (self.rig[n].fingerprint, self.settings.replicates) for n in self.rig.names}
+        keys = {n: self._key(n) for n in self.rig.names}
         return {n: self._store[k] for n, k in keys.items() if k in self._store}
 
     @property
@@ -361,10 +382,10 @@ class Doctor:
         if camera not in self.rig.names:
             raise InputError(f"field 'camera': not a camera of the rig ({', '.join(self.rig.names)}) "
                              f"(got {camera!r})", "camera", camera)
-        images = self._require_images()
+        images, lidar = self._witness_frames()
         evidence = self.evidence() or None
-        return refine_extrinsics(self.rig, images, self.grid, camera, self.lidar, evidence=evidence,
-                                 progress=progress)
+        return refine_extrinsics(self.rig, images, self.grid, camera, lidar, evidence=evidence,
+                                 progress=progress, ignore=dict(self.scene.ignore))
 
     def refine_lidar(self, camera: str) -> Refinement:
         """:meth:`refine` against the LiDAR, kept (read it back with :meth:`refined`)."""

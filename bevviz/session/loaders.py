@@ -27,6 +27,7 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from bevviz.calibration import GroundTruth
+from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
 from bevviz.io.nuscenes import (
@@ -39,10 +40,11 @@ from bevviz.io.nuscenes import (
     open_dataset,
     sample_position,
 )
+from bevviz.io.nuscenes_tables import walk
 from bevviz.io.rig_json import RigFile, RigImages, load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
 from bevviz.session import embedded
-from bevviz.session.scene import Scene
+from bevviz.session.scene import Scene, SceneFrame
 from bevviz.shapes import field_error
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
@@ -154,7 +156,34 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
                  **loaded_images(read), raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
                  ground_truth=embedded.ground_truth(texture) if is_sample else None,
                  image_files={k: v for k, v in rig_file.image_files.items() if v},
-                 source={"kind": kind, "path": str(p), "name": name or str(p)}, missing_images=missing)
+                 source={"kind": kind, "path": str(p), "name": name or str(p)}, missing_images=missing,
+                 ignore=dict(rig_file.ignore))
+
+
+def is_frame_folder(path: Path) -> bool:
+    """Whether ``path`` is a frame folder (``rig.json`` and ``lidar_ego.npy``,
+    :mod:`bevviz.calibration.frame_folder`)."""
+    return path.is_dir() and (path / "rig.json").is_file() and (path / "lidar_ego.npy").is_file()
+
+
+def frame_folder_scene(path: str | Path, name: str | None = None) -> Scene:
+    """A frame folder: a JSON rig with its images, the LiDAR sweep taken with them (any
+    point order, intensity in any scale or none), the ego motion to each camera's exposure
+    and the cameras' ignore polygons (:func:`bevviz.calibration.load_frame_folder`).
+
+    Raises:
+        InputError: naming the file and what is wrong with it.
+    """
+    folder = Path(path)
+    frame = load_frame_folder(folder)
+    rig_file = load_rig_file(folder / "rig.json")
+    digest = hashlib.sha1((folder / "rig.json").read_bytes()).hexdigest()[:12]
+    key = f"frames:{folder.resolve()}:{digest}"
+    return Scene(key=key, label=f"Frame folder {folder.name}", rig=frame.rig, images=freeze(frame.images),
+                 raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
+                 image_files={k: v for k, v in rig_file.image_files.items() if v}, lidar=frame.scan, lidar_key=key,
+                 source={"kind": "frame-folder", "path": str(folder), "name": name or str(folder)},
+                 ignore=dict(frame.ignore))
 
 
 # --------------------------------------------------------------------------------------
@@ -225,8 +254,54 @@ def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ..
             f"error ({err.get('description', '')}); its images use the true calibration.",)
 
 
+#: Most frames ``bevviz check --frames N`` adds up (each is a sample's images and scan).
+MAX_FRAMES = 10
+
+
+def neighbour_samples(nusc, token: str, count: int) -> list[str]:
+    """Up to ``count - 1`` samples of ``token``'s scene around it: the following ones, then,
+    at the scene's end, the preceding ones (nearest first).
+
+    Raises:
+        InputError: naming ``sample.next`` / ``sample.prev`` for a link that loops or leads nowhere.
+    """
+    want = count - 1
+    if want <= 0:
+        return []
+    s = nusc.get("sample", token)
+    after = walk(nusc.get, "sample", s.get("next"), "next", len(nusc.sample), ("sample", token, "next"), stop=want)
+    before = walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", token, "prev"),
+                  stop=want - len(after)) if len(after) < want else []
+    return [r["token"] for r in after] + [r["token"] for r in before]
+
+
+def _more_frames(nusc, token: str, rig, frames: int, lidar: bool, sweeps: int) -> tuple[tuple[SceneFrame, ...], tuple]:
+    """The neighbouring samples of ``token`` as :class:`SceneFrame` objects, and notes on
+    what could not be used (a neighbour without a scan, another calibration, too few)."""
+    if frames <= 1:
+        return (), ()
+    out, notes = [], []
+    tokens = neighbour_samples(nusc, token, frames)
+    for tok in tokens:
+        meta = sample_meta(nusc, tok)
+        label = f"sample {meta['sample_index']} of {meta['scene']}"
+        other_rig, images = load_sample_from(nusc, tok)
+        if other_rig.fingerprint != rig.fingerprint:
+            notes.append(f"{label} not used: its calibration differs from this sample's")
+            continue
+        scan, _, why = sample_lidar(nusc, tok, lidar, sweeps)
+        if scan is None:
+            notes.append(f"{label} not used: {'; '.join(why)}")
+            continue
+        out.append(SceneFrame(label, freeze(images), scan))
+    if len(out) + 1 < frames:
+        notes.append(f"--frames {frames}: {len(out) + 1} frame(s) of the scene used (the scene has "
+                     f"{len(tokens) + 1} within reach)")
+    return tuple(out), tuple(notes)
+
+
 def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lidar: bool = True, sweeps: int = 1,
-                   name: str | None = None, texture=None) -> Scene:
+                   name: str | None = None, texture=None, frames: int = 1) -> Scene:
     """One sample of a nuScenes-format dataset: rig from calibrated_sensor, the camera images,
     and the LiDAR scan and boxes by :func:`sample_lidar`.
 
@@ -240,26 +315,36 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
         name: What the user called the source (``"nuscenes"`` for an embedded one).
         texture: The embedded sample's texture (:func:`bevviz.session.embedded.sample_texture`)
             if the caller caches it.
+        frames: Frames the LiDAR witness adds up: this sample and ``frames - 1`` neighbouring
+            samples of its scene (:func:`neighbour_samples`; at most ``MAX_FRAMES``), each
+            with its scan; a note says when fewer could be used.
 
     Raises:
-        InputError: naming the sample token, the table or the field that is wrong.
+        InputError: naming the sample token, the table or the field that is wrong, or
+            ``--frames`` out of range.
     """
+    if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= MAX_FRAMES:
+        raise field_error("--frames", frames, f"must be an integer from 1 to MAX_FRAMES = {MAX_FRAMES}")
     meta = sample_meta(nusc, token, "sample")
     rig, images = load_sample_from(nusc, token)
     scan, boxes, lidar_notes = sample_lidar(nusc, token, lidar, sweeps)
+    more, frame_notes = _more_frames(nusc, token, rig, frames, lidar, sweeps) if scan is not None else ((), ())
+    if frames > 1 and scan is None:
+        frame_notes = (f"--frames {frames}: one frame used (this sample has no LiDAR scan to add up)",)
     synthetic = embedded.is_embedded(dataroot, "nuscenes")
     real = embedded.is_embedded(dataroot, "real-nuscenes")
     gt = embedded.ground_truth(texture, ego_pose(nusc, token)) if synthetic else None
     where = "embedded sample" if synthetic else "embedded real keyframe" if real else str(dataroot)
     label = f"nuScenes {meta['scene']} sample {meta['sample_index']} ({where})"
-    key = f"nuscenes:{Path(dataroot).resolve()}:{version}:{token}"
+    key = f"nuscenes:{Path(dataroot).resolve()}:{version}:{token}" + (f":frames{len(more) + 1}" if more else "")
     kind = "embedded" if name in embedded.NAMES and (synthetic or real) else "nuscenes"
     return Scene(key=key, label=label, rig=rig, **loaded_images(images), raw_cameras=tuple(rig.to_raw(NUSCENES)),
                  convention=NUSCENES, ground_truth=gt,
-                 notes=_miscalibration_note(dataroot, meta["scene"]) + lidar_notes, lidar=scan, boxes=boxes,
+                 notes=_miscalibration_note(dataroot, meta["scene"]) + lidar_notes + frame_notes, lidar=scan,
+                 boxes=boxes, more_frames=more,
                  lidar_key=key if scan is not None else "", attribution=embedded.attribution(dataroot),
                  source={"kind": kind, "path": str(dataroot), "name": name or str(dataroot), "version": version,
-                         **meta})
+                         **meta, **({"frames": len(more) + 1} if frames > 1 else {})})
 
 
 def is_dataroot(path: Path) -> bool:
@@ -273,11 +358,11 @@ def is_dataroot(path: Path) -> bool:
 
 
 def load_scene(source: str, *, images: str | Path | None = None, version: str = "v1.0-mini",
-               sample: str | None = None, lidar: bool = True, sweeps: int = 1) -> Scene:
+               sample: str | None = None, lidar: bool = True, sweeps: int = 1, frames: int = 1) -> Scene:
     """Load what ``bevviz check SOURCE`` names.
 
     Args:
-        source: A JSON rig file, a nuScenes dataroot, or the name of an embedded sample
+        source: A JSON rig file, a frame folder, a nuScenes dataroot, or the name of an embedded sample
             (:data:`bevviz.session.embedded.NAMES`); a path that exists is always the
             path, never the sample of the same name.
         images: JSON rig: the images folder (lookup order: module docstring).
@@ -285,6 +370,8 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
         sample: nuScenes: the sample token (default: the first sample of the first scene).
         lidar: nuScenes: read the sample's LIDAR_TOP sweep when it has one.
         sweeps: LiDAR sweeps to accumulate.
+        frames: nuScenes: frames (this sample and its neighbours in the scene) whose LiDAR
+            evidence the doctor adds up.
 
     Returns:
         The :class:`Scene`.
@@ -298,9 +385,16 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     if path.is_file():
         if sample is not None:
             raise field_error("--sample", sample, "applies to a nuScenes dataroot only")
+        if frames != 1:
+            raise field_error("--frames", frames, "applies to a nuScenes dataroot only (a JSON rig holds one frame)")
         return rig_json_scene(path, images, name)
     if images is not None:
         raise field_error("--images", str(images), "applies to a JSON rig only")
+    if is_frame_folder(path):
+        if sample is not None or frames != 1:
+            raise field_error("--sample" if sample is not None else "--frames", sample or frames,
+                              "applies to a nuScenes dataroot only (a frame folder holds one frame)")
+        return frame_folder_scene(path, name)
     if is_dataroot(path):
         nusc = dataset(str(path), version)
         if sample is None:
@@ -309,9 +403,10 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
             sample = nusc.scene[0]["first_sample_token"]
         else:
             sample_meta(nusc, sample, "--sample")  # an unknown token is named as the option
-        return nuscenes_scene(nusc, path, version, sample, lidar=lidar, sweeps=sweeps, name=name)
-    raise field_error("SOURCE", name, "is neither a JSON rig file, a nuScenes dataroot (a folder holding "
-                      f"<version>/sample.json) nor an embedded sample ({', '.join(embedded.NAMES)})")
+        return nuscenes_scene(nusc, path, version, sample, lidar=lidar, sweeps=sweeps, name=name, frames=frames)
+    raise field_error("SOURCE", name, "is neither a JSON rig file, a frame folder (rig.json, lidar_ego.npy), a "
+                      "nuScenes dataroot (a folder holding <version>/sample.json) nor an embedded sample "
+                      f"({', '.join(embedded.NAMES)})")
 
 
 # --------------------------------------------------------------------------------------

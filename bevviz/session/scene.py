@@ -19,7 +19,22 @@ from bevviz.errors import InputError
 from bevviz.io.nuscenes import AnnotationBox
 from bevviz.lidar import LidarScan
 
-__all__ = ["Scene"]
+__all__ = ["Scene", "SceneFrame"]
+
+
+@dataclass(frozen=True, eq=False)
+class SceneFrame:
+    """Another frame of the scene's rig (a neighbouring sample): its images and its scan.
+
+    Attributes:
+        label: Which frame (``"sample 3 of scene-0061"``), for reports.
+        images: Camera name -> RGB uint8 image (H, W, 3), read-only.
+        lidar: The scan taken with them (ego frame at its keyframe time), or None.
+    """
+
+    label: str
+    images: Mapping[str, np.ndarray] = field(repr=False)
+    lidar: LidarScan | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +71,11 @@ class Scene:
             ``version``, ``scene``, ``scene_token``, ``sample``, ``sample_index``, ``timestamp``.
         missing_images: Why cameras have no image (one line naming the cameras and what was
             looked for), or "" when every camera has one or none was asked for.
+        ignore: Camera name -> polygons of (u, v) pixels of the calibrated image that do not
+            show the world (the car's own body; a JSON rig's ``ignore`` fields): the doctor
+            uses no LiDAR point there.
+        more_frames: Other frames of the same rig and calibration (neighbouring samples of
+            a scene, ``bevviz check --frames N``): the LiDAR witness adds their evidence up.
     """
 
     key: str
@@ -74,6 +94,8 @@ class Scene:
     warnings: tuple[str, ...] = ()
     source: Mapping = field(default_factory=dict)
     missing_images: str = ""
+    ignore: Mapping[str, Sequence] = field(default_factory=dict)
+    more_frames: tuple[SceneFrame, ...] = ()
 
     @property
     def cache_key(self) -> str:

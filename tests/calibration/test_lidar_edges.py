@@ -75,15 +75,28 @@ def test_a_lane_marking_gives_two_reflectivity_edges_at_the_pair_midpoints():
 
 def test_dark_noise_and_gaps_make_no_edges():
     inten = np.full(40, 2.0)
-    inten[20:] = 6.0  # a factor of 3, but both sides darker than MIN_REFLECTIVITY
+    inten[20:] = 6.0  # a factor of 3, but both sides dark against the rest of the scan (50)
     xyz, inten, _ = _ring(np.full(40, 8.0), inten)
-    assert len(lidar_edges(_scan(xyz, inten, ring=np.zeros(40)))) == 0
+    rest, rest_i, _ = _ring(np.full(200, 8.0), np.full(200, 50.0), elev_deg=-5.0)
+    scan = _scan(np.concatenate([xyz, rest]), np.concatenate([inten, rest_i]), ring=np.r_[np.zeros(40), np.ones(200)])
+    assert len(lidar_edges(scan)) == 0
     ranges = np.full(40, 10.0)
     ranges[20:] = 3.0
     xyz, inten, _ = _ring(ranges)
     xyz[20:] = xyz[20:] @ np.array([[np.cos(0.1), -np.sin(0.1), 0], [np.sin(0.1), np.cos(0.1), 0], [0, 0, 1]]).T
     # a 5.7 deg azimuth gap between the two parts: not neighbours
     assert lidar_edges(_scan(xyz, inten, ring=np.zeros(40))).n_depth == 0
+
+
+@pytest.mark.parametrize("scale", [1 / 255, 1.0, 1000.0])
+def test_ring_reflectivity_edges_read_any_intensity_scale_alike(scale):
+    """Intensities in 0..1, 0..255 or raw counts: the same lane marking, the same two edges;
+    a scan without intensity (all zeros) gives depth edges only."""
+    inten = np.full(80, 5.0)
+    inten[30:36] = 60.0
+    xyz, inten, _ = _ring(np.full(80, 8.0), inten)
+    assert lidar_edges(_scan(xyz, inten * scale, ring=np.zeros(80))).n_reflectivity == 2
+    assert lidar_edges(_scan(xyz, inten * 0.0, ring=np.zeros(80))).n_reflectivity == 0
 
 
 def test_points_near_the_sensor_are_dropped_and_the_origin_counts():

@@ -497,6 +497,32 @@ def test_bad_image_field():
     expect_error(d, r"camera CAM_FRONT: field 'image': must be a file path \(string\) or null \(got 17\)")
 
 
+def test_ignore_polygons_are_read_checked_and_written_back(tmp_path):
+    """A camera's ``ignore`` polygons (its car body, in pixels) survive a round trip; a
+    malformed one is named with the camera, the field and the polygon's index."""
+    d = nuscenes_dict()
+    body = [[[0, 800], [1599, 800], [1599, 899], [0, 899]], [[0, 0], [10, 0], [10.5, 10]]]
+    d["cameras"][1]["ignore"] = body
+    rf = parse_rig(d)
+    name = d["cameras"][1]["name"]
+    assert rf.ignore == {name: [[list(map(float, p)) for p in poly] for poly in body]}
+    path = save_rig(rf.rig, tmp_path / "rig.json", ignore=rf.ignore)
+    assert load_rig_file(path).ignore == rf.ignore
+    assert parse_rig(nuscenes_dict()).ignore == {}
+    for bad, pattern in (
+        ([[0, 1], [2, 3]], r"field 'ignore': must be a list of polygons|polygon 0 must"),
+        ([[[0, 0], [1, 1]]], r"polygon 0 must hold at least three finite \(u, v\) pixels"),
+        ([[[0, 0], [1, 1], [float("nan"), 2]]], r"polygon 0 must hold at least three finite"),
+        ([[[0, 0], [1, 1], [2, 2]], "abc"], r"polygon 1 must be a list of \(u, v\) pixels"),
+        ("body", r"must be a list of polygons"),
+    ):
+        d["cameras"][1]["ignore"] = bad
+        with pytest.raises(ValueError, match=rf"camera {name}: field 'ignore': .*({pattern})"):
+            parse_rig(d)
+    with pytest.raises(ValueError, match="ignore names an unknown camera"):
+        rig_to_dict(rf.rig, ignore={"CAM_NONE": body})
+
+
 def test_no_partial_rig_on_error(tmp_path):
     """An error in the last camera means no rig at all (and the caller's old state stays)."""
     d = nuscenes_dict()

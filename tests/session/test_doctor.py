@@ -73,3 +73,24 @@ def test_a_scene_without_every_image_is_refused_by_the_doctor_by_name(sample_dat
     report = Doctor(scene).check()  # the report says why the doctor did not run
     assert {c.verdict for c in report.cameras} == {"inconclusive"}
     assert any("needs every camera's image" in n for n in report.notes)
+
+
+def test_the_doctor_adds_up_the_neighbouring_frames_of_a_dataset(nuscenes_root):
+    one = Doctor(load_scene(str(nuscenes_root)), CheckSettings(replicates=4))
+    two = Doctor(load_scene(str(nuscenes_root), frames=2), CheckSettings(replicates=4))
+    assert one.n_frames == 1 and two.n_frames == 2
+    assert len(two.frames) == 2  # the seams see both frames too
+    for f in two.diagnose():
+        assert f.lidar.frames == 2 and len(f.lidar.points_per_frame) == 2
+        assert f.lidar.n_points > one.diagnose().by_camera(f.camera).lidar.n_points
+    assert two.check().source["frames"] == 2
+
+
+def test_the_doctor_uses_no_lidar_point_on_a_cameras_ignore_polygons(sample_data):
+    scene = load_scene(str(sample_data / "real_kitti"))
+    cam = scene.rig.names[0]
+    w, h = scene.rig[cam].size
+    whole = dataclasses.replace(scene, ignore={cam: [[[-1, -1], [w, -1], [w, h], [-1, h]]]})
+    f = Doctor(whole, CheckSettings(replicates=4)).diagnose().by_camera(cam)
+    assert f.lidar.n_points == 0 and f.verdict == "inconclusive" and "too few LiDAR edge points" in f.reason
+    assert Doctor(scene, CheckSettings(replicates=4)).diagnose().by_camera(cam).lidar.n_points > 100

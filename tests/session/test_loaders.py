@@ -9,7 +9,7 @@ import pytest
 
 from bevviz.errors import InputError
 from bevviz.io.rig_json import load_rig_file
-from bevviz.session import embedded, find_images, load_scene
+from bevviz.session import dataset, embedded, find_images, load_scene, neighbour_samples, nuscenes_scene
 
 
 @pytest.fixture
@@ -99,3 +99,50 @@ def test_the_lidar_rule_is_one_rule(nuscenes_root, real_root):
     drift = json.loads((nuscenes_root / "drift.json").read_text())
     synthetic = load_scene(str(nuscenes_root), sample=drift["samples"][-1]["sample_token"])
     assert synthetic.lidar is None and any("has no LIDAR_TOP" in n for n in synthetic.notes)
+
+
+def test_frames_adds_the_neighbouring_samples_of_the_scene(nuscenes_root):
+    """``--frames N``: the sample and the next N-1 of its scene, each with its scan; at the
+    scene's end the preceding ones; a note when fewer than N could be used."""
+    nusc = dataset(str(nuscenes_root), "v1.0-mini")
+    scene = next(s for s in nusc.scene if s["nbr_samples"] >= 2 and s["name"] == "scene-0001")
+    first = scene["first_sample_token"]
+    second = nusc.get("sample", first)["next"]
+    assert neighbour_samples(nusc, first, 2) == [second]
+    assert neighbour_samples(nusc, second, 2) == [first]  # the scene's end: the one before
+    assert neighbour_samples(nusc, first, 1) == []
+    two = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first, frames=2)
+    assert len(two.more_frames) == 1 and two.more_frames[0].lidar is not None
+    assert set(two.more_frames[0].images) == set(two.rig.names) and two.source["frames"] == 2
+    one = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first)
+    assert one.more_frames == () and "frames" not in one.source and one.key != two.key
+    many = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first, frames=5)
+    assert len(many.more_frames) == 1 and any("2 frame(s) of the scene used" in n for n in many.notes)
+    with pytest.raises(InputError, match="--frames"):
+        nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first, frames=0)
+
+
+def test_frames_applies_to_a_dataset_only(sample_data):
+    with pytest.raises(InputError, match="'--frames'.*nuScenes dataroot only"):
+        load_scene(str(sample_data / "rig.json"), frames=2)
+    with pytest.raises(InputError, match="'--frames'.*frame folder holds one frame"):
+        load_scene(str(sample_data / "real_kitti"), frames=2)
+
+
+def test_a_frame_folder_is_a_source_with_its_lidar_and_ignore_polygons(tmp_path, sample_data):
+    src = sample_data / "real_kitti"
+    folder = tmp_path / "kitti"
+    shutil.copytree(src, folder)
+    scene = load_scene(str(folder))
+    assert scene.source["kind"] == "frame-folder" and scene.lidar is not None and len(scene.lidar) > 1000
+    assert scene.has_all_images and scene.ignore == {}
+    rig = json.loads((folder / "rig.json").read_text())
+    cam = rig["cameras"][0]
+    cam["ignore"] = [[[0, 300], [1241, 300], [1241, 374], [0, 374]]]
+    (folder / "rig.json").write_text(json.dumps(rig))
+    (folder / "ignore.json").write_text(json.dumps({cam["name"]: [[[0, 0], [100, 0], [100, 100]]]}))
+    scene = load_scene(str(folder))
+    assert len(scene.ignore[cam["name"]]) == 2  # the rig's own polygon and ignore.json's
+    (folder / "ignore.json").write_text(json.dumps({cam["name"]: [[[0, 0], [1, 1]]]}))
+    with pytest.raises(InputError, match="ignore.json.*polygon 0 must hold at least three"):
+        load_scene(str(folder))
