@@ -336,6 +336,8 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
     gt = embedded.ground_truth(texture, ego_pose(nusc, token)) if synthetic else None
     where = "embedded sample" if synthetic else "embedded real keyframe" if real else str(dataroot)
     label = f"nuScenes {meta['scene']} sample {meta['sample_index']} ({where})"
+    if more:
+        label += f" + {len(more)} neighbouring sample{'s' if len(more) > 1 else ''} for the LiDAR witness"
     key = f"nuscenes:{Path(dataroot).resolve()}:{version}:{token}" + (f":frames{len(more) + 1}" if more else "")
     kind = "embedded" if name in embedded.NAMES and (synthetic or real) else "nuscenes"
     return Scene(key=key, label=label, rig=rig, **loaded_images(images), raw_cameras=tuple(rig.to_raw(NUSCENES)),

@@ -150,6 +150,24 @@ def test_embedded_nuscenes_scenes_and_miscalibration_note(app):
 
 
 @needs_sample
+def test_the_doctor_can_add_up_the_next_samples_of_a_scene(app):
+    """A scene of several samples offers "Frames for the doctor"; 2 loads the next sample with
+    its scan for the LiDAR witness and says so, and the Doctor page tells how many it adds up."""
+    at = app()
+    at.radio(key="rig_source").set_value("nuScenes dataroot")
+    at.run()
+    assert at.number_input(key="ns_sample_frames").value == 1
+    at.number_input(key="ns_sample_frames").set_value(2)
+    at.run()
+    assert not at.exception and not at.error
+    assert "+ 1 neighbouring sample for the LiDAR witness" in loaded_label(at)
+    at.switch_page("pages/calibration_doctor.py")
+    at.run()
+    assert not at.exception and not at.error
+    assert any("the evidence of 2 frames is added up" in shown(c.value) for c in at.caption)
+
+
+@needs_sample
 def test_nuscenes_dataroot_then_a_bad_one_keeps_the_rig(app, tmp_path):
     at = app()
     at.radio(key="rig_source").set_value("nuScenes dataroot")  # defaults to the embedded dataset
