@@ -61,8 +61,10 @@ SEAM_COST_TEXT = ("Seam cost = 1 - correlation of the normalised gradient fields
 LIDAR_TEXT = ("Each camera looks at the scan from its own exposure time and finds its edges: depth jumps no plane "
               "explains (silhouettes) and jumps of the per-scan intensity ranks (paint, signs), each scored on the "
               "image gradients across it. The rotation is searched over +-3 deg; a camera is called miscalibrated "
-              "only when the stored pose is rejected (far below the best, the offset supported by both image halves, "
-              "pinned down by a bootstrap); otherwise \"inconclusive\", with the reason. What all cameras share (the "
+              "only when the stored pose is rejected: below the best and supported by both image halves, with the "
+              "offset pinned down by a bootstrap on the axes it can pin (a wide camera seldom pins its roll), or so "
+              "far below the best that where the camera really points may stay uncertain; otherwise "
+              "\"inconclusive\", with the reason. What all cameras share (the "
               "LiDAR's own error) is taken out by a rig consensus. About a second per camera; each camera is aligned "
               "once per scan.")
 OFFSETS_TEXT = ("Offsets: each camera's own rotation error (body frame: roll about the optical axis, pitch positive "

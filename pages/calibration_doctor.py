@@ -79,7 +79,8 @@ left, right = st.columns([1.3, 1])
 left.plotly_chart(mosaic_figure(view.mosaic, view.analysis.grid, view.error,
                                 title="BEV mosaic, seams tinted blue (agree) to red (disagree)"), key="cd_mosaic")
 right.plotly_chart(seam_matrix_figure(rig.names, view.table), key="cd_matrix")
-right.dataframe(pd.DataFrame(view.table), hide_index=True, key="cd_seam_table")
+# Full width below both figures: in the right column its last columns were cut off.
+st.dataframe(pd.DataFrame(view.table), hide_index=True, key="cd_seam_table")
 st.caption(doctor.SEAM_COST_TEXT)
 
 if scene.lidar is not None:
