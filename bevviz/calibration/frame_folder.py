@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bevviz.camera import Rig
+from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
 from bevviz.shapes import check_polygons, field_error
@@ -84,11 +85,7 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
     lidar_path = folder / "lidar_ego.npy"
     if not lidar_path.is_file():
         raise field_error("lidar_ego.npy", str(lidar_path), "missing: a frame folder needs its LiDAR sweep")
-    points = np.load(lidar_path, allow_pickle=False)
-    if points.ndim != 2 or points.shape[1] not in (3, 4):
-        raise field_error("lidar_ego.npy", f"shape {points.shape}", "must be (N, 3) or (N, 4)")
-    if points.shape[1] == 3:
-        points = np.concatenate([points, np.zeros((len(points), 1), points.dtype)], axis=1)
+    points, _ = read_points(lidar_path)  # header, dtype, shape and size checked before reading
     ring_path = folder / "lidar_ring.npy"
     ring = np.load(ring_path, allow_pickle=False) if ring_path.is_file() else None
     motion = {}
@@ -97,7 +94,11 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
         cams = data.get("cameras", {}) if isinstance(data, dict) else {}
         for name, entry in cams.items():
             if isinstance(entry, dict) and "exposure_from_keyframe" in entry:
-                motion[name] = np.asarray(entry["exposure_from_keyframe"], dtype=np.float64)
+                try:
+                    motion[name] = np.asarray(entry["exposure_from_keyframe"], dtype=np.float64)
+                except (TypeError, ValueError):
+                    raise field_error("exposure.json", entry["exposure_from_keyframe"],
+                                      "exposure_from_keyframe must be a 4x4 matrix of numbers", name) from None
     ignore = {k: list(v) for k, v in rig_file.ignore.items()}  # the cameras' own "ignore" fields
     if (folder / "ignore.json").is_file():
         data = _json(folder / "ignore.json")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -145,4 +146,19 @@ def test_a_frame_folder_is_a_source_with_its_lidar_and_ignore_polygons(tmp_path,
     assert len(scene.ignore[cam["name"]]) == 2  # the rig's own polygon and ignore.json's
     (folder / "ignore.json").write_text(json.dumps({cam["name"]: [[[0, 0], [1, 1]]]}))
     with pytest.raises(InputError, match="ignore.json.*polygon 0 must hold at least three"):
+        load_scene(str(folder))
+
+
+@pytest.mark.parametrize(("file", "content", "named"), [
+    ("lidar_ego.npy", "not an array", "header"),
+    ("exposure.json", '{"cameras": {"image_2": {"exposure_from_keyframe": [[1, 0], [0]]}}}', "exposure.json"),
+    ("exposure.json", '{"cameras": {"image_2": {"exposure_from_keyframe": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}}}',
+     "exposure_from_keyframe[image_2]"),
+    ("ignore.json", "[1, 2]", "ignore.json"),
+])
+def test_a_broken_frame_folder_is_a_named_error(tmp_path, sample_data, file, content, named):
+    folder = tmp_path / "kitti"
+    shutil.copytree(sample_data / "real_kitti", folder)
+    (folder / file).write_text(content)
+    with pytest.raises(InputError, match=re.escape(named)):
         load_scene(str(folder))
