@@ -162,7 +162,7 @@ class Doctor:
         self.scene = scene
         self.settings = CheckSettings() if settings is None else settings
         self.grid = grid
-        more = [f.images for f in scene.more_frames if all(n in f.images for n in scene.rig.names)]
+        more = [f.images for f in scene.complete_frames]
         self.frames = tuple(frames) if frames else ((scene.images, *more) if more else ())
         self.loaded = scene.rig if loaded is None else loaded
         self._store: MutableMapping = {} if evidence_store is None else evidence_store
@@ -198,8 +198,7 @@ class Doctor:
         """``(images, lidar)`` of every frame the LiDAR witness adds up: the scene's alone, or
         with its other frames (:attr:`Scene.more_frames`) that have a scan and every image."""
         images = self._require_images()
-        extra = [f for f in self.scene.more_frames
-                 if f.lidar is not None and all(n in f.images for n in self.rig.names)]
+        extra = [f for f in self.scene.complete_frames if f.lidar is not None]
         if self.lidar is None or not extra:
             return images, self.lidar
         return [images, *[f.images for f in extra]], [self.lidar, *[f.lidar for f in extra]]

@@ -108,6 +108,11 @@ class Scene:
         return list(self.raw_cameras) if self.raw_cameras else self.rig.to_raw(self.convention)
 
     @property
+    def complete_frames(self) -> tuple[SceneFrame, ...]:
+        """The :attr:`more_frames` that hold every camera's image (the others cannot be judged)."""
+        return tuple(f for f in self.more_frames if all(n in f.images for n in self.rig.names))
+
+    @property
     def has_all_images(self) -> bool:
         """Whether every camera has its image (the doctor and the seams need them all)."""
         return all(n in self.images for n in self.rig.names)
