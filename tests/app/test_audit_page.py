@@ -20,6 +20,14 @@ def _clean(at) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def _opened(app, folder):
+    """The audit page with ``folder`` typed in and opened."""
+    at = app(PAGE)
+    at.text_input(key="audit_path").set_value(str(folder)).run()
+    at.button(key="audit_open").click().run()
+    return at
+
+
 def test_the_page_opens_without_an_audit(app):
     at = app(PAGE)
     _clean(at)
@@ -33,9 +41,7 @@ def test_an_audit_folder_opens_with_its_figures_and_tables(app, tmp_path):
     out = tmp_path / "audit"
     run_audit(SYNTHETIC, out, scenes=["scene-0002"], settings=CheckSettings(lidar=False, estimate=False),
               progress=False, report=False)
-    at = app(PAGE)
-    at.text_input(key="audit_path").set_value(str(out)).run()
-    at.button(key="audit_open").click().run()
+    at = _opened(app, out)
     _clean(at)
     assert len(at.get("plotly_chart")) == 2
     assert {m.label: m.value for m in at.metric}["Miscalibrated"] == "2"
@@ -45,9 +51,7 @@ def test_an_audit_folder_opens_with_its_figures_and_tables(app, tmp_path):
 
 @needs_sample
 def test_a_bad_folder_is_a_message(app, tmp_path):
-    at = app(PAGE)
-    at.text_input(key="audit_path").set_value(str(tmp_path)).run()
-    at.button(key="audit_open").click().run()
+    at = _opened(app, tmp_path)
     assert not at.exception
     assert any("no manifest" in e.value for e in at.error)
 
@@ -92,9 +96,7 @@ def test_table_problems_are_listed(app, tmp_path):
     (root / "samples").symlink_to(SYNTHETIC / "samples")
     run_audit(root, out, scenes=["scene-0001"], settings=CheckSettings(lidar=False, estimate=False),
               progress=False, report=False)
-    at = app(PAGE)
-    at.text_input(key="audit_path").set_value(str(out)).run()
-    at.button(key="audit_open").click().run()
+    at = _opened(app, out)
     _clean(at)
     assert {m.label: m.value for m in at.metric}["Samples"] == "2 / 2"
     table = next(d.value for d in at.dataframe if "error_field" in d.value.columns)
