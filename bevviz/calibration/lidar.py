@@ -56,6 +56,7 @@ import numpy as np
 from bevviz.calibration.edge_maps import oriented_attraction_maps
 from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, LidarEdges, intensity_ranks, lidar_edges, view_edges
 from bevviz.calibration.masks import in_mask
+from bevviz.calibration.timing import TimingFit, timing_fit
 from bevviz.camera import Camera, Rig
 from bevviz.depth_buffer import thin_indices, visible
 from bevviz.lidar import LidarScan, as_lidar_scan
@@ -274,13 +275,17 @@ class EdgeAlignment:
         """Pixels (calibrated size) of the edge points under hypothesis ``d``, (M, 2)."""
         return _project(self.points @ hypothesis_matrix(d_deg).T, self.camera.K)
 
-    def scores(self, ds_deg: np.ndarray, level: int, weights: np.ndarray | None = None) -> np.ndarray:
+    def scores(self, ds_deg: np.ndarray, level: int, weights: np.ndarray | None = None,
+               shift_m: np.ndarray | None = None) -> np.ndarray:
         """Mean attraction at the projected edge points under each of K hypotheses.
 
         Args:
             ds_deg: Hypotheses (roll, pitch, yaw) in degrees, (K, 3).
             level: Attraction scale index (0 coarse).
             weights: Optional per-point weights, (M,).
+            shift_m: Optional translation of every edge point before the rotation, (3,)
+                metres in the stored camera's frame (a LiDAR displaced relative to the
+                camera, e.g. by a timing error of a moving car).
 
         Returns:
             (K,) scores.
@@ -288,6 +293,8 @@ class EdgeAlignment:
         ds = np.atleast_2d(np.asarray(ds_deg, dtype=np.float64))
         if len(self) == 0:
             return np.zeros(len(ds))
+        points32 = self._points32 if shift_m is None else \
+            (self.points + np.asarray(shift_m, dtype=np.float64)).astype(np.float32)
         out = np.empty(len(ds))
         w = np.ones(len(self)) if weights is None else np.asarray(weights, dtype=np.float64)
         total = max(float(w.sum()), 1e-12)
@@ -297,7 +304,7 @@ class EdgeAlignment:
             mats = np.stack([K @ hypothesis_matrix(d) for d in ds[k0:k0 + _BATCH]]).astype(np.float32)  # (B, 3, 3)
             acc = np.zeros(len(mats))
             for f, c, m in self._groups:
-                h = mats @ self._points32[m].T  # (B, 3, m)
+                h = mats @ points32[m].T  # (B, 3, m)
                 z = np.maximum(h[:, 2], 1e-6)
                 sc = np.float32(self.scales[f])
                 u = (h[:, 0] / z + 0.5) * sc - 0.5
@@ -312,18 +319,21 @@ class EdgeAlignment:
             out[k0:k0 + len(mats)] = acc / total
         return out
 
-    def score(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None) -> float:
-        """Mean attraction at the projected edge points under hypothesis ``d`` (degrees, (3,))."""
-        return float(self.scores(np.asarray(d_deg, dtype=np.float64)[None], level, weights)[0])
+    def score(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None,
+              shift_m: np.ndarray | None = None) -> float:
+        """Mean attraction at the projected edge points under hypothesis ``d`` (degrees, (3,));
+        ``shift_m`` as :meth:`scores`."""
+        return float(self.scores(np.asarray(d_deg, dtype=np.float64)[None], level, weights, shift_m)[0])
 
     def refine(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None, step: float = 0.25,
-               stop: float = 0.01) -> tuple[np.ndarray, float]:
-        """Pattern search (axis steps, halved when none helps) from ``d``; returns (d, score)."""
+               stop: float = 0.01, shift_m: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """Pattern search (axis steps, halved when none helps) from ``d``; returns (d, score);
+        ``shift_m`` as :meth:`scores` (held fixed)."""
         d = np.array(d_deg, dtype=np.float64)
-        best = self.score(d, level, weights)
+        best = self.score(d, level, weights, shift_m)
         while step > stop:
             trials = d + step * np.concatenate([np.eye(3), -np.eye(3)])
-            s = self.scores(trials, level, weights)
+            s = self.scores(trials, level, weights, shift_m)
             k = int(np.argmax(s))
             if s[k] > best:
                 best, d = float(s[k]), trials[k]
@@ -412,6 +422,9 @@ class CameraEvidence:
         half_points: Edge points per half, (2,).
         frames: Frames that held this camera's image.
         points_per_frame: Visible edge points in each of those frames, (frames,).
+        timing: The joint optimum of rotation and a displacement of the LiDAR along the
+            car's axis (:mod:`~bevviz.calibration.timing`): whether a timing error explains
+            the offset.
     """
 
     camera: str
@@ -438,6 +451,7 @@ class CameraEvidence:
     half_points: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))
     frames: int = 0
     points_per_frame: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    timing: TimingFit = field(default_factory=TimingFit)
 
     @property
     def z_best(self) -> float:
@@ -513,7 +527,8 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
         profiles=al.profiles(best), uv_stored=al.uv(np.zeros(3))[first], uv_best=al.uv(best)[first],
         kind_first=al.kind[first], seconds=time.perf_counter() - t0, score_spread=spread,
         score_stored_coarse=al.score(np.zeros(3), 0), halves_deg=halves, half_gain=gains, half_points=counts,
-        frames=len(al.maps), points_per_frame=np.bincount(al.frame, minlength=len(al.maps)))
+        frames=len(al.maps), points_per_frame=np.bincount(al.frame, minlength=len(al.maps)),
+        timing=timing_fit(al, best, found[0][1], camera.cam_from_ego[:3, 0]))
 
 
 def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,
