@@ -117,6 +117,8 @@ if scene.lidar is not None:
         k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
         k2.metric("Common pitch", summary["pitch"])
         k3.metric("Set aside from the consensus", esc(", ".join(summary["set_aside"])) or "none")
+        if found.timing:
+            st.warning(esc(found.timing))
         if summary["suspect"]:
             st.warning(esc(summary["suspect"]))
         elif not summary["fitted"]:

@@ -26,6 +26,7 @@ from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.pyramid import Sampler, as_pyramids
 from bevviz.calibration.refine import DEFAULT_LEVELS, ROBUST_K, SEARCH_DEG, Level, RefineHistory, refine_camera
 from bevviz.calibration.seams import SEAM_RING, SeamAnalysis, SeamPair, analyze_seams, combine_seams, seam_grid
+from bevviz.calibration.sync import rig_timing
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MIN_EDGE_POINTS,
@@ -112,12 +113,17 @@ class Diagnosis(list):
     Attributes:
         consensus: The rig consensus of the LiDAR offsets (None without LiDAR).
         seam_median: The rig's median seam cost.
+        timing: With LiDAR, a sentence when the cameras agree that the LiDAR is displaced
+            along the car's axis (:func:`~bevviz.calibration.sync.rig_timing`: a timing
+            error); "" otherwise.
     """
 
-    def __init__(self, findings=(), consensus: RigConsensus | None = None, seam_median: float = float("nan")):
+    def __init__(self, findings=(), consensus: RigConsensus | None = None, seam_median: float = float("nan"),
+                 timing: str = ""):
         super().__init__(findings)
         self.consensus = consensus
         self.seam_median = seam_median
+        self.timing = timing
 
     def by_camera(self, name: str) -> CameraFinding:
         """The finding of camera ``name``.
@@ -321,7 +327,9 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
             evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
         consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known, rule,
                                     intensity_known)
-        return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med)
+        timing = rig_timing({n: ev.timing for n, ev in evidence.items()
+                             if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
+        return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing)
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
         tested = order if suspects is None else order[:max(1, suspects)]

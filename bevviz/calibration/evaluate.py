@@ -11,7 +11,11 @@ nuScenes-format dataroot: its first sample; default the real keyframe embedded i
   the rig diagnosed again: is the faulty camera **named**, is any other camera named
   (**wrong**)? Then :func:`~bevviz.calibration.refine_extrinsics` refines the faulty
   camera with the LiDAR: accepted or not, and how far (degrees) from the dataset's
-  calibration it ends compared with where it started (**worse** if further).
+  calibration it ends compared with where it started (**worse** if further);
+* the unperturbed rig is diagnosed again with the LiDAR points displaced by
+  ``TIMING_SHIFTS_M`` along the car's axis (a LiDAR-camera timing error of a moving car:
+  0.3 m is 30 ms at 10 m/s): every camera called "miscalibrated" is a **timing false
+  alarm** (:mod:`~bevviz.calibration.sync`).
 
 It prints one row per case, a table per frame and in total, and the summary against the
 targets (PASS / FAIL). ``--loro`` adds the leave-one-rig-out table: frames are grouped into
@@ -52,11 +56,12 @@ from bevviz.calibration.seams import analyze_seams, seam_grid
 from bevviz.calibration.verdicts import MIN_EDGE_POINTS, MISCALIBRATED, RULE, VerdictRule, combine, lidar_verdict
 from bevviz.camera import Rig
 from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
+from bevviz.lidar import LidarScan
 from bevviz.sample_location import locate
 from bevviz.threads import single_threaded
 
-__all__ = ["Case", "DEFAULT_DATAROOT", "RULE_GRID", "Targets", "evaluate", "evaluate_frames", "leave_one_rig_out",
-           "load_frames", "main", "random_faults", "summary"]
+__all__ = ["Case", "DEFAULT_DATAROOT", "RULE_GRID", "TIMING_SHIFTS_M", "Targets", "evaluate", "evaluate_frames",
+           "leave_one_rig_out", "load_frames", "main", "random_faults", "summary"]
 
 #: The embedded real keyframe (a checkout of the repository).
 DEFAULT_DATAROOT = locate() / "real_nuscenes"
@@ -66,6 +71,8 @@ DEGREES = (-2.0, -1.0, 1.0, 2.0)
 #: camera kind, every axis once.
 QUICK_CASES = (("CAM_FRONT", "yaw", 2.0), ("CAM_BACK_LEFT", "pitch", -2.0), ("CAM_BACK", "roll", 2.0),
                ("CAM_FRONT_RIGHT", "pitch", 1.0))
+#: Displacements (metres, ego +x) of the LiDAR points of the unperturbed rig: timing errors.
+TIMING_SHIFTS_M = (-0.3, 0.3)
 #: Random faults: magnitude range (degrees) and faults per camera.
 FAULT_RANGE_DEG = (1.0, 2.0)
 FAULTS_PER_CAMERA = 2
@@ -90,7 +97,9 @@ class Case:
 
     Attributes:
         camera, axis, degrees: The fault (camera None for the unperturbed rig; axis
-            ``"random"`` for a random axis, then ``degrees`` is the angle).
+            ``"random"`` for a random axis, then ``degrees`` is the angle; axis ``"timing"``
+            for the unperturbed rig with its LiDAR displaced, then ``degrees`` holds the
+            displacement in metres along the car's axis).
         frame: The frame's name.
         fault_deg: The injected body rotation (roll, pitch, yaw), degrees.
         lidar_named / seams_named: Cameras named "miscalibrated" with LiDAR / seams only.
@@ -136,6 +145,13 @@ class _Stored:
 
 def _angle(a: Rig, b: Rig, name: str) -> float:
     return float(camera_delta(a[name], b[name]).angle_deg)
+
+
+def _displaced(scan: LidarScan, shift_m: float) -> LidarScan:
+    """``scan`` with every point moved ``shift_m`` metres along ego +x (a timing error)."""
+    pts = np.array(scan.points, dtype=np.float32)
+    pts[:, 0] += np.float32(shift_m)
+    return replace(scan, points=pts)
 
 
 def _nuscenes_frame(dataroot: Path, version: str = "v1.0-mini", sample: str | None = None) -> RealFrame:
@@ -218,8 +234,9 @@ def _group_name(group: Sequence[RealFrame]) -> str:
 def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], list] | None = None,
                     rule: VerdictRule = RULE, refine: bool = True, seams_refine: bool = False,
                     log: Callable[[str], None] | None = print,
-                    sequence: bool = False) -> tuple[list[Case], list[_Stored], dict]:
-    """Run the unperturbed rig and the faults of every frame (or every sequence).
+                    sequence: bool = False, timing: Sequence[float] = TIMING_SHIFTS_M,
+                    ) -> tuple[list[Case], list[_Stored], dict]:
+    """Run the unperturbed rig, the faults and the timing errors of every frame (or every sequence).
 
     Args:
         frames: The frames.
@@ -231,6 +248,8 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
         log: Where each case's row goes (None: nowhere).
         sequence: Judge the frames of one rig (:func:`sequences`) together: their evidence
             adds up (the faults are those of the sequence's first frame).
+        timing: Displacements (metres along ego +x) of the unperturbed rig's LiDAR points,
+            one case each; empty for none.
 
     Returns:
         (cases, what each case can be re-judged from, timings in seconds).
@@ -283,14 +302,29 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             cases.append(case)
             if log is not None:
                 log(_row(case))
+        for shift in timing:  # the calibration untouched, the LiDAR displaced along the car's axis
+            moved = [lf for f in group
+                     for lf in as_lidar_frames(f.images, _displaced(f.scan, shift), ignore_masks(f.rig, f.ignore))]
+            ev = {n: camera_evidence(frame.rig[n], moved) for n in frame.rig.names}
+            analyses = [analyze_seams(frame.rig, im, grid) for im in images] if len(frame.rig) > 1 else None
+            found = diagnose(frame.rig, images, grid, evidence=ev, analyses=analyses, rule=rule)
+            case = Case(None, "timing", float(shift), name, cameras=len(frame.rig),
+                        lidar_named=[f.camera for f in found if f.verdict == MISCALIBRATED])
+            case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
+            stores.append(_Stored(frame.rig, ev, found.consensus, {f.camera: (f.witnesses.get("seams", "inconclusive"),
+                                                                              "", f.quick_score) for f in found}))
+            cases.append(case)
+            if log is not None:
+                log(_row(case))
     return cases, stores, timings
 
 
 def evaluate(dataroot: str | Path = DEFAULT_DATAROOT, version: str = "v1.0-mini", sample: str | None = None,
              cases: list[tuple[str, str, float]] | None = None, seams_refine: bool = True,
-             log=print) -> tuple[list[Case], dict]:
-    """Axis-aligned faults on one nuScenes sample (default: every camera x axis x ``DEGREES``);
-    returns (cases, timings in seconds, with one 6-camera diagnosis from scratch)."""
+             log=print, timing: Sequence[float] = TIMING_SHIFTS_M) -> tuple[list[Case], dict]:
+    """Axis-aligned faults on one nuScenes sample (default: every camera x axis x ``DEGREES``)
+    and the timing cases; returns (cases: the unperturbed rig, the faults in order, then the
+    timing cases; timings in seconds, with one 6-camera diagnosis from scratch)."""
     frame = _nuscenes_frame(Path(dataroot), version, sample)
     if cases is None:
         cases = [(c, a, d) for c in frame.rig.names for a in AXES for d in DEGREES]
@@ -298,7 +332,7 @@ def evaluate(dataroot: str | Path = DEFAULT_DATAROOT, version: str = "v1.0-mini"
     def axis_faults(_: RealFrame) -> list[tuple[str, np.ndarray]]:
         return [(c, np.eye(3)[AXES.index(a)] * d) for c, a, d in cases]
 
-    out, _, timings = evaluate_frames([frame], axis_faults, seams_refine=seams_refine, log=None)
+    out, _, timings = evaluate_frames([frame], axis_faults, seams_refine=seams_refine, log=None, timing=timing)
     for c, (_, axis, deg) in zip(out[1:], cases):
         c.axis, c.degrees = axis, deg
     if log is not None:
@@ -311,6 +345,9 @@ def evaluate(dataroot: str | Path = DEFAULT_DATAROOT, version: str = "v1.0-mini"
 
 
 def _row(c: Case) -> str:
+    if c.camera is None and c.axis == "timing":
+        label = f"LiDAR displaced {c.degrees:+.1f} m"
+        return f"{c.frame:<14} {label:<30} named with LiDAR: {c.lidar_named or 'none'}"
     if c.camera is None:
         return f"{c.frame:<14} {'unperturbed rig':<30} named with LiDAR: {c.lidar_named or 'none'}"
     lid = f"{'ACC' if c.lidar_accepted else 'rej'} {c.start_deg:4.2f}->{c.lidar_end_deg:4.2f}"
@@ -321,10 +358,13 @@ def _row(c: Case) -> str:
 
 
 def _counts(cases: Sequence[Case]) -> dict:
-    base = [c for c in cases if c.camera is None]
+    base = [c for c in cases if c.camera is None and c.axis != "timing"]
+    timed = [c for c in cases if c.camera is None and c.axis == "timing"]
     faults = [c for c in cases if c.camera is not None]
     acc = [c for c in faults if c.lidar_accepted]
     return {
+        "timing_cases": len(timed),
+        "timing_false_alarms": sum(len(c.lidar_named) for c in timed),
         "clean_cameras": sum(c.cameras for c in base),
         "false_alarms": sum(len(c.lidar_named) for c in base),
         "faults": len(faults),
@@ -337,10 +377,10 @@ def _counts(cases: Sequence[Case]) -> dict:
 
 
 def frame_table(cases: Sequence[Case]) -> list[str]:
-    """Per frame and in total: false alarms on the unperturbed rig, faults named, wrong cameras
-    named, refinements accepted / within 0.3 deg / worse."""
-    head = (f"{'frame':<16} {'clean cams':>10} {'false alarms':>12} {'faults':>6} {'named':>12} {'wrong':>5} "
-            f"{'refine acc':>10} {'<=0.3 deg':>9} {'worse':>5}")
+    """Per frame and in total: false alarms on the unperturbed rig and with its LiDAR displaced
+    (timing), faults named, wrong cameras named, refinements accepted / within 0.3 deg / worse."""
+    head = (f"{'frame':<16} {'clean cams':>10} {'false alarms':>12} {'timing FA':>9} {'faults':>6} {'named':>12} "
+            f"{'wrong':>5} {'refine acc':>10} {'<=0.3 deg':>9} {'worse':>5}")
     rows = [head, "-" * len(head)]
     frames = list(dict.fromkeys(c.frame for c in cases))
     for name in [*frames, None]:
@@ -348,7 +388,8 @@ def frame_table(cases: Sequence[Case]) -> list[str]:
         k = _counts(sel)
         share = k["named"] / max(k["faults"], 1)
         label = "TOTAL" if name is None else name
-        rows.append(f"{label:<16} {k['clean_cameras']:>10} {k['false_alarms']:>12} {k['faults']:>6} "
+        rows.append(f"{label:<16} {k['clean_cameras']:>10} {k['false_alarms']:>12} {k['timing_false_alarms']:>9} "
+                    f"{k['faults']:>6} "
                     f"{k['named']:>4} ({share:4.0%}) {k['wrong']:>5} {k['accepted']:>10} {k['within']:>9} "
                     f"{k['worse']:>5}")
     return rows
@@ -373,10 +414,16 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
     check("LiDAR names the faulty camera", share >= targets.lidar_named_share,
           f"{k['named']}/{k['faults']} = {share:.1%} (target >= {targets.lidar_named_share:.0%})")
     check("LiDAR names a wrong camera", k["wrong"] == 0, f"{k['wrong']} times (target 0)")
-    base = [c for c in cases if c.camera is None]
+    base = [c for c in cases if c.camera is None and c.axis != "timing"]
     check("LiDAR on the unperturbed rigs", k["false_alarms"] == 0,
           f"{k['false_alarms']} false alarms (target 0): " + "; ".join(f"{c.frame}: {c.lidar_named or 'none'}"
                                                                         for c in base))
+    timed = [c for c in cases if c.camera is None and c.axis == "timing"]
+    shifts = ", ".join(dict.fromkeys(f"{c.degrees:+.1f}" for c in timed))
+    check("LiDAR on the unperturbed rigs with the LiDAR displaced along the car's axis (timing errors)",
+          k["timing_false_alarms"] == 0 if timed else None,
+          f"{k['timing_false_alarms']} false alarms in {len(timed)} cases ({shifts} m; target 0)" if timed else
+          "no timing case was run")
     refined = [c for c in faults if np.isfinite(c.lidar_end_deg)]
     wshare = k["within"] / max(len(acc), 1)
     if not refined:

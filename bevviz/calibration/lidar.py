@@ -56,7 +56,7 @@ import numpy as np
 from bevviz.calibration.edge_maps import oriented_attraction_maps
 from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, LidarEdges, intensity_ranks, lidar_edges, view_edges
 from bevviz.calibration.masks import in_mask
-from bevviz.calibration.timing import TimingFit, timing_fit
+from bevviz.calibration.sync import TimingFit, timing_fit
 from bevviz.camera import Camera, Rig
 from bevviz.depth_buffer import thin_indices, visible
 from bevviz.lidar import LidarScan, as_lidar_scan
@@ -423,7 +423,7 @@ class CameraEvidence:
         frames: Frames that held this camera's image.
         points_per_frame: Visible edge points in each of those frames, (frames,).
         timing: The joint optimum of rotation and a displacement of the LiDAR along the
-            car's axis (:mod:`~bevviz.calibration.timing`): whether a timing error explains
+            car's axis (:mod:`~bevviz.calibration.sync`): whether a timing error explains
             the offset.
     """
 

@@ -23,7 +23,7 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       (path A), an offset within the tolerance of where the *other* cameras alone put
       it under some plausible consensus model, or a camera within the tolerance once the
       LiDAR may be displaced along the car's axis (a timing error,
-      :mod:`~bevviz.calibration.timing`);
+      :mod:`~bevviz.calibration.sync`);
     * at least ``CONFIDENCE`` of the replicates within the tolerance on every axis: ok;
       otherwise inconclusive (the evidence is split or not pinned down);
     * a camera that is ok on its own but whose raw offset (against the LiDAR) is beyond
@@ -234,7 +234,8 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         by_others = consensus.expected_by_others_deg.get(name, [])
         inside = [e for e in by_others if np.max(np.abs(raw - e)) <= tolerance]
         timing = evidence.timing  # the offset if the LiDAR may be displaced along the car's axis
-        timed = (timing.offset_deg - consensus.expected_deg.get(name, np.zeros(3))) if timing.fitted else None
+        expected = consensus.expected_deg.get(name, np.zeros(3))
+        timed = timing.explaining(expected, tolerance)
         doubt = None
         if edge > SEARCH_RADIUS_DEG - rule.edge_margin_deg:
             doubt = (f"the best alignment lies at the edge of the +-{SEARCH_RADIUS_DEG:g} deg search "
@@ -255,9 +256,10 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
             doubt = (f"it is within {tolerance:g} deg of where the other cameras alone put it "
                      f"({format_axes(raw - inside[0])} deg): the verdict would hang on how the rest of the rig is "
                      "modelled")
-        elif timed is not None and timing.shift_m != 0 and float(np.max(np.abs(timed))) <= tolerance:
-            doubt = (f"a displacement of the LiDAR points by {timing.shift_m:+.1f} m along the car's axis explains the "
-                     f"evidence as well, with the camera within {tolerance:g} deg ({format_axes(timed)} deg): a "
+        elif timed is not None:
+            doubt = (f"a displacement of the LiDAR points by {timing.shifts_m[timed]:+.1f} m along the car's axis "
+                     f"explains the evidence as well, with the camera within {tolerance:g} deg "
+                     f"({format_axes(timing.offsets_deg[timed] - expected)} deg): a "
                      "LiDAR-camera timing error on a moving car (or a translation error of the calibration) looks "
                      "like this rotation")
         if doubt is not None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
-from bevviz.calibration.evaluate import QUICK_CASES, evaluate, summary
+from bevviz.calibration.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
 from bevviz.calibration.lidar import as_lidar_frames, camera_evidence
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS
 
@@ -76,8 +76,13 @@ def test_the_ci_subset_of_the_evaluation_meets_the_safety_targets(real_sample):
     """A subset of ``python -m bevviz.calibration.evaluate`` (the full table is in the
     closing notes): the faulty camera named, never a wrong one, never worse after refine."""
     cases, timings = evaluate(cases=list(QUICK_CASES), seams_refine=True, log=None)
-    assert len(cases) == 1 + len(QUICK_CASES)
+    assert len(cases) == 1 + len(QUICK_CASES) + len(TIMING_SHIFTS_M)
     rows, _ = summary(cases, timings)
+    timed, cases = cases[1 + len(QUICK_CASES):], cases[:1 + len(QUICK_CASES)]
+    # the calibration untouched, the LiDAR displaced along the car's axis: no camera accused
+    assert [c.axis for c in timed] == ["timing"] * len(TIMING_SHIFTS_M)
+    assert all(c.lidar_named == [] for c in timed), [c.lidar_reason for c in timed]
+    assert any(r.startswith("PASS  LiDAR on the unperturbed rigs with the LiDAR displaced") for r in rows)
     # The verdict says "inconclusive" rather than guess: a fault may go unnamed when one image
     # half barely supports it (CAM_BACK roll +2: right-half gain 1.0 robust z, 1 needed), but
     # no wrong camera is ever named and most faults are.

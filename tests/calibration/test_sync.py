@@ -9,7 +9,7 @@ import pytest
 
 from bevviz.calibration import diagnose
 from bevviz.calibration.lidar import EdgeAlignment, as_lidar_frames, camera_evidence
-from bevviz.calibration.timing import MAX_SHIFT_M, SHIFT_STEP_M, TimingFit, timing_fit
+from bevviz.calibration.sync import MAX_SHIFT_M, SHIFT_STEP_M, TimingFit, rig_timing, timing_fit
 from bevviz.calibration.verdicts import MISCALIBRATED, TOLERANCE_DEG
 
 
@@ -79,3 +79,28 @@ def test_scores_with_a_shift_move_the_points(real_sample):
     last = al.levels - 1
     assert al.score(np.zeros(3), last, shift_m=np.zeros(3)) == pytest.approx(al.score(np.zeros(3), last))
     assert al.score(np.zeros(3), last, shift_m=np.array([0.0, 2.0, 0.0])) != al.score(np.zeros(3), last)
+
+
+def _fit(shift_m: float, gain: float = 0.01) -> TimingFit:
+    shifts = np.round(np.arange(-MAX_SHIFT_M, MAX_SHIFT_M + 1e-9, SHIFT_STEP_M), 6)
+    scores = np.where(np.isclose(shifts, shift_m), 1.0 + gain, 1.0)
+    return TimingFit(shifts, np.zeros((len(shifts), 3)), scores, rotation_score=1.0)
+
+
+def test_the_rig_looks_out_of_sync_only_when_most_cameras_agree():
+    assert rig_timing({}) == ""
+    assert rig_timing({"A": _fit(-0.4)}) == ""  # one camera: a fault of its own, not the rig's timing
+    note = rig_timing({"A": _fit(-0.4), "B": _fit(-0.3), "C": _fit(-0.3), "D": _fit(0.0, gain=0.0)})
+    assert "3 of 4 cameras (A, B, C)" in note and "-0.3 m" in note and "out of sync" in note
+    assert rig_timing({"A": _fit(-0.4), "B": _fit(0.3), "C": _fit(0.0, 0.0)}) == ""  # no agreement
+    assert rig_timing({"A": _fit(-0.1), "B": _fit(-0.1)}) == ""  # below RIG_SHIFT_M
+
+
+def test_a_displaced_lidar_is_reported_for_the_rig(real_sample):
+    rig, images, scan = real_sample
+    pts = np.array(scan.points)
+    pts[:, 0] += 0.3
+    found = diagnose(rig, images, lidar=dataclasses.replace(scan, points=pts), replicates=16)
+    assert [f.camera for f in found if f.verdict == MISCALIBRATED] == []
+    assert "out of sync" in found.timing and "-0.3 m" in found.timing, found.timing
+    assert diagnose(rig, images, lidar=scan, replicates=16).timing == ""
