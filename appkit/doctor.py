@@ -65,8 +65,10 @@ LIDAR_TEXT = ("Each camera looks at the scan from its own exposure time and find
               "offset pinned down by a bootstrap on the axes it can pin (a wide camera seldom pins its roll), or so "
               "far below the best that where the camera really points may stay uncertain; otherwise "
               "\"inconclusive\", with the reason. What all cameras share (the "
-              "LiDAR's own error) is taken out by a rig consensus. About a second per camera; each camera is aligned "
-              "once per scan.")
+              "LiDAR's own error) is taken out by a rig consensus. A LiDAR out of sync with the images (a timing "
+              "error on a moving car) looks like turned cameras: each rotation is also fitted with the LiDAR "
+              "displaced along the car's axis, and a camera that is fine once displaced is not accused. About a "
+              "second per camera; each camera is aligned once per scan.")
 OFFSETS_TEXT = ("Offsets: each camera's own rotation error (body frame: roll about the optical axis, pitch positive "
                 "looking down, yaw positive to the left) after the rig consensus, +- its bootstrap spread.")
 Z_TEXT = ("z: robust z within the +-3 deg score landscape (score minus its median, over 1.48 x its median absolute "

@@ -103,6 +103,8 @@ if scene.lidar is not None:
             st.caption("Runs on demand.")
     else:
         st.markdown(doctor.named_markdown(found))
+        if found.timing:  # a rig-level finding: before the per-camera table
+            st.warning(esc(found.timing))
         st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts",
                      column_order=("camera", "verdict", "roll (deg)", "pitch (deg)", "yaw (deg)", "edge points",
                                    "witnesses"))
@@ -117,8 +119,6 @@ if scene.lidar is not None:
         k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
         k2.metric("Common pitch", summary["pitch"])
         k3.metric("Set aside from the consensus", esc(", ".join(summary["set_aside"])) or "none")
-        if found.timing:
-            st.warning(esc(found.timing))
         if summary["suspect"]:
             st.warning(esc(summary["suspect"]))
         elif not summary["fitted"]:

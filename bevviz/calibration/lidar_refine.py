@@ -84,8 +84,8 @@ def _floor_note(evidence: Mapping[str, CameraEvidence], consensus, camera: str) 
               if n != camera and ev.n_points >= MIN_EDGE_POINTS and len(ev.replicates_deg)]
     if not others:
         return ""
-    return (f"; the rig's other cameras sit {min(others):.2f} to {max(others):.2f} deg (median {np.median(others):.2f}, "
-            "worst axis) from where the LiDAR puts them: expect the corrected camera's own error in that range (the "
+    return (f"; the rig's other cameras sit {min(others):.2f} to {max(others):.2f} deg "
+            f"(median {np.median(others):.2f}, worst axis) from where the LiDAR puts them: expect the corrected camera's own error in that range (the "
             "LiDAR cannot place a camera better than it places the calibrated ones)")
 
 

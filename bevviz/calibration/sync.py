@@ -17,8 +17,12 @@ rotation would be if the LiDAR were displaced; the LiDAR verdict
 (:func:`bevviz.calibration.verdicts.lidar_verdict`) does not call a camera miscalibrated
 when the joint optimum puts it within tolerance (a displacement along the car's axis, from a
 timing error or a translation error of the calibration, explains the evidence as well as a
-rotation does). On correctly calibrated cameras and on injected rotation faults of the
-development frames the joint optimum stays within 0.2 m of no displacement.
+rotation does). On the 27 correctly calibrated cameras of the seven development frames the
+joint optimum is within 0.1 m of no displacement for 21 and within 0.2 m for 24; the other
+three (TRI CAMERA_01 / CAMERA_05 / CAMERA_09 on single frames where their evidence is thin,
+KITTI on one frame) reach 0.3 to 0.8 m, where the score barely changes along the axis. On
+those frames the check cost no named fault (39 of 54 with and without it) and removed every
+false alarm of the LiDAR displaced by 0.3 m (5 in 14 cases without it).
 
 Convention:
     ``shift_m`` moves the LiDAR points *forward* (ego +x) relative to the camera;
@@ -43,7 +47,9 @@ SHIFT_STEP_M = 0.1
 #: The rig looks out of sync when at least ``RIG_SHARE`` of its cameras with evidence (two at
 #: least) align best with the LiDAR displaced by ``RIG_SHIFT_M`` or more the same way (a
 #: calibration fault is one camera's; a timing error moves them all). On the seven
-#: development frames no camera's stored calibration needs more than 0.2 m.
+#: development frames at most two cameras of a rig (of six) reach 0.2 m, and never as two
+#: thirds of it; with the LiDAR displaced by 0.3 or 0.4 m every camera of the embedded
+#: nuScenes and TRI frames does.
 RIG_SHIFT_M = 0.2
 RIG_SHARE = 2 / 3
 

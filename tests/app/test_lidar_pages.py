@@ -138,9 +138,9 @@ def test_the_doctor_names_a_perturbed_camera_refines_applies_and_downloads(real_
     assert named(at).startswith("Miscalibrated: no camera (")
 
 
-def sample_upload(**extra) -> dict:
-    rig = json.loads((SAMPLE / "rig.json").read_text())
-    images = {Path(c["image"]).name: (SAMPLE / c["image"]).read_bytes() for c in rig["cameras"]}
+def sample_upload(folder: Path = SAMPLE, **extra) -> dict:
+    rig = json.loads((folder / "rig.json").read_text())
+    images = {Path(c["image"]).name: (folder / c["image"]).read_bytes() for c in rig["cameras"]}
     return {"json_name": "my_rig.json", "json_bytes": json.dumps(rig).encode(), "images": images, **extra}
 
 
@@ -216,3 +216,23 @@ def test_a_perturbed_doctor_aligns_only_the_moved_camera_and_says_what_a_fresh_o
     fresh = Doctor(moved.scene).diagnose()
     assert [(f.camera, f.verdict, f.reason) for f in shared] == [(f.camera, f.verdict, f.reason) for f in fresh]
     assert shared[0].camera == "CAM_BACK" and shared[0].verdict == "miscalibrated"
+
+
+@pytest.mark.skipif(not (SAMPLE / "real_tri" / "rig.json").exists(), reason="sample_data/real_tri missing")
+def test_the_doctor_page_says_when_the_lidar_looks_out_of_sync():
+    # The TRI frame's own scan, 0.4 m ahead of where its images were taken (a timing error):
+    # no camera is accused and the page says the LiDAR looks out of sync.
+    points = np.load(SAMPLE / "real_tri" / "lidar_ego.npy").astype(np.float32)
+    points[:, 0] += 0.4
+    at = make_app()
+    at.session_state["upload_bytes"] = sample_upload(SAMPLE / "real_tri", lidar_name="late.npy",
+                                                     lidar_bytes=npy_bytes(points))
+    at.radio(key="rig_source").set_value("JSON rig upload").run()
+    no_exception(at)
+    at.switch_page(DOCTOR).run()
+    no_exception(at)
+    at.button(key="cd_lidar_run").click().run()
+    no_exception(at)
+    assert named(at).startswith("Miscalibrated: no camera")
+    warnings = [shown(w.value) for w in at.warning]
+    assert any("look out of sync" in w and "along the car's axis" in w for w in warnings), warnings
