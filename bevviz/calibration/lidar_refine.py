@@ -85,8 +85,9 @@ def _floor_note(evidence: Mapping[str, CameraEvidence], consensus, camera: str) 
     if not others:
         return ""
     return (f"; the rig's other cameras sit {min(others):.2f} to {max(others):.2f} deg "
-            f"(median {np.median(others):.2f}, worst axis) from where the LiDAR puts them: expect the corrected camera's own error in that range (the "
-            "LiDAR cannot place a camera better than it places the calibrated ones)")
+            f"(median {np.median(others):.2f}, worst axis) from where the LiDAR puts them: expect the corrected "
+            "camera's own error in that range (the LiDAR cannot place a camera better than it places the "
+            "calibrated ones)")
 
 
 def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
