@@ -528,7 +528,7 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
         kind_first=al.kind[first], seconds=time.perf_counter() - t0, score_spread=spread,
         score_stored_coarse=al.score(np.zeros(3), 0), halves_deg=halves, half_gain=gains, half_points=counts,
         frames=len(al.maps), points_per_frame=np.bincount(al.frame, minlength=len(al.maps)),
-        timing=timing_fit(al, best, found[0][1], camera.cam_from_ego[:3, 0]))
+        timing=timing_fit(al, best, found[0][1], camera.cam_from_ego[:3, 0], spread))
 
 
 def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,

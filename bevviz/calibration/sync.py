@@ -38,20 +38,24 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["MAX_SHIFT_M", "RIG_SHARE", "RIG_SHIFT_M", "SHIFT_STEP_M", "TimingFit", "rig_timing", "timing_fit"]
+__all__ = ["MAX_SHIFT_M", "RIG_GAIN_Z", "RIG_SHARE", "RIG_SHIFT_M", "SHIFT_STEP_M", "TimingFit", "rig_timing",
+           "timing_fit"]
 
 #: Largest displacement (metres) along the car's forward axis tried: 40 ms at 20 m/s.
 MAX_SHIFT_M = 0.8
 #: Spacing (metres) of the displacements tried.
 SHIFT_STEP_M = 0.1
 #: The rig looks out of sync when at least ``RIG_SHARE`` of its cameras with evidence (two at
-#: least) align best with the LiDAR displaced by ``RIG_SHIFT_M`` or more the same way (a
-#: calibration fault is one camera's; a timing error moves them all). On the seven
-#: development frames at most two cameras of a rig (of six) reach 0.2 m, and never as two
-#: thirds of it; with the LiDAR displaced by 0.3 or 0.4 m every camera of the embedded
-#: nuScenes and TRI frames does.
+#: least) align best with the LiDAR displaced by ``RIG_SHIFT_M`` or more the same way, each
+#: gaining at least ``RIG_GAIN_Z`` robust z over no displacement (a calibration fault is one
+#: camera's; a timing error moves them all; a camera whose score barely changes along the
+#: axis says nothing). On the seven development frames at most one camera of a rig qualifies;
+#: with the LiDAR displaced by 0.3 m, four to six of the six of each nuScenes and TRI frame do.
+#: Without the gain condition, dark images (gamma 2.2, half the brightness) of a correctly
+#: calibrated TRI frame read as out of sync (four cameras at +0.4 to +0.8 m, gains 0.04-0.23 z).
 RIG_SHIFT_M = 0.2
 RIG_SHARE = 2 / 3
+RIG_GAIN_Z = 0.2
 
 
 class _Alignment(Protocol):  # bevviz.calibration.lidar.EdgeAlignment (which imports this module)
@@ -73,12 +77,15 @@ class TimingFit:
             :attr:`bevviz.calibration.lidar.CameraEvidence.offset_deg`).
         scores: The finest-level alignment score there, (K,).
         rotation_score: The rotation-only optimum's score (no displacement).
+        score_spread: The robust spread of the camera's score landscape (the unit of
+            :attr:`gain_z`; :attr:`bevviz.calibration.lidar.CameraEvidence.score_spread`).
     """
 
     shifts_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
     offsets_deg: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rotation_score: float = float("nan")
+    score_spread: float = float("nan")
 
     @property
     def fitted(self) -> bool:
@@ -99,6 +106,12 @@ class TimingFit:
     def gain(self) -> float:
         """Joint optimum's score minus the rotation-only optimum's (>= 0; 0 when not fitted)."""
         return float(np.max(self.scores) - self.rotation_score) if self.fitted else 0.0
+
+    @property
+    def gain_z(self) -> float:
+        """:attr:`gain` in units of :attr:`score_spread` (0 when either is unknown)."""
+        z = self.gain / self.score_spread if np.isfinite(self.score_spread) and self.score_spread > 0 else 0.0
+        return float(z)
 
     def explaining(self, expected_deg: np.ndarray, tolerance_deg: float) -> int | None:
         """The displacement that explains the evidence as well as the rotation-only optimum
@@ -127,7 +140,8 @@ def rig_timing(fits: Mapping[str, TimingFit]) -> str:
     if len(fitted) < 2:
         return ""
     for sign in (-1, 1):
-        agree = sorted(n for n, f in fitted.items() if sign * f.shift_m >= RIG_SHIFT_M - 1e-9 and f.gain > 0)
+        agree = sorted(n for n, f in fitted.items() if sign * f.shift_m >= RIG_SHIFT_M - 1e-9
+                       and f.gain_z >= RIG_GAIN_Z)
         if len(agree) >= 2 and len(agree) >= RIG_SHARE * len(fitted):
             med = float(np.median([fitted[n].shift_m for n in agree]))
             return (f"{len(agree)} of {len(fitted)} cameras ({', '.join(agree)}) align best with the LiDAR points "
@@ -143,7 +157,8 @@ def _optimise(al: _Alignment, start: np.ndarray, shift: np.ndarray) -> tuple[np.
     return d, s
 
 
-def timing_fit(al: _Alignment, best_deg: np.ndarray, best_score: float, forward_cam: np.ndarray) -> TimingFit:
+def timing_fit(al: _Alignment, best_deg: np.ndarray, best_score: float, forward_cam: np.ndarray,
+               score_spread: float = float("nan")) -> TimingFit:
     """Fit rotation and a displacement along the car's forward axis together.
 
     Walking outward from no displacement in each direction, the rotation at each
@@ -155,6 +170,7 @@ def timing_fit(al: _Alignment, best_deg: np.ndarray, best_score: float, forward_
         best_deg: The rotation-only optimum as a hypothesis (minus the offset), (3,) degrees.
         best_score: Its finest-level score.
         forward_cam: The car's forward axis (ego +x) in the camera frame, (3,) unit vector.
+        score_spread: The robust spread of the score landscape (for :attr:`TimingFit.gain_z`).
 
     Returns:
         :class:`TimingFit` (empty when ``al`` holds no edge point).
@@ -179,4 +195,5 @@ def timing_fit(al: _Alignment, best_deg: np.ndarray, best_score: float, forward_
     keys = sorted(rows)
     return TimingFit(shifts_m=np.array([k * SHIFT_STEP_M for k in keys]),
                      offsets_deg=np.array([-rows[k][0] for k in keys]),
-                     scores=np.array([rows[k][1] for k in keys]), rotation_score=float(best_score))
+                     scores=np.array([rows[k][1] for k in keys]), rotation_score=float(best_score),
+                     score_spread=float(score_spread))

@@ -84,7 +84,7 @@ def test_scores_with_a_shift_move_the_points(real_sample):
 def _fit(shift_m: float, gain: float = 0.01) -> TimingFit:
     shifts = np.round(np.arange(-MAX_SHIFT_M, MAX_SHIFT_M + 1e-9, SHIFT_STEP_M), 6)
     scores = np.where(np.isclose(shifts, shift_m), 1.0 + gain, 1.0)
-    return TimingFit(shifts, np.zeros((len(shifts), 3)), scores, rotation_score=1.0)
+    return TimingFit(shifts, np.zeros((len(shifts), 3)), scores, rotation_score=1.0, score_spread=0.02)
 
 
 def test_the_rig_looks_out_of_sync_only_when_most_cameras_agree():
@@ -94,6 +94,7 @@ def test_the_rig_looks_out_of_sync_only_when_most_cameras_agree():
     assert "3 of 4 cameras (A, B, C)" in note and "-0.3 m" in note and "out of sync" in note
     assert rig_timing({"A": _fit(-0.4), "B": _fit(0.3), "C": _fit(0.0, 0.0)}) == ""  # no agreement
     assert rig_timing({"A": _fit(-0.1), "B": _fit(-0.1)}) == ""  # below RIG_SHIFT_M
+    assert rig_timing({"A": _fit(-0.4, gain=0.001), "B": _fit(-0.4, gain=0.001)}) == ""  # flat: gain 0.05 z
 
 
 def test_a_displaced_lidar_is_reported_for_the_rig(real_sample):
