@@ -7,7 +7,9 @@ import pytest
 
 from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
 from bevviz.calibration.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
-from bevviz.calibration.lidar import as_lidar_frames, camera_evidence
+from bevviz.calibration.lidar import EdgeAlignment, as_lidar_frames, camera_evidence, hypothesis_matrix
+from bevviz.calibration.lidar_edges import REFLECTIVITY
+from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS
 
 
@@ -54,6 +56,23 @@ def test_refinement_with_lidar_brings_the_camera_back_and_says_why(real_sample, 
     for name in rig.names:
         if name != "CAM_BACK":
             assert new[name] == bad[name]
+
+
+def test_a_correction_the_two_kinds_of_edge_do_not_share_is_refused(real_sample, real_evidence):
+    rig, images, scan = real_sample
+    bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
+    frames = as_lidar_frames(images, scan)
+    ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], frames))
+    al = EdgeAlignment(bad["CAM_BACK"], frames)
+    new, hist = refine_with_lidar(bad, None, "CAM_BACK", frames, evidence=ev, alignment=al)
+    assert hist.accepted and "depth and reflectivity edges agree within" in hist.check, hist.check
+    # the reflectivity edges turned 1.5 deg down: the two witnesses part
+    refl = al.kind == REFLECTIVITY
+    al.points[refl] = al.points[refl] @ hypothesis_matrix(np.array([0.0, 1.5, 0.0])).T
+    al._points32 = al.points.astype(np.float32)
+    new, hist = refine_with_lidar(bad, None, "CAM_BACK", frames, evidence=ev, alignment=al)
+    assert not hist.accepted and new is bad
+    assert "the depth edges and the reflectivity edges disagree" in hist.check, hist.check
 
 
 def test_a_calibrated_camera_is_not_refined(real_sample, real_evidence):
