@@ -252,7 +252,7 @@ def boxes_in_cameras(rig: Rig, boxes: Sequence, motion: Mapping[str, np.ndarray]
         rig: The rig.
         boxes: Boxes in the ego frame at the keyframe time, each with ``category``,
             ``center`` (3,), ``size`` (w, l, h) and ``rotation`` (w, x, y, z)
-            (:class:`bevviz.io.nuscenes.AnnotationBox`).
+            (:class:`bevviz.io.nuscenes_boxes.AnnotationBox`).
         motion: The ego motion to each camera's exposure: a :class:`~bevviz.lidar.LidarScan`
             (its ``exposure``), a mapping camera name -> (4, 4), or None (no motion).
         min_depth: Near plane, metres.

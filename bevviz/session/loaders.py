@@ -34,12 +34,12 @@ from bevviz.io.nuscenes import (
     LIDAR_CHANNEL,
     ego_pose,
     has_lidar,
-    load_boxes_from,
     load_lidar_from,
     load_sample_from,
     open_dataset,
     sample_position,
 )
+from bevviz.io.nuscenes_boxes import load_boxes_from
 from bevviz.io.nuscenes_tables import walk
 from bevviz.io.rig_json import RigFile, RigImages, load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan

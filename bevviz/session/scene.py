@@ -16,7 +16,7 @@ from bevviz.calibration import GroundTruth
 from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, RawCamera
 from bevviz.errors import InputError
-from bevviz.io.nuscenes import AnnotationBox
+from bevviz.io.nuscenes_boxes import AnnotationBox
 from bevviz.lidar import LidarScan
 
 __all__ = ["Scene", "SceneFrame"]
@@ -58,7 +58,7 @@ class Scene:
             LiDAR); raw text, escaped where shown.
         lidar: The LiDAR scan taken with the images (ego frame at the keyframe time, with the
             motion to each camera's exposure), or None.
-        boxes: Annotation boxes in the same frame (:class:`bevviz.io.nuscenes.AnnotationBox`).
+        boxes: Annotation boxes in the same frame (:class:`bevviz.io.nuscenes_boxes.AnnotationBox`).
         lidar_key: Identity of the images and the scan, for caches of what only they and a
             camera determine (the LiDAR evidence); it stays when the rig is replaced (refined,
             adopted), unlike ``key``. Empty without a scan.

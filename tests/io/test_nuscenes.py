@@ -13,6 +13,7 @@ import pytest
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.cli import main
 from bevviz.io import nuscenes as nu
+from bevviz.io import nuscenes_boxes as nb
 from bevviz.projection import project_points
 from bevviz.rotations import quaternion_to_matrix, rotation_angle_deg
 from bevviz.synthetic import BOXES, camera_rays, cast_rays, default_world, nuscenes_like_rig
@@ -291,16 +292,16 @@ def test_ego_pose_and_box_quaternions_off_unit_norm_are_named_errors(copied, nus
     _rewrite(copied, "sample_annotation", _scale_quaternion(ann, 1 - 1e-7))
     ds = nu.open_dataset(copied)
     np.testing.assert_allclose(nu.ego_pose(ds, sample["token"]), nu.ego_pose(nusc, sample["token"]), atol=1e-12)
-    assert len(nu.load_boxes_from(ds, sample["token"])) == len(sample["anns"])
+    assert len(nb.load_boxes_from(ds, sample["token"])) == len(sample["anns"])
     # A scaled box quaternion is refused ...
     _rewrite(copied, "sample_annotation", _scale_quaternion(ann, 1.01))
     with pytest.raises(ValueError, match=rf"field 'sample_annotation {ann} rotation': quaternion norm is 1\.01, "
                                          r"not 1 \(off by more than QUATERNION_NORM_TOL = 0\.001\)"):
-        nu.load_boxes_from(nu.open_dataset(copied), sample["token"])
+        nb.load_boxes_from(nu.open_dataset(copied), sample["token"])
     # ... and so is a scaled ego pose, wherever it is read.
     _rewrite(copied, "ego_pose", _scale_quaternion(pose, 2.0))
     ds = nu.open_dataset(copied)
-    for read in (nu.ego_pose, nu.load_lidar_from, nu.load_boxes_from):
+    for read in (nu.ego_pose, nu.load_lidar_from, nb.load_boxes_from):
         with pytest.raises(ValueError, match=r"field 'ego_pose\.rotation': quaternion norm is 2, not 1 \(off by "
                                              r"more than QUATERNION_NORM_TOL = 0\.001\)"):
             read(ds, sample["token"])

@@ -7,6 +7,7 @@ import pytest
 from pyquaternion import Quaternion
 
 from bevviz.io import nuscenes as nu
+from bevviz.io import nuscenes_boxes as nb
 from bevviz.overlays import box_corners
 
 
@@ -33,7 +34,7 @@ def _devkit_ego_boxes(nusc, token):
 
 def test_boxes_equal_the_devkit_boxes_in_the_keyframe_ego_frame(real):
     nusc, token = real
-    ours = nu.load_boxes_from(nusc, token)
+    ours = nb.load_boxes_from(nusc, token)
     theirs = _devkit_ego_boxes(nusc, token)
     assert len(ours) == len(theirs) == 69
     for b, d in zip(ours, theirs):
@@ -50,7 +51,7 @@ def test_boxes_sit_where_the_lidar_sees_them(real):
     scan = nu.load_lidar_from(nusc, token)
     ann = {a["token"]: a for a in nusc.sample_annotation}
     counted = 0
-    for b, tok in zip(nu.load_boxes_from(nusc, token), nusc.get("sample", token)["anns"]):
+    for b, tok in zip(nb.load_boxes_from(nusc, token), nusc.get("sample", token)["anns"]):
         n_pts = ann[tok]["num_lidar_pts"]
         if n_pts < 20:
             continue
@@ -66,6 +67,6 @@ def test_box_loading_errors_name_the_sample(real):
     nusc, _ = real
     assert nu.has_lidar(nusc, nusc.sample[0]["token"])
     with pytest.raises(ValueError, match="sample_token"):
-        nu.load_boxes_from(nusc, "no-such-sample")
+        nb.load_boxes_from(nusc, "no-such-sample")
     with pytest.raises(ValueError, match="sample_token"):
         nu.has_lidar(nusc, "no-such-sample")
