@@ -9,6 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -105,6 +106,22 @@ def test_check_adds_up_frames_of_a_dataset_and_reads_a_frame_folder(tmp_path, ca
     doc = json.loads(k.read_text())
     assert rc == doc["exit_code"] and doc["source"]["kind"] == "frame-folder" and doc["lidar_points"] > 10_000
     assert doc["cameras"][0]["uncertainty_deg"] is not None  # the LiDAR witness ran
+
+
+@needs_sample
+def test_check_says_when_the_lidar_looks_out_of_sync(tmp_path, capsys):
+    # The TRI frame with its scan 0.4 m ahead of the images (a timing error): nothing is
+    # flagged, and the report says why the cameras looked turned.
+    folder = tmp_path / "late"
+    shutil.copytree(SAMPLE / "real_tri", folder)
+    points = np.load(folder / "lidar_ego.npy")
+    points[:, 0] += 0.4
+    np.save(folder / "lidar_ego.npy", points)
+    j = tmp_path / "late.json"
+    assert main(["check", str(folder), "--no-estimate", "--json", str(j)]) == 0
+    assert "look out of sync" in capsys.readouterr().out
+    doc = json.loads(j.read_text())
+    assert doc["flagged"] == [] and any("look out of sync" in n for n in doc["notes"])
 
 
 @pytest.mark.parametrize(("argv", "named"), [
