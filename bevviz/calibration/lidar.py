@@ -422,6 +422,8 @@ class CameraEvidence:
         half_points: Edge points per half, (2,).
         frames: Frames that held this camera's image.
         points_per_frame: Visible edge points in each of those frames, (frames,).
+        median_depth_m: Median depth (metres, along the optical axis) of the visible edge
+            points; NaN without any (a scan in millimetres puts it in the thousands).
         timing: The joint optimum of rotation and a displacement of the LiDAR along the
             car's axis (:mod:`~bevviz.calibration.sync`): whether a timing error explains
             the offset.
@@ -451,6 +453,7 @@ class CameraEvidence:
     half_points: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))
     frames: int = 0
     points_per_frame: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    median_depth_m: float = float("nan")
     timing: TimingFit = field(default_factory=TimingFit)
 
     @property
@@ -528,6 +531,7 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
         kind_first=al.kind[first], seconds=time.perf_counter() - t0, score_spread=spread,
         score_stored_coarse=al.score(np.zeros(3), 0), halves_deg=halves, half_gain=gains, half_points=counts,
         frames=len(al.maps), points_per_frame=np.bincount(al.frame, minlength=len(al.maps)),
+        median_depth_m=float(np.median(al.points[:, 2])),
         timing=timing_fit(al, best, found[0][1], camera.cam_from_ego[:3, 0], spread))
 
 

@@ -6,6 +6,8 @@ LiDAR witness (per camera, on its residual after the rig consensus,
 :mod:`~bevviz.calibration.consensus`):
     * fewer than ``MIN_EDGE_POINTS`` visible edge points, or fewer than ``MIN_CLUSTERS``
       image cells holding them: inconclusive (too little evidence);
+    * edge points a median depth outside ``MIN_MEDIAN_DEPTH_M`` .. ``MAX_MEDIAN_DEPTH_M``
+      from the camera: inconclusive (a scan that is not in metres);
     * a flat score (the optimum beats the search grid's median by less than
       ``FLAT_CONTRAST``): inconclusive;
     * the stored pose is rejected in one of two ways, and the rejection survives every
@@ -63,7 +65,9 @@ __all__ = [
     "FLAT_CONTRAST",
     "INCONCLUSIVE",
     "MIN_CLUSTERS",
+    "MAX_MEDIAN_DEPTH_M",
     "MIN_EDGE_POINTS",
+    "MIN_MEDIAN_DEPTH_M",
     "MISCALIBRATED",
     "OK",
     "PAIR_NOTE",
@@ -86,6 +90,11 @@ TOLERANCE_DEG = 0.5
 CONFIDENCE = 0.9
 #: Fewest visible edge points, and image cells holding them, for a LiDAR verdict.
 MIN_EDGE_POINTS = 60
+#: Plausible median depth (metres) of a camera's LiDAR edge points: an automotive LiDAR in
+#: metres sees its edges a few to a few tens of metres away (the development frames: 9.5 to
+#: 32 m per camera); a median beyond 300 m (or under 1 m) is a scan in another unit.
+MIN_MEDIAN_DEPTH_M = 1.0
+MAX_MEDIAN_DEPTH_M = 300.0
 MIN_CLUSTERS = 8
 #: Smallest gain of the optimum's score over the search grid's median (a flat score below).
 FLAT_CONTRAST = 0.02
@@ -204,6 +213,12 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                             f"{name}: too few LiDAR edge points to judge ({evidence.n_points} in "
                             f"{evidence.n_clusters} image cells; at least {MIN_EDGE_POINTS} in {MIN_CLUSTERS} needed)")
+    depth = evidence.median_depth_m
+    if np.isfinite(depth) and not MIN_MEDIAN_DEPTH_M <= depth <= MAX_MEDIAN_DEPTH_M:
+        return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
+                            f"{name}: the LiDAR edge points lie a median {depth:.3g} m in front of the camera (a "
+                            f"scan in metres puts them {MIN_MEDIAN_DEPTH_M:g} to {MAX_MEDIAN_DEPTH_M:g} m away): the "
+                            "scan is probably not in metres (millimetres? centimetres?), so it cannot judge the camera")
     z_best, z_stored = evidence.z_best, evidence.z_stored
     if evidence.score_best_coarse - evidence.score_median < FLAT_CONTRAST or z_best < rule.z_structure:
         return LidarVerdict(INCONCLUSIVE, med, unc, beyond,

@@ -15,7 +15,7 @@ from bevviz.calibration.evaluate import main as evaluate_main
 from bevviz.calibration.evaluate import random_faults
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.calibration.lidar import as_lidar_frames, camera_evidence, lidar_evidence
-from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
+from bevviz.calibration.verdicts import INCONCLUSIVE, MAX_MEDIAN_DEPTH_M, MIN_MEDIAN_DEPTH_M, MISCALIBRATED
 
 
 def _frame(sample_data, name):
@@ -115,3 +115,13 @@ def test_the_evaluation_prints_its_tables_on_frame_folders(sample_data, capsys):
     assert code == 1  # the refinement targets were not checked: never an exit 0
     assert "false alarms" in out and "TOTAL" in out and "LiDAR on the unperturbed rigs" in out
     assert "NOT RUN  LiDAR refinement never worse" in out
+
+
+def test_a_scan_in_millimetres_says_so(kitti):
+    frame, _ = kitti
+    xyz_mm = np.array(frame.scan.points)[:, :3] * 1000.0
+    (found,) = diagnose(frame.rig, frame.images, lidar=xyz_mm, replicates=8)
+    assert found.verdict == INCONCLUSIVE
+    assert "not in metres" in found.reason and found.lidar.median_depth_m > MAX_MEDIAN_DEPTH_M, found.reason
+    (metres,) = diagnose(frame.rig, frame.images, lidar=frame.scan, replicates=8)
+    assert MIN_MEDIAN_DEPTH_M < metres.lidar.median_depth_m < MAX_MEDIAN_DEPTH_M
