@@ -118,7 +118,11 @@ if scene.lidar is not None:
         k1, k2, k3 = st.columns([1.6, 1, 1])
         k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
         k2.metric("Common pitch", summary["pitch"])
-        k3.metric("Set aside from the consensus", esc(", ".join(summary["set_aside"])) or "none")
+        aside = summary["set_aside"]
+        k3.metric("Set aside from the consensus", f"{len(aside)} camera{'s' if len(aside) != 1 else ''}" if aside
+                  else "none", help="Cameras whose own errors did not fit the rest of the rig.")
+        if aside:  # names in full (a metric cuts a long value off)
+            k3.caption(esc(", ".join(aside)))
         if summary["suspect"]:
             st.warning(esc(summary["suspect"]))
         elif not summary["fitted"]:
