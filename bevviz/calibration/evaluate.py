@@ -147,6 +147,12 @@ def _angle(a: Rig, b: Rig, name: str) -> float:
     return float(camera_delta(a[name], b[name]).angle_deg)
 
 
+def _stored(rig: Rig, evidence: dict[str, CameraEvidence], found) -> _Stored:
+    """What a diagnosis ``found`` of ``rig`` can be re-judged from."""
+    return _Stored(rig, evidence, found.consensus,
+                   {f.camera: (f.witnesses.get("seams", "inconclusive"), "", f.quick_score) for f in found})
+
+
 def _displaced(scan: LidarScan, shift_m: float) -> LidarScan:
     """``scan`` with every point moved ``shift_m`` metres along ego +x (a timing error)."""
     pts = np.array(scan.points, dtype=np.float32)
@@ -277,12 +283,13 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
                 alignment = EdgeAlignment(bad[cam], lidar_frames)
                 ev[cam] = camera_evidence(bad[cam], lidar_frames, alignment=alignment)
             analyses = [analyze_seams(bad, im, grid) for im in images] if len(bad) > 1 else None
+            if cam is None:
+                clean_analyses = analyses  # the timing cases below judge the same rig and images
             found = diagnose(bad, images, grid, evidence=ev, analyses=analyses, rule=rule)
             case = Case(cam, None if cam is None else "random", float(np.linalg.norm(fault)), name,
                         [float(v) for v in fault], [f.camera for f in found if f.verdict == MISCALIBRATED],
                         cameras=len(bad))
-            stores.append(_Stored(bad, ev, found.consensus, {f.camera: (f.witnesses.get("seams", "inconclusive"),
-                                                                        "", f.quick_score) for f in found}))
+            stores.append(_stored(bad, ev, found))
             if cam is None:
                 case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
             else:
@@ -306,13 +313,11 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             moved = [lf for f in group
                      for lf in as_lidar_frames(f.images, _displaced(f.scan, shift), ignore_masks(f.rig, f.ignore))]
             ev = {n: camera_evidence(frame.rig[n], moved) for n in frame.rig.names}
-            analyses = [analyze_seams(frame.rig, im, grid) for im in images] if len(frame.rig) > 1 else None
-            found = diagnose(frame.rig, images, grid, evidence=ev, analyses=analyses, rule=rule)
+            found = diagnose(frame.rig, images, grid, evidence=ev, analyses=clean_analyses, rule=rule)
             case = Case(None, "timing", float(shift), name, cameras=len(frame.rig),
                         lidar_named=[f.camera for f in found if f.verdict == MISCALIBRATED])
             case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
-            stores.append(_Stored(frame.rig, ev, found.consensus, {f.camera: (f.witnesses.get("seams", "inconclusive"),
-                                                                              "", f.quick_score) for f in found}))
+            stores.append(_stored(frame.rig, ev, found))
             cases.append(case)
             if log is not None:
                 log(_row(case))
@@ -357,9 +362,13 @@ def _row(c: Case) -> str:
             f"{' WRONG ' + ','.join(wrong) if wrong else ''} | refine {lid}")
 
 
+def _unperturbed(cases: Sequence[Case], timing: bool = False) -> list[Case]:
+    """The unperturbed rigs' cases: as stored (``timing`` False) or with the LiDAR displaced."""
+    return [c for c in cases if c.camera is None and (c.axis == "timing") == timing]
+
+
 def _counts(cases: Sequence[Case]) -> dict:
-    base = [c for c in cases if c.camera is None and c.axis != "timing"]
-    timed = [c for c in cases if c.camera is None and c.axis == "timing"]
+    base, timed = _unperturbed(cases), _unperturbed(cases, timing=True)
     faults = [c for c in cases if c.camera is not None]
     acc = [c for c in faults if c.lidar_accepted]
     return {
@@ -414,11 +423,11 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
     check("LiDAR names the faulty camera", share >= targets.lidar_named_share,
           f"{k['named']}/{k['faults']} = {share:.1%} (target >= {targets.lidar_named_share:.0%})")
     check("LiDAR names a wrong camera", k["wrong"] == 0, f"{k['wrong']} times (target 0)")
-    base = [c for c in cases if c.camera is None and c.axis != "timing"]
+    base = _unperturbed(cases)
     check("LiDAR on the unperturbed rigs", k["false_alarms"] == 0,
           f"{k['false_alarms']} false alarms (target 0): " + "; ".join(f"{c.frame}: {c.lidar_named or 'none'}"
                                                                         for c in base))
-    timed = [c for c in cases if c.camera is None and c.axis == "timing"]
+    timed = _unperturbed(cases, timing=True)
     shifts = ", ".join(dict.fromkeys(f"{c.degrees:+.1f}" for c in timed))
     check("LiDAR on the unperturbed rigs with the LiDAR displaced along the car's axis (timing errors)",
           k["timing_false_alarms"] == 0 if timed else None,

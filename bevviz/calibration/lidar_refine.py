@@ -176,9 +176,11 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             other = (al.parity != h).astype(np.float64)
             fix = np.where(axes, -halves[h], 0.0)
             gains.append(al.score(fix, last, other) - al.score(np.zeros(3), last, other))
-        # each kind alone, refined from the full optimum (a local question: does it stay there?)
+        # each kind alone, refined from the full optimum (a local question: does it stay there?);
+        # only asked when the halves have confirmed the correction
+        halves_ok = np.max(gap) <= HALF_AGREEMENT_DEG and min(gains) > 0
         kinds = [-_align_half(al, (al.kind == k).astype(np.float64), [-ev.offset_deg])
-                 for k in (DEPTH, REFLECTIVITY) if int(np.count_nonzero(al.kind == k)) >= MIN_EDGE_POINTS]
+                 for k in (DEPTH, REFLECTIVITY) if halves_ok and int(np.count_nonzero(al.kind == k)) >= MIN_EDGE_POINTS]
         kind_gap = float(np.max(np.abs(kinds[0] - kinds[1]))) if len(kinds) == 2 else 0.0
         if np.max(gap) > HALF_AGREEMENT_DEG:
             hist.check = (f"the two halves of the evidence disagree on {which} by up to {np.max(gap):.2f} deg "
