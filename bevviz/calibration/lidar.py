@@ -100,6 +100,9 @@ DEPTH_CELL_RAD = 0.0063
 #: Images are scored at a focal length of at most this many pixels (larger ones are
 #: shrunk first: the attraction scales are angles, the finest 0.0063 rad = 6 px here).
 MAP_FOCAL_PX = 1000.0
+#: Most edge points a camera keeps per frame (a fixed random subset beyond: the scores are
+#: means, so a dense cloud costs no more than this; the development frames hold at most 945).
+MAX_EDGE_POINTS = 2000
 #: Nearest depth (metres) of an edge point in front of the camera.
 MIN_DEPTH_M = 1.0
 #: Step (degrees) of the per-axis profiles.
@@ -197,7 +200,8 @@ class EdgeAlignment:
 
     Attributes:
         camera: The camera (stored calibration).
-        points: Visible edge points in the stored camera's frame, (M, 3) float64.
+        points: Visible edge points in the stored camera's frame, (M, 3) float64 (at most
+            ``MAX_EDGE_POINTS`` per frame).
         kind: Edge kind per point, (M,) int8.
         orient: Link orientation per point (0 row, 1 column: the attraction channel), (M,) int8.
         frame: Frame index per point, (M,) int64.
@@ -235,6 +239,10 @@ class EdgeAlignment:
             occ = fr.scan.xyz[near] @ Rx.T + tx
             keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,
                                     DEPTH_CELL_RAD * focal)
+            if keep.sum() > MAX_EDGE_POINTS:  # a dense cloud: a fixed subset (deterministic)
+                chosen = np.random.default_rng(0).choice(np.flatnonzero(keep), MAX_EDGE_POINTS, replace=False)
+                keep = np.zeros_like(keep)
+                keep[chosen] = True
             cell = camera.width / CLUSTER_COLUMNS
             cols = int(np.ceil(camera.width / cell)) + 1
             row = np.floor((uv[keep, 1] + 0.5) / cell).astype(np.int64)

@@ -298,36 +298,41 @@ def _next_neighbours(along: np.ndarray, across: np.ndarray, max_step: float, tol
     """Index of each point's nearest neighbour further along one image axis, or -1, (M,).
 
     A neighbour lies ``0 < d_along <= max_step`` further and within ``ROW_SLOPE * d_along +
-    tol`` across (a scan line is a gently sloping curve in the image).
+    tol`` across (a scan line is a gently sloping curve in the image), in the point's own band
+    of ``max_step`` across or a band either side.
+
+    The points are sorted by (band, along); each point walks its three bands forward from its
+    own position and stops at the first candidate inside the cone (the nearest one in that
+    band): the work grows with the points, not with how densely they crowd (a merged or
+    high-resolution cloud).
     """
     m = len(along)
     out = np.full(m, -1, dtype=np.int64)
     if m < 2:
         return out
-    cell = max_step
-    cx = np.floor(along / cell).astype(np.int64)
-    cy = np.floor(across / cell).astype(np.int64)
-    cy0, cx0 = cy.min() - 1, cx.min() - 1
-    ncx = int(cx.max() - cx0) + 3
-    key = (cy - cy0) * ncx + (cx - cx0)
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
+    along = np.asarray(along, dtype=np.float64)
+    across = np.asarray(across, dtype=np.float64)
+    band = np.floor(across / max_step)
+    base = along - along.min()
+    span = float(base.max()) + 2.0 * max_step + 1.0  # one band's stretch of the sort key
+    order = np.lexsort((along, band))
+    key = (band * span + base)[order]
     best = np.full(m, np.inf)
-    for dcx in (0, 1):
-        for dcy in (-1, 0, 1):
-            target = key + dcy * ncx + dcx
-            start = np.searchsorted(sk, target, side="left")
-            stop = np.searchsorted(sk, target, side="right")
-            for k in range(int(np.max(stop - start, initial=0))):
-                idx = start + k
-                has = idx < stop
-                j = np.where(has, order[np.minimum(idx, m - 1)], 0)
-                da = along[j] - along
-                dc = np.abs(across[j] - across)
-                ok = has & (da > 0) & (da <= max_step) & (dc <= ROW_SLOPE * da + tol)
-                better = ok & (da < best)
-                best[better] = da[better]
-                out[better] = j[better]
+    for dband in (-1.0, 0.0, 1.0):
+        target = (band + dband) * span
+        start = np.searchsorted(key, target + base, side="right")  # first one strictly further
+        stop = np.searchsorted(key, target + base + max_step, side="right")
+        src = np.flatnonzero(stop > start)
+        k = 0
+        while len(src):
+            j = order[start[src] + k]
+            da = along[j] - along[src]
+            found = (da > 0) & (da <= max_step) & (np.abs(across[j] - across[src]) <= ROW_SLOPE * da + tol)
+            better = found & (da < best[src])
+            best[src[better]] = da[better]
+            out[src[better]] = j[better]
+            k += 1
+            src = src[~found & (start[src] + k < stop[src])]
     return out
 
 

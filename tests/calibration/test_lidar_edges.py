@@ -6,11 +6,15 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bevviz.calibration.lidar_edges import (
     DEPTH,
     MIN_RANGE_M,
     REFLECTIVITY,
+    ROW_SLOPE,
+    _next_neighbours,
     firing_period,
     lidar_edges,
     view_edges,
@@ -174,3 +178,40 @@ def test_the_real_keyframe_has_thousands_of_edges(real_sample):
     assert edges.n_depth > 1000 and edges.n_reflectivity > 1000
     plain = with_rings(dataclasses.replace(scan, ring=None))  # a plain array in firing order
     np.testing.assert_array_equal(plain.ring, np.arange(len(scan)) % 32)
+
+
+def _next_neighbours_brute(along, across, max_step, tol):
+    """The definition, point by point: the nearest point further along (0 < d <= max_step)
+    within the cone and at most one band of ``max_step`` across away."""
+    band = np.floor(across / max_step)
+    out = np.full(len(along), -1)
+    for i in range(len(along)):
+        da = along - along[i]
+        ok = ((da > 0) & (da <= max_step) & (np.abs(across - across[i]) <= ROW_SLOPE * da + tol)
+              & (np.abs(band - band[i]) <= 1))
+        if ok.any():
+            cand = np.flatnonzero(ok)
+            out[i] = cand[np.argmin(da[cand])]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 120), seed=st.integers(0, 2**31 - 1), grid=st.sampled_from([0.0, 0.5, 1.0]),
+       crowd=st.booleans())
+def test_the_neighbour_search_is_the_brute_force_definition(n, seed, grid, crowd):
+    rng = np.random.default_rng(seed)
+    along, across = rng.uniform(0, 60, n), rng.uniform(0, 30, n)
+    if crowd:  # many points in a few pixels (a merged cloud) and exact duplicates
+        along[: n // 2] = 30 + rng.normal(0, 0.5, n // 2)
+        across[: n // 2] = 15 + rng.normal(0, 0.3, n // 2)
+        along[n // 2: n // 2 + n // 8] = along[: n // 8]
+        across[n // 2: n // 2 + n // 8] = across[: n // 8]
+    if grid:  # quantised pixels: ties in distance
+        along, across = np.round(along / grid) * grid, np.round(across / grid) * grid
+    got = _next_neighbours(along, across, 4.0, 1.0)
+    want = _next_neighbours_brute(along, across, 4.0, 1.0)
+    assert np.array_equal(got >= 0, want >= 0)
+    has = want >= 0  # the same distance (equally near candidates may differ on a pixel grid)
+    assert np.array_equal(along[got[has]] - along[has], along[want[has]] - along[has])
+    # and the chosen one is itself inside the cone
+    assert np.all(np.abs(across[got[has]] - across[has]) <= ROW_SLOPE * (along[got[has]] - along[has]) + 1.0)

@@ -14,8 +14,9 @@ from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extri
 from bevviz.calibration.evaluate import main as evaluate_main
 from bevviz.calibration.evaluate import random_faults
 from bevviz.calibration.frame_folder import load_frame_folder
-from bevviz.calibration.lidar import as_lidar_frames, camera_evidence, lidar_evidence
+from bevviz.calibration.lidar import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames, camera_evidence, lidar_evidence
 from bevviz.calibration.verdicts import INCONCLUSIVE, MAX_MEDIAN_DEPTH_M, MIN_MEDIAN_DEPTH_M, MISCALIBRATED
+from bevviz.lidar import LidarScan
 
 
 def _frame(sample_data, name):
@@ -125,3 +126,21 @@ def test_a_scan_in_millimetres_says_so(kitti):
     assert "not in metres" in found.reason and found.lidar.median_depth_m > MAX_MEDIAN_DEPTH_M, found.reason
     (metres,) = diagnose(frame.rig, frame.images, lidar=frame.scan, replicates=8)
     assert MIN_MEDIAN_DEPTH_M < metres.lidar.median_depth_m < MAX_MEDIAN_DEPTH_M
+
+
+def test_a_cloud_four_times_as_dense_keeps_the_edge_budget_and_accuses_no_camera(kitti):
+    """A merged multi-LiDAR or high-resolution sensor: the scan and three jittered copies,
+    shuffled, without rings. The camera keeps at most MAX_EDGE_POINTS edge points (the cost of
+    every score) and the stored calibration is still not accused."""
+    frame, _ = kitti
+    rng = np.random.default_rng(0)
+    pts = np.concatenate([frame.scan.points] + [
+        frame.scan.points + np.c_[rng.normal(0, 0.02, (len(frame.scan.points), 3)),
+                                  np.zeros(len(frame.scan.points))].astype(np.float32) for _ in range(3)])
+    pts = pts[rng.permutation(len(pts))]
+    dense = LidarScan(pts, None, np.zeros(len(pts), np.int16), frame.scan.origin, 0,
+                      dict(frame.scan.exposure_from_keyframe))
+    frames = as_lidar_frames(frame.images, dense)
+    al = EdgeAlignment(frame.rig["image_2"], frames)
+    assert MAX_EDGE_POINTS // 2 < len(al) <= MAX_EDGE_POINTS
+    assert _named(diagnose(frame.rig, frame.images, lidar=dense)) == []
