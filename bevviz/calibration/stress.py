@@ -1,0 +1,267 @@
+"""The doctor on inputs as other rigs and other days deliver them: no camera may be accused.
+
+``python -m bevviz.calibration.stress --frames DIR [DIR ...]`` takes correctly calibrated
+frames (frame folders or nuScenes dataroots, as :mod:`bevviz.calibration.evaluate`) and
+diagnoses each again under every :data:`VARIANTS` entry: what a rig the doctor was not built
+around brings (no ring or point order, no intensity or another intensity scale, another
+image resolution, a cloud four times as dense or a quarter as dense, no ego motion between
+the LiDAR and the exposures) and what capture does to images (blur, heavy JPEG, dark
+images). The calibration is untouched in every variant, so every camera called
+"miscalibrated" is a false alarm. It prints one row per frame and variant as it goes (with
+the time left) and a PASS/FAIL line; exit 0 only when every variant ran and none accused a
+camera, 1 otherwise, 2 on bad input.
+
+Measured on the seven development frames (3 TRI, 3 KITTI, the nuScenes keyframe): see
+docs/calibration.md.
+
+Convention:
+    A resized image comes with its camera resized alike (``Camera.resized_to``: the
+    intrinsics scale with the pixels, pixel centres at half-integers) and its ignore
+    polygons scaled; the LiDAR points stay in the ego frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from bevviz.calibration.diagnose import diagnose
+from bevviz.calibration.evaluate import DEFAULT_DATAROOT, load_frames
+from bevviz.calibration.frame_folder import RealFrame
+from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
+from bevviz.camera import Rig
+from bevviz.lidar import LidarScan
+from bevviz.threads import single_threaded
+
+__all__ = ["StressCase", "VARIANTS", "Variant", "main", "stress_frames", "summary"]
+
+Images = dict[str, np.ndarray]
+Ignore = dict[str, list]
+#: A variant: (what it stands for, frame + seeded generator -> (rig, images, scan, ignore)).
+Variant = tuple[str, Callable[[RealFrame, np.random.Generator], tuple[Rig, Images, LidarScan, Ignore]]]
+
+
+def _scan(scan: LidarScan, points: np.ndarray, ring: np.ndarray | None = None,
+          motion: Mapping[str, np.ndarray] | None = None) -> LidarScan:
+    motion = dict(scan.exposure_from_keyframe) if motion is None else dict(motion)
+    return LidarScan(points, ring, np.zeros(len(points), np.int16), scan.origin, scan.timestamp_us, motion)
+
+
+def _points(transform: Callable[[np.ndarray, np.random.Generator], np.ndarray], keep_ring: bool = False) -> Callable:
+    def run(f: RealFrame, rng: np.random.Generator):
+        pts = transform(np.array(f.scan.points), rng)
+        ring = f.scan.ring if keep_ring else None
+        return f.rig, f.images, _scan(f.scan, pts, ring), f.ignore
+    return run
+
+
+def _shuffled(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return p[rng.permutation(len(p))]
+
+
+def _no_intensity(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    p[:, 3] = 0.0
+    return _shuffled(p, rng)
+
+
+def _unit_intensity(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    p[:, 3] = p[:, 3] / max(float(p[:, 3].max()), 1e-12)
+    return p
+
+
+def _log_intensity(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    p[:, 3] = 1000.0 * np.log1p(np.maximum(p[:, 3], 0.0))
+    return p
+
+
+def _denser(p: np.ndarray, rng: np.random.Generator, k: int = 4) -> np.ndarray:
+    """The scan and ``k - 1`` copies jittered by 2 cm, shuffled (a merged or finer sensor)."""
+    copies = [p]
+    for _ in range(k - 1):
+        q = p.copy()
+        q[:, :3] += rng.normal(0.0, 0.02, (len(p), 3)).astype(p.dtype)
+        copies.append(q)
+    return _shuffled(np.concatenate(copies), rng)
+
+
+def _sparser(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return p[np.sort(rng.permutation(len(p))[: len(p) // 4])]
+
+
+def _no_motion(f: RealFrame, rng: np.random.Generator):
+    return f.rig, f.images, _scan(f.scan, f.scan.points, f.scan.ring, motion={}), f.ignore
+
+
+def _resized(factor: float) -> Callable:
+    def run(f: RealFrame, rng: np.random.Generator):
+        images, cams, ignore = {}, [], {}
+        for cam in f.rig:
+            img = f.images[cam.name]
+            w, h = max(1, round(img.shape[1] * factor)), max(1, round(img.shape[0] * factor))
+            images[cam.name] = cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA if factor < 1 else cv2.INTER_LINEAR)
+            cams.append(cam.resized_to(w, h))
+            sx, sy = w / cam.width, h / cam.height
+            if cam.name in f.ignore:
+                ignore[cam.name] = [[[u * sx, v * sy] for u, v in poly] for poly in f.ignore[cam.name]]
+        return Rig(cams), images, f.scan, ignore
+    return run
+
+
+def _images(transform: Callable[[np.ndarray], np.ndarray]) -> Callable:
+    def run(f: RealFrame, rng: np.random.Generator):
+        return f.rig, {k: transform(v) for k, v in f.images.items()}, f.scan, f.ignore
+    return run
+
+
+def _blur(img: np.ndarray) -> np.ndarray:
+    return cv2.GaussianBlur(img, (0, 0), 2.0)
+
+
+def _jpeg(img: np.ndarray) -> np.ndarray:
+    ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 15])
+    if not ok:
+        raise ValueError("images: cannot be encoded as JPEG")
+    return cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
+
+
+def _dark(img: np.ndarray) -> np.ndarray:
+    return np.clip(255.0 * 0.5 * (img / 255.0) ** 2.2, 0, 255).astype(np.uint8)
+
+
+#: Name -> (what it stands for, how it is made).
+VARIANTS: dict[str, Variant] = {
+    "as stored": ("the frame itself", _points(lambda p, rng: p, keep_ring=True)),
+    "no point order": ("no ring, points shuffled (a merged multi-LiDAR cloud)", _points(_shuffled)),
+    "no intensity": ("intensity all zero, no order (an (N, 3) cloud): depth edges alone", _points(_no_intensity)),
+    "intensity 0..1": ("intensity divided by its maximum", _points(_unit_intensity, keep_ring=True)),
+    "intensity log x1000": ("another sensor's unit: 1000 log(1 + i)", _points(_log_intensity, keep_ring=True)),
+    "4x denser cloud": ("the scan and 3 copies jittered by 2 cm, no order", _points(_denser)),
+    "1/4 of the points": ("a sparser sensor: a random quarter of the points", _points(_sparser)),
+    "no ego motion": ("the exposures taken as simultaneous with the sweep", _no_motion),
+    "half resolution": ("images and intrinsics at half size", _resized(0.5)),
+    "1.5x resolution": ("images and intrinsics at 1.5 times the size", _resized(1.5)),
+    "blur": ("Gaussian blur, sigma 2 px", _images(_blur)),
+    "JPEG q15": ("JPEG at quality 15", _images(_jpeg)),
+    "dark": ("gamma 2.2 and half the brightness", _images(_dark)),
+}
+
+
+@dataclass
+class StressCase:
+    """One frame under one variant.
+
+    Attributes:
+        frame, variant: Which.
+        cameras: Cameras in the rig.
+        named: Cameras called "miscalibrated" (all false alarms: the calibration is the stored one).
+        inconclusive: How many cameras were "inconclusive".
+        seconds: Wall time of the diagnosis.
+        error: Why the diagnosis could not run ("" when it ran).
+    """
+
+    frame: str
+    variant: str
+    cameras: int = 0
+    named: list[str] = field(default_factory=list)
+    inconclusive: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+
+def stress_frames(frames: Sequence[RealFrame], variants: Mapping[str, Variant] | None = None, seed: int = 0,
+                  log: Callable[[str], None] | None = print) -> list[StressCase]:
+    """Diagnose every frame under every variant (the stored calibration each time).
+
+    Args:
+        frames: Correctly calibrated frames.
+        variants: Name -> :data:`Variant`; default :data:`VARIANTS`.
+        seed: Seed of the random variants (shuffles, jitter, subsets).
+        log: Where each row goes as it is done, with the time left (None: nowhere).
+
+    Returns:
+        One :class:`StressCase` per frame x variant; a variant that raised ``ValueError``
+        carries its message in ``error`` (it counts as not run).
+    """
+    variants = VARIANTS if variants is None else variants
+    out: list[StressCase] = []
+    total, t_start = len(frames) * len(variants), time.perf_counter()
+    for frame in frames:
+        for name, (_, make) in variants.items():
+            case = StressCase(frame.name, name, len(frame.rig))
+            t0 = time.perf_counter()
+            try:
+                rig, images, scan, ignore = make(frame, np.random.default_rng(seed))
+                found = diagnose(rig, images, lidar=scan, ignore=ignore)
+                case.named = [f.camera for f in found if f.verdict == MISCALIBRATED]
+                case.inconclusive = sum(f.verdict == INCONCLUSIVE for f in found)
+            except ValueError as exc:
+                case.error = str(exc)
+            case.seconds = time.perf_counter() - t0
+            out.append(case)
+            if log is not None:
+                done = len(out)
+                left = (time.perf_counter() - t_start) / done * (total - done)
+                log(f"[{done}/{total}, about {left:.0f} s left] {_row(case)}")
+    return out
+
+
+def _row(c: StressCase) -> str:
+    what = f"ERROR: {c.error}" if c.error else \
+        f"accused {len(c.named)} ({', '.join(c.named) or '-'}), inconclusive {c.inconclusive}/{c.cameras}"
+    return f"{c.frame:<16} {c.variant:<22} {what} ({c.seconds:.1f} s)"
+
+
+def summary(cases: Sequence[StressCase]) -> tuple[list[str], bool]:
+    """Per-variant totals and the PASS/FAIL line (every variant ran, no camera accused)."""
+    rows = [f"{'variant':<22} {'frames':>6} {'cameras':>7} {'accused':>7} {'inconclusive':>12} {'errors':>6} "
+            f"{'max s':>6}"]
+    for name in dict.fromkeys(c.variant for c in cases):
+        cs = [c for c in cases if c.variant == name]
+        rows.append(f"{name:<22} {len(cs):>6} {sum(c.cameras for c in cs):>7} {sum(len(c.named) for c in cs):>7} "
+                    f"{sum(c.inconclusive for c in cs):>12} {sum(bool(c.error) for c in cs):>6} "
+                    f"{max(c.seconds for c in cs):>6.1f}")
+    accused = sum(len(c.named) for c in cases)
+    errors = sum(bool(c.error) for c in cases)
+    ok = bool(cases) and not accused and not errors
+    rows.append(f"{'PASS' if ok else 'FAIL'}  {accused} cameras accused in {len(cases)} diagnoses of correctly "
+                f"calibrated frames (target 0){f'; {errors} could not run' if errors else ''}")
+    return rows, ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: run the variants, print the rows and the summary; exit 0 only if every variant ran
+    and accused no camera, 1 otherwise, 2 on bad input."""
+    parser = argparse.ArgumentParser(prog="python -m bevviz.calibration.stress", description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", nargs="+", default=None, metavar="DIR",
+                        help="correctly calibrated frame folders or nuScenes dataroots; "
+                             "default: the embedded real nuScenes keyframe")
+    parser.add_argument("--version", default="v1.0-mini", help="nuScenes version of any dataroot")
+    parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
+                        help=f"only these variants (default all: {', '.join(VARIANTS)})")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    unknown = [v for v in args.variants or [] if v not in VARIANTS]
+    if unknown:
+        print(f"error: --variants: unknown {unknown!r} (known: {', '.join(VARIANTS)})", file=sys.stderr)
+        return 2
+    try:
+        frames = load_frames(args.frames or [DEFAULT_DATAROOT], args.version)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    chosen = {k: VARIANTS[k] for k in (args.variants or VARIANTS)}
+    with single_threaded():
+        cases = stress_frames(frames, chosen, args.seed)
+    rows, ok = summary(cases)
+    print("\n".join(["", *rows]))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

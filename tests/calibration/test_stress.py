@@ -1,0 +1,75 @@
+"""The stress variants: inputs as other rigs deliver them accuse no correctly calibrated camera."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bevviz.calibration.frame_folder import load_frame_folder
+from bevviz.calibration.stress import VARIANTS, StressCase, main, stress_frames, summary
+
+
+@pytest.fixture(scope="module")
+def kitti(sample_data):
+    path = sample_data / "real_kitti"
+    if not (path / "rig.json").is_file():
+        pytest.skip("sample_data/real_kitti is missing")
+    return load_frame_folder(path)
+
+
+def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
+    rng = np.random.default_rng(0)
+    n = len(kitti.scan.points)
+    rig, images, scan, _ = VARIANTS["no intensity"][1](kitti, rng)
+    assert rig is kitti.rig and scan.ring is None and not scan.intensity.any()
+    _, _, scan, _ = VARIANTS["4x denser cloud"][1](kitti, rng)
+    assert len(scan.points) == 4 * n
+    _, _, scan, _ = VARIANTS["1/4 of the points"][1](kitti, rng)
+    assert len(scan.points) == n // 4
+    _, _, scan, _ = VARIANTS["intensity 0..1"][1](kitti, rng)
+    assert scan.intensity.max() == pytest.approx(1.0)
+    rig, images, _, _ = VARIANTS["half resolution"][1](kitti, rng)
+    cam, half = kitti.rig["image_2"], rig["image_2"]
+    assert images["image_2"].shape[:2] == (half.height, half.width) == (round(cam.height / 2), round(cam.width / 2))
+    assert np.allclose(half.cam_from_ego, cam.cam_from_ego)
+    assert half.K[0, 0] == pytest.approx(cam.K[0, 0] * half.width / cam.width)
+    _, images, _, _ = VARIANTS["dark"][1](kitti, rng)
+    assert images["image_2"].mean() < 0.5 * kitti.images["image_2"].mean()
+
+
+def test_the_kitti_frame_under_other_rigs_inputs_accuses_no_camera(kitti):
+    chosen = {k: VARIANTS[k] for k in ("no intensity", "4x denser cloud", "half resolution", "JPEG q15")}
+    rows = []
+    cases = stress_frames([kitti], chosen, log=rows.append)
+    assert [c.variant for c in cases] == list(chosen) and len(rows) == len(chosen)
+    assert all(not c.error and c.cameras == 1 for c in cases), [c.error for c in cases]
+    assert [c.named for c in cases] == [[]] * len(chosen)
+    table, ok = summary(cases)
+    assert ok and table[-1].startswith("PASS  0 cameras accused in 4 diagnoses")
+
+
+def test_a_variant_that_cannot_run_or_accuses_fails_the_summary(kitti):
+    def broken(frame, rng):
+        raise ValueError("images: no such camera")
+    (case,) = stress_frames([kitti], {"broken": ("raises", broken)}, log=None)
+    assert case.error == "images: no such camera"
+    rows, ok = summary([case])
+    assert not ok and "1 could not run" in rows[-1]
+    rows, ok = summary([StressCase("f", "v", 6, ["CAM_FRONT"])])
+    assert not ok and rows[-1].startswith("FAIL  1 cameras accused")
+    assert summary([])[1] is False  # nothing ran: no PASS
+
+
+def test_the_command_refuses_an_unknown_variant_and_a_missing_folder(tmp_path, capsys):
+    assert main(["--variants", "sunny"]) == 2
+    assert "--variants: unknown ['sunny']" in capsys.readouterr().err
+    assert main(["--frames", str(tmp_path / "nope")]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_the_command_passes_on_the_kitti_frame(sample_data, capsys):
+    if not (sample_data / "real_kitti" / "rig.json").is_file():
+        pytest.skip("sample_data/real_kitti is missing")
+    assert main(["--frames", str(sample_data / "real_kitti"), "--variants", "no point order", "blur"]) == 0
+    out = capsys.readouterr().out
+    assert "[1/2, about" in out and "PASS  0 cameras accused in 2 diagnoses" in out
