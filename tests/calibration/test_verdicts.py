@@ -11,6 +11,7 @@ from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MIN_CLUSTERS,
     MIN_EDGE_POINTS,
+    MIN_VERDICT_POINTS,
     MISCALIBRATED,
     OK,
     SEAM_TRUST_COST,
@@ -61,6 +62,16 @@ def test_too_little_evidence_or_a_flat_score_is_inconclusive_whatever_the_offset
     assert lidar_verdict(_ev([0, 0, 2.0], clusters=MIN_CLUSTERS - 1), NONE).verdict == INCONCLUSIVE
     v = lidar_verdict(_ev([0, 0, 2.0], flat=True), NONE)
     assert v.verdict == INCONCLUSIVE and "flat" in v.reason
+
+
+def test_a_sparse_cloud_cannot_call_a_camera_miscalibrated_but_can_confirm_one():
+    """Fewer than MIN_VERDICT_POINTS edge points: the same strong offset is only inconclusive,
+    with the count and the remedy in the reason; a camera within the tolerance stays ok."""
+    assert lidar_verdict(_ev([0, 0, 2.0], n=MIN_VERDICT_POINTS), NONE).verdict == MISCALIBRATED
+    v = lidar_verdict(_ev([0, 0, 2.0], n=MIN_VERDICT_POINTS - 1), NONE)
+    assert v.verdict == INCONCLUSIVE and v.residual_deg[2] == pytest.approx(2.0, abs=0.05)
+    assert f"only {MIN_VERDICT_POINTS - 1} edge points" in v.reason and "more frames" in v.reason
+    assert lidar_verdict(_ev([0.1, 0.0, 0.0], n=MIN_VERDICT_POINTS - 1), NONE).verdict == OK
 
 
 def test_a_camera_off_only_by_what_the_whole_rig_shares_points_at_the_lidar():
