@@ -29,22 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from bevviz.calibration import diagnose  # noqa: E402
 from bevviz.calibration.evaluate import load_frames  # noqa: E402
-from bevviz.lidar import LidarScan  # noqa: E402
+from bevviz.calibration.stress import denser  # noqa: E402
 
 DEFAULT = (ROOT / "sample_data" / "real_nuscenes", ROOT / "sample_data" / "real_tri")
-
-
-def _denser(scan: LidarScan, k: int, seed: int = 0) -> LidarScan:
-    """The scan plus ``k - 1`` copies jittered by 2 cm, shuffled, without ring or order."""
-    rng = np.random.default_rng(seed)
-    copies = [scan.points]
-    for _ in range(k - 1):
-        jitter = np.zeros_like(scan.points)
-        jitter[:, :3] = rng.normal(0.0, 0.02, (len(scan.points), 3))
-        copies.append(scan.points + jitter)
-    pts = np.concatenate(copies)[rng.permutation(k * len(scan.points))]
-    return LidarScan(pts, None, np.zeros(len(pts), np.int16), scan.origin, scan.timestamp_us,
-                     dict(scan.exposure_from_keyframe))
 
 
 def _time(rig, images, scan, repeat: int) -> tuple[list[float], str]:
@@ -71,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
               f"min {min(base[0]):.2f} s, max {max(base[0]):.2f} s over {args.repeat} runs ({args.threads} threads; "
               f"budget 10 s for 6 cameras) | {base[1]}")
         if args.dense > 1:
-            dense = _time(frame.rig, frame.images, _denser(frame.scan, args.dense), args.repeat)
+            cloud = denser(frame.scan, args.dense, np.random.default_rng(0))
+            dense = _time(frame.rig, frame.images, cloud, args.repeat)
             print(f"{frame.name} x{args.dense} denser cloud ({len(frame.scan) * args.dense} points): "
                   f"min {min(dense[0]):.2f} s = {min(dense[0]) / min(base[0]):.2f}x the frame's own | {dense[1]}")
     return 0

@@ -39,7 +39,7 @@ from bevviz.camera import Rig
 from bevviz.lidar import LidarScan
 from bevviz.threads import single_threaded
 
-__all__ = ["StressCase", "VARIANTS", "Variant", "main", "stress_frames", "summary"]
+__all__ = ["StressCase", "VARIANTS", "Variant", "denser", "main", "stress_frames", "summary"]
 
 Images = dict[str, np.ndarray]
 Ignore = dict[str, list]
@@ -80,14 +80,20 @@ def _log_intensity(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return p
 
 
-def _denser(p: np.ndarray, rng: np.random.Generator, k: int = 4) -> np.ndarray:
-    """The scan and ``k - 1`` copies jittered by 2 cm, shuffled (a merged or finer sensor)."""
+def denser(scan: LidarScan, k: int, rng: np.random.Generator) -> LidarScan:
+    """The scan and ``k - 1`` copies jittered by 2 cm, shuffled, without ring or order (a
+    merged multi-LiDAR cloud or a finer sensor), (k N, 4) points."""
+    p = np.asarray(scan.points)
     copies = [p]
     for _ in range(k - 1):
         q = p.copy()
         q[:, :3] += rng.normal(0.0, 0.02, (len(p), 3)).astype(p.dtype)
         copies.append(q)
-    return _shuffled(np.concatenate(copies), rng)
+    return _scan(scan, _shuffled(np.concatenate(copies), rng))
+
+
+def _four_times_denser(f: RealFrame, rng: np.random.Generator):
+    return f.rig, f.images, denser(f.scan, 4, rng), f.ignore
 
 
 def _sparser(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -141,7 +147,7 @@ VARIANTS: dict[str, Variant] = {
     "no intensity": ("intensity all zero, no order (an (N, 3) cloud): depth edges alone", _points(_no_intensity)),
     "intensity 0..1": ("intensity divided by its maximum", _points(_unit_intensity, keep_ring=True)),
     "intensity log x1000": ("another sensor's unit: 1000 log(1 + i)", _points(_log_intensity, keep_ring=True)),
-    "4x denser cloud": ("the scan and 3 copies jittered by 2 cm, no order", _points(_denser)),
+    "4x denser cloud": ("the scan and 3 copies jittered by 2 cm, no order", _four_times_denser),
     "1/4 of the points": ("a sparser sensor: a random quarter of the points", _points(_sparser)),
     "no ego motion": ("the exposures taken as simultaneous with the sweep", _no_motion),
     "half resolution": ("images and intrinsics at half size", _resized(0.5)),
