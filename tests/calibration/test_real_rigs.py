@@ -15,8 +15,8 @@ from bevviz.calibration.evaluate import main as evaluate_main
 from bevviz.calibration.evaluate import random_faults
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.calibration.lidar import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames, camera_evidence, lidar_evidence
+from bevviz.calibration.stress import denser
 from bevviz.calibration.verdicts import INCONCLUSIVE, MAX_MEDIAN_DEPTH_M, MIN_MEDIAN_DEPTH_M, MISCALIBRATED
-from bevviz.lidar import LidarScan
 
 
 def _frame(sample_data, name):
@@ -133,13 +133,7 @@ def test_a_cloud_four_times_as_dense_keeps_the_edge_budget_and_accuses_no_camera
     shuffled, without rings. The camera keeps at most MAX_EDGE_POINTS edge points (the cost of
     every score) and the stored calibration is still not accused."""
     frame, _ = kitti
-    rng = np.random.default_rng(0)
-    pts = np.concatenate([frame.scan.points] + [
-        frame.scan.points + np.c_[rng.normal(0, 0.02, (len(frame.scan.points), 3)),
-                                  np.zeros(len(frame.scan.points))].astype(np.float32) for _ in range(3)])
-    pts = pts[rng.permutation(len(pts))]
-    dense = LidarScan(pts, None, np.zeros(len(pts), np.int16), frame.scan.origin, 0,
-                      dict(frame.scan.exposure_from_keyframe))
+    dense = denser(frame.scan, 4, np.random.default_rng(0))
     frames = as_lidar_frames(frame.images, dense)
     al = EdgeAlignment(frame.rig["image_2"], frames)
     assert MAX_EDGE_POINTS // 2 < len(al) <= MAX_EDGE_POINTS
