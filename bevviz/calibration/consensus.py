@@ -72,6 +72,10 @@ class RigConsensus:
             choice, nor on the camera's own pull on the fit).
         chi2: Misfit of the cameras that took part.
         fitted: False when too few cameras had evidence (everything zero, residual = offset).
+        landscapes: Camera -> (robust z of its optimum, robust z of its stored pose) for every
+            camera with at least ``min_points`` edge points (the left-out one too), fitted or
+            not: whether the *other* cameras line up with the LiDAR where they are stored
+            (:func:`~bevviz.calibration.verdicts.lidar_verdict` asks before it convicts one).
     """
 
     lidar_rotation_deg: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -83,6 +87,7 @@ class RigConsensus:
     expected_by_others_deg: dict[str, list[np.ndarray]] = field(default_factory=dict)
     chi2: float = 0.0
     fitted: bool = False
+    landscapes: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def residual(self, evidence: CameraEvidence) -> np.ndarray:
         """Replicate residuals of one camera: its own error, (B, 3) degrees (B >= 1)."""
@@ -166,9 +171,11 @@ def rig_consensus(rig: Rig, evidence: Mapping[str, CameraEvidence], min_points: 
     Returns:
         :class:`RigConsensus` (``fitted`` False when fewer than ``MIN_CAMERAS`` cameras qualify).
     """
+    landscapes = {n: (float(evidence[n].z_best), float(evidence[n].z_stored)) for n in rig.names
+                  if n in evidence and evidence[n].n_points >= min_points}
     names = [n for n in rig.names if n in evidence and evidence[n].n_points >= min_points and n != leave_out]
     if len(names) < MIN_CAMERAS:
-        return RigConsensus(cameras=names)
+        return RigConsensus(cameras=names, landscapes=landscapes)
     X = {n: _design(rig, n) for n in names}
     predict = [*names, leave_out] if leave_out is not None and leave_out in evidence else names
     X_all = {**X, **{n: _design(rig, n) for n in predict}}
@@ -193,4 +200,4 @@ def rig_consensus(rig: Rig, evidence: Mapping[str, CameraEvidence], min_points: 
         expected_reps = {n: np.array([X_all[n] @ pb for pb in per]) for n in predict}
     return RigConsensus(lidar_rotation_deg=p[:3].copy(), common_pitch_deg=float(p[3]), excluded=out,
                         cameras=names, expected_deg=expected, expected_replicates_deg=expected_reps,
-                        expected_by_others_deg=loo, chi2=chi2, fitted=True)
+                        expected_by_others_deg=loo, chi2=chi2, fitted=True, landscapes=landscapes)

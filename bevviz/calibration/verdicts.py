@@ -20,7 +20,9 @@ LiDAR witness (per camera, on its residual after the rig consensus,
             ``half_reject``, though where the camera points stays uncertain (the offset is
             then reported with its spread, and refinement refuses to guess).
       Doubts (each makes it inconclusive, with the reason): fewer than
-      ``MIN_VERDICT_POINTS`` edge points (a sparse cloud), the optimum at the edge of the
+      ``MIN_VERDICT_POINTS`` edge points (a sparse cloud), fewer than ``MIN_ANCHORS`` other
+      cameras lining up with the LiDAR at their stored pose (the LiDAR may be the one that is
+      off), the optimum at the edge of the
       search, the stored pose less than ``z_gap`` below it, an image half that gains less
       than ``half_gain``, halves whose own optima differ by more than ``half_agree_deg``
       (path A), an offset within the tolerance of where the *other* cameras alone put
@@ -69,6 +71,7 @@ __all__ = [
     "MAX_MEDIAN_DEPTH_M",
     "MIN_EDGE_POINTS",
     "MIN_VERDICT_POINTS",
+    "MIN_ANCHORS",
     "MIN_MEDIAN_DEPTH_M",
     "MISCALIBRATED",
     "OK",
@@ -92,13 +95,23 @@ TOLERANCE_DEG = 0.5
 CONFIDENCE = 0.9
 #: Fewest visible edge points, and image cells holding them, for a LiDAR verdict.
 MIN_EDGE_POINTS = 60
-#: Fewest visible edge points for a "miscalibrated" verdict (fewer: inconclusive). A sparse
-#: cloud's edges are placed coarsely and its landscape is rough, and neither the bootstrap nor
-#: the halves see a bias: the TRI frames thinned to a random quarter or half of their points
-#: (36 diagnoses) had 8 of 139 cameras with fewer than 250 edge points called miscalibrated
-#: (92 to 244 points), none of 77 with 250 to 600. Full clouds give the development cameras
-#: 216 to 945 points; one named fault (TRI, 280 points) sits between.
+#: Fewest visible edge points per frame for a "miscalibrated" verdict (fewer: inconclusive). A
+#: sparse cloud's edges are placed coarsely and its landscape is rough, and neither the
+#: bootstrap nor the halves see a bias: the TRI frames thinned to a random quarter or half of
+#: their points (36 diagnoses) had 8 of 139 cameras with fewer than 250 edge points called
+#: miscalibrated (92 to 244 points), none of 77 with 250 to 600; the three TRI frames thinned to
+#: a quarter and judged together convicted a camera with 639 points (213 a frame): more frames
+#: of a sparse cloud do not place its edges better. Full clouds give the development cameras
+#: 216 to 945 points a frame; one named fault (TRI, 280 points) sits between.
 MIN_VERDICT_POINTS = 300
+#: Other cameras that must line up with the LiDAR at their stored pose (a structured
+#: landscape, the stored pose within ``z_gap`` of its optimum) before one camera of a rig is
+#: called miscalibrated (fewer when the rig has fewer other cameras with evidence). A LiDAR in
+#: the wrong frame (turned 90 or 180 deg about z, or 1.8 m too high or low: a cloud in the
+#: sensor's frame, not the ego frame) made a camera "miscalibrated" in 12 of 20 diagnoses of
+#: the TRI and nuScenes frames, with 0 or 1 other camera lining up; every fault named on those
+#: frames had 3 to 5.
+MIN_ANCHORS = 2
 #: Plausible median depth (metres) of a camera's LiDAR edge points: an automotive LiDAR in
 #: metres sees its edges a few to a few tens of metres away (the development frames: 9.5 to
 #: 32 m per camera); a median beyond 300 m (or under 1 m) is a scan in another unit.
@@ -261,9 +274,18 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         expected = consensus.expected_deg.get(name, np.zeros(3))
         timed = timing.explaining(expected, tolerance)
         doubt = None
-        if evidence.n_points < MIN_VERDICT_POINTS:
-            doubt = (f"only {evidence.n_points} edge points support it (at least {MIN_VERDICT_POINTS} to call a "
-                     "camera miscalibrated: a sparse cloud places its edges too coarsely; more frames add points)")
+        others = {n: zs for n, zs in consensus.landscapes.items() if n != name}
+        anchors = [n for n, (zb, zs) in others.items() if zb >= rule.z_structure and zb - zs < rule.z_gap]
+        needed = min(MIN_ANCHORS, len(others))
+        per_frame = evidence.n_points / max(evidence.frames, 1)
+        if per_frame < MIN_VERDICT_POINTS:
+            doubt = (f"only {per_frame:.0f} edge points per frame support it (at least {MIN_VERDICT_POINTS} to call "
+                     "a camera miscalibrated: a sparse cloud places its edges too coarsely, and more frames of it "
+                     "do not make them finer)")
+        elif len(anchors) < needed:
+            doubt = (f"only {len(anchors)} of the rig's {len(others)} other cameras line up with the LiDAR where "
+                     f"they are stored (at least {needed} needed): the LiDAR itself may be off (points in the "
+                     "sensor's frame instead of the car's, a wrong height or sweep) rather than this camera")
         elif edge > SEARCH_RADIUS_DEG - rule.edge_margin_deg:
             doubt = (f"the best alignment lies at the edge of the +-{SEARCH_RADIUS_DEG:g} deg search "
                      f"({format_axes(evidence.offset_deg)} deg): the score keeps rising outside it, so it is no "

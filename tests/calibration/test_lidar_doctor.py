@@ -11,6 +11,7 @@ from bevviz.calibration.lidar import EdgeAlignment, as_lidar_frames, camera_evid
 from bevviz.calibration.lidar_edges import REFLECTIVITY
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS
+from bevviz.lidar import LidarScan
 
 
 def _named(found):
@@ -43,6 +44,19 @@ def test_diagnose_takes_the_scan_itself(real_sample):
     rig, images, scan = real_sample
     found = diagnose(rig, images, lidar=scan, replicates=8)
     assert len(found) == len(rig) and all(f.lidar is not None for f in found)
+
+
+def test_a_lidar_in_the_wrong_frame_accuses_no_camera(real_sample):
+    """The keyframe's scan turned 180 deg about z (a cloud in another frame than the car's):
+    CAM_FRONT was called miscalibrated; no other camera lines up with such a LiDAR, so none is."""
+    rig, images, scan = real_sample
+    pts = np.array(scan.points)
+    pts[:, :2] *= -1.0
+    turned = LidarScan(pts, scan.ring, scan.sweep, scan.origin, scan.timestamp_us,
+                       dict(scan.exposure_from_keyframe))
+    found = diagnose(rig, images, lidar=turned)
+    assert [f.camera for f in found if f.verdict == MISCALIBRATED] == []
+    assert any("line up with the LiDAR" in f.reason for f in found)
 
 
 def test_refinement_with_lidar_brings_the_camera_back_and_says_why(real_sample, real_evidence):

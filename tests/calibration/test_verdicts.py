@@ -9,6 +9,7 @@ from bevviz.calibration.consensus import RigConsensus
 from bevviz.calibration.lidar import CameraEvidence
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
+    MIN_ANCHORS,
     MIN_CLUSTERS,
     MIN_EDGE_POINTS,
     MIN_VERDICT_POINTS,
@@ -65,13 +66,33 @@ def test_too_little_evidence_or_a_flat_score_is_inconclusive_whatever_the_offset
 
 
 def test_a_sparse_cloud_cannot_call_a_camera_miscalibrated_but_can_confirm_one():
-    """Fewer than MIN_VERDICT_POINTS edge points: the same strong offset is only inconclusive,
+    """Fewer than MIN_VERDICT_POINTS edge points a frame: the same strong offset is only inconclusive,
     with the count and the remedy in the reason; a camera within the tolerance stays ok."""
     assert lidar_verdict(_ev([0, 0, 2.0], n=MIN_VERDICT_POINTS), NONE).verdict == MISCALIBRATED
     v = lidar_verdict(_ev([0, 0, 2.0], n=MIN_VERDICT_POINTS - 1), NONE)
     assert v.verdict == INCONCLUSIVE and v.residual_deg[2] == pytest.approx(2.0, abs=0.05)
-    assert f"only {MIN_VERDICT_POINTS - 1} edge points" in v.reason and "more frames" in v.reason
+    assert f"only {MIN_VERDICT_POINTS - 1} edge points per frame" in v.reason and "more frames" in v.reason
+    three = _ev([0, 0, 2.0], n=3 * (MIN_VERDICT_POINTS - 1))  # three sparse frames add points, not density
+    three.frames = 3
+    assert lidar_verdict(three, NONE).verdict == INCONCLUSIVE
     assert lidar_verdict(_ev([0.1, 0.0, 0.0], n=MIN_VERDICT_POINTS - 1), NONE).verdict == OK
+
+
+def test_a_camera_is_convicted_only_against_a_lidar_other_cameras_line_up_with():
+    """A LiDAR in the wrong frame leaves every camera off: unless MIN_ANCHORS other cameras
+    line up with the LiDAR at their stored pose (structure, stored pose within z_gap of the
+    optimum), a strong offset is only inconclusive and the reason suspects the LiDAR."""
+    lined_up, off, flat = (5.0, 4.9), (5.0, 1.0), (0.2, 0.1)
+    others = {"CAM_A": off, "CAM_B": off, "CAM_C": flat, "CAM_D": lined_up}
+    v = lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_X": off, **others}))
+    assert v.verdict == INCONCLUSIVE
+    assert "only 1 of the rig's 4 other cameras line up with the LiDAR" in v.reason and "sensor's frame" in v.reason
+    enough = {**others, **{f"CAM_{k}": lined_up for k in range(MIN_ANCHORS - 1)}}
+    assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes=enough)).verdict == MISCALIBRATED
+    # a rig of two: the one other camera must line up; a camera alone is a camera-LiDAR pair
+    assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_A": off})).verdict == INCONCLUSIVE
+    assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_A": lined_up})).verdict == MISCALIBRATED
+    assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_X": off})).verdict == MISCALIBRATED
 
 
 def test_a_camera_off_only_by_what_the_whole_rig_shares_points_at_the_lidar():
