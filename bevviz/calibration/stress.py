@@ -5,8 +5,8 @@ frames (frame folders or nuScenes dataroots, as :mod:`bevviz.calibration.evaluat
 diagnoses each again under every :data:`VARIANTS` entry: what a rig the doctor was not built
 around brings (no ring or point order, no intensity or another intensity scale, another
 image resolution, a cloud four times as dense or a quarter as dense, no ego motion between
-the LiDAR and the exposures) and what capture does to images (blur, heavy JPEG, dark
-images). The calibration is untouched in every variant, so every camera called
+the LiDAR and the exposures, a cloud left in another frame than the car's) and what capture
+does to images (blur, heavy JPEG, dark images). The calibration is untouched in every variant, so every camera called
 "miscalibrated" is a false alarm. It prints one row per frame and variant as it goes (with
 the time left) and a PASS/FAIL line; exit 0 only when every variant ran and none accused a
 camera, 1 otherwise, 2 on bad input.
@@ -100,6 +100,18 @@ def _sparser(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return p[np.sort(rng.permutation(len(p))[: len(p) // 4])]
 
 
+def _moved(yaw_deg: float, dz_m: float) -> Callable:
+    """The LiDAR points turned about the ego z axis and raised: a cloud in another frame than
+    the car's (a sensor frame turned 90 deg, or at the sensor's height)."""
+    c, s = np.cos(np.radians(yaw_deg)), np.sin(np.radians(yaw_deg))
+    rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+    def move(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        p[:, :3] = p[:, :3] @ rot.T.astype(p.dtype) + np.array([0.0, 0.0, dz_m], dtype=p.dtype)
+        return p
+    return _points(move, keep_ring=True)
+
+
 def _no_motion(f: RealFrame, rng: np.random.Generator):
     return f.rig, f.images, _scan(f.scan, f.scan.points, f.scan.ring, motion={}), f.ignore
 
@@ -150,6 +162,9 @@ VARIANTS: dict[str, Variant] = {
     "4x denser cloud": ("the scan and 3 copies jittered by 2 cm, no order", _four_times_denser),
     "1/4 of the points": ("a sparser sensor: a random quarter of the points", _points(_sparser)),
     "no ego motion": ("the exposures taken as simultaneous with the sweep", _no_motion),
+    "LiDAR turned 90 deg": ("the cloud in a frame turned 90 deg about z (a sensor frame)", _moved(90.0, 0.0)),
+    "LiDAR turned 180 deg": ("the cloud turned 180 deg about z", _moved(180.0, 0.0)),
+    "LiDAR 1.8 m low": ("the cloud 1.8 m below the car's frame (heights from the sensor)", _moved(0.0, -1.8)),
     "half resolution": ("images and intrinsics at half size", _resized(0.5)),
     "1.5x resolution": ("images and intrinsics at 1.5 times the size", _resized(1.5)),
     "blur": ("Gaussian blur, sigma 2 px", _images(_blur)),

@@ -33,6 +33,11 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     assert images["image_2"].shape[:2] == (half.height, half.width) == (round(cam.height / 2), round(cam.width / 2))
     assert np.allclose(half.cam_from_ego, cam.cam_from_ego)
     assert half.K[0, 0] == pytest.approx(cam.K[0, 0] * half.width / cam.width)
+    _, _, scan, _ = VARIANTS["LiDAR turned 90 deg"][1](kitti, rng)
+    assert np.allclose(scan.points[:, 0], -kitti.scan.points[:, 1], atol=1e-4)
+    assert np.allclose(scan.points[:, 1], kitti.scan.points[:, 0], atol=1e-4)
+    _, _, scan, _ = VARIANTS["LiDAR 1.8 m low"][1](kitti, rng)
+    assert np.allclose(scan.points[:, 2], kitti.scan.points[:, 2] - 1.8, atol=1e-4)
     _, images, _, _ = VARIANTS["dark"][1](kitti, rng)
     assert images["image_2"].mean() < 0.5 * kitti.images["image_2"].mean()
 
