@@ -80,7 +80,7 @@ def test_a_sparse_cloud_cannot_call_a_camera_miscalibrated_but_can_confirm_one()
 
 def test_a_camera_is_convicted_only_against_a_lidar_other_cameras_line_up_with():
     """A LiDAR in the wrong frame leaves every camera off: unless MIN_ANCHORS other cameras
-    line up with the LiDAR at their stored pose (structure, stored pose within z_gap of the
+    line up with the LiDAR at their stored pose (structure, stored pose within ANCHOR_MAX_DROP_Z of the
     optimum), a strong offset is only inconclusive and the reason suspects the LiDAR."""
     lined_up, off, flat = (5.0, 4.9), (5.0, 1.0), (0.2, 0.1)
     others = {"CAM_A": off, "CAM_B": off, "CAM_C": flat, "CAM_D": lined_up}
