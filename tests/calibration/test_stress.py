@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bevviz.calibration.frame_folder import load_frame_folder
-from bevviz.calibration.stress import VARIANTS, StressCase, main, stress_frames, summary
+from bevviz.calibration.stress import PAIR_BREAKING, VARIANTS, StressCase, main, stress_frames, summary
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,18 @@ def test_the_kitti_frame_under_other_rigs_inputs_accuses_no_camera(kitti):
     assert [c.named for c in cases] == [[]] * len(chosen)
     table, ok = summary(cases)
     assert ok and table[-1].startswith("PASS  0 cameras accused in 4 diagnoses")
+
+
+def test_a_moved_lidar_is_skipped_on_a_one_camera_rig_and_said_so(kitti):
+    """Moving the LiDAR breaks a one-camera rig's camera-LiDAR pair itself: not a false alarm
+    to count, so the variant is skipped there and the summary says how many were."""
+    name = next(iter(PAIR_BREAKING))
+    (case,) = stress_frames([kitti], {name: VARIANTS[name]}, log=None)
+    assert case.skipped and not case.named and not case.error
+    rows, ok = summary([case, *stress_frames([kitti], {"blur": VARIANTS["blur"]}, log=None)])
+    assert ok and rows[-1].endswith("1 skipped (one-camera rigs: the variant breaks the pair)")
+    assert "accused in 1 diagnoses" in rows[-1]
+    assert summary([case])[1] is False  # nothing ran
 
 
 def test_a_variant_that_cannot_run_or_accuses_fails_the_summary(kitti):
