@@ -103,8 +103,9 @@ if scene.lidar is not None:
             st.caption("Runs on demand.")
     else:
         st.markdown(doctor.named_markdown(found))
-        if found.timing:  # a rig-level finding: before the per-camera table
-            st.warning(esc(found.timing))
+        for note in (found.lidar_doubt, found.timing):  # rig-level findings: before the per-camera table
+            if note:
+                st.warning(esc(note))
         st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts",
                      column_order=("camera", "verdict", "roll (deg)", "pitch (deg)", "yaw (deg)", "edge points",
                                    "witnesses"))

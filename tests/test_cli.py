@@ -124,6 +124,22 @@ def test_check_says_when_the_lidar_looks_out_of_sync(tmp_path, capsys):
     assert doc["flagged"] == [] and any("look out of sync" in n for n in doc["notes"])
 
 
+@needs_sample
+def test_check_says_when_the_lidar_itself_looks_off(tmp_path, capsys):
+    # The TRI frame with its scan turned 180 deg about z (a cloud left in another frame than
+    # the car's): no camera is judged against it, and the report says so once.
+    folder = tmp_path / "turned"
+    shutil.copytree(SAMPLE / "real_tri", folder)
+    points = np.load(folder / "lidar_ego.npy")
+    points[:, :2] *= -1.0
+    np.save(folder / "lidar_ego.npy", points)
+    j = tmp_path / "turned.json"
+    assert main(["check", str(folder), "--no-estimate", "--json", str(j)]) == 0
+    assert "the LiDAR itself looks off" in capsys.readouterr().out
+    doc = json.loads(j.read_text())
+    assert doc["flagged"] == [] and any("line up with the LiDAR" in n for n in doc["notes"])
+
+
 @pytest.mark.parametrize(("argv", "named"), [
     (["check"], "SOURCE"),
     (["check", "nowhere.json"], "SOURCE"),

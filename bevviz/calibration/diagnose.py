@@ -38,6 +38,7 @@ from bevviz.calibration.verdicts import (
     VERDICTS,
     VerdictRule,
     combine,
+    lidar_doubt,
     lidar_verdict,
     seam_verdict,
 )
@@ -116,14 +117,18 @@ class Diagnosis(list):
         timing: With LiDAR, a sentence when the cameras agree that the LiDAR is displaced
             along the car's axis (:func:`~bevviz.calibration.sync.rig_timing`: a timing
             error); "" otherwise.
+        lidar_doubt: With LiDAR, a sentence when (almost) no camera lines up with the LiDAR
+            where it is stored, so the LiDAR itself looks off
+            (:func:`~bevviz.calibration.verdicts.lidar_doubt`); "" otherwise.
     """
 
     def __init__(self, findings=(), consensus: RigConsensus | None = None, seam_median: float = float("nan"),
-                 timing: str = ""):
+                 timing: str = "", lidar_doubt: str = ""):
         super().__init__(findings)
         self.consensus = consensus
         self.seam_median = seam_median
         self.timing = timing
+        self.lidar_doubt = lidar_doubt
 
     def by_camera(self, name: str) -> CameraFinding:
         """The finding of camera ``name``.
@@ -329,7 +334,8 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
                                     intensity_known)
         timing = rig_timing({n: ev.timing for n, ev in evidence.items()
                              if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
-        return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing)
+        return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,
+                         lidar_doubt=lidar_doubt(consensus))
     if thorough:
         order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
         tested = order if suspects is None else order[:max(1, suspects)]

@@ -55,6 +55,7 @@ Convention:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +73,8 @@ __all__ = [
     "MIN_EDGE_POINTS",
     "MIN_VERDICT_POINTS",
     "MIN_ANCHORS",
+    "anchors",
+    "lidar_doubt",
     "ANCHOR_MIN_Z",
     "ANCHOR_MAX_DROP_Z",
     "MIN_MEDIAN_DEPTH_M",
@@ -215,6 +218,29 @@ PAIR_NOTE = ("one camera: judged as a camera-LiDAR pair, so an offset cannot tel
              "the LiDAR's")
 
 
+def anchors(landscapes: Mapping[str, tuple[float, float]], exclude: str | None = None) -> list[str]:
+    """Cameras that line up with the LiDAR where they are stored: a structured landscape
+    (optimum at least ``ANCHOR_MIN_Z`` robust z above a typical rotation) with the stored pose
+    less than ``ANCHOR_MAX_DROP_Z`` below the optimum (``landscapes``: camera -> (z of the
+    optimum, z of the stored pose), :attr:`RigConsensus.landscapes`)."""
+    return [n for n, (zb, zs) in landscapes.items()
+            if n != exclude and zb >= ANCHOR_MIN_Z and zb - zs < ANCHOR_MAX_DROP_Z]
+
+
+def lidar_doubt(consensus: RigConsensus | None) -> str:
+    """A rig-level sentence when fewer than ``MIN_ANCHORS`` cameras (and fewer than half) of a
+    rig of two or more line up with the LiDAR where they are stored: then the LiDAR itself
+    looks off and no camera is judged against it; "" otherwise."""
+    seen = {} if consensus is None else consensus.landscapes
+    lined = anchors(seen)
+    if len(seen) < 2 or len(lined) >= min(MIN_ANCHORS, len(seen)) or 2 * len(lined) >= len(seen):
+        return ""
+    which = f" ({', '.join(lined)})" if lined else ""
+    return (f"only {len(lined)} of {len(seen)} cameras{which} line up with the LiDAR where they are stored: the "
+            "LiDAR itself looks off (points in the sensor's frame instead of the car's? a wrong height, sweep or "
+            "time?), so no camera is judged against it")
+
+
 def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: float | None = None,
                   confidence: float | None = None, rule: VerdictRule = RULE) -> LidarVerdict:
     """The LiDAR witness's verdict on one camera (rules in the module docstring).
@@ -282,15 +308,15 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         timed = timing.explaining(expected, tolerance)
         doubt = None
         others = {n: zs for n, zs in consensus.landscapes.items() if n != name}
-        anchors = [n for n, (zb, zs) in others.items() if zb >= ANCHOR_MIN_Z and zb - zs < ANCHOR_MAX_DROP_Z]
+        lined = anchors(others)
         needed = min(MIN_ANCHORS, len(others))
         per_frame = evidence.n_points / max(evidence.frames, 1)
         if per_frame < MIN_VERDICT_POINTS:
             doubt = (f"only {per_frame:.0f} edge points per frame support it (at least {MIN_VERDICT_POINTS} to call "
                      "a camera miscalibrated: a sparse cloud places its edges too coarsely, and more frames of it "
                      "do not make them finer)")
-        elif len(anchors) < needed:
-            doubt = (f"only {len(anchors)} of the rig's {len(others)} other cameras line up with the LiDAR where "
+        elif len(lined) < needed:
+            doubt = (f"only {len(lined)} of the rig's {len(others)} other cameras line up with the LiDAR where "
                      f"they are stored (at least {needed} needed): the LiDAR itself may be off (points in the "
                      "sensor's frame instead of the car's, a wrong height or sweep) rather than this camera")
         elif edge > SEARCH_RADIUS_DEG - rule.edge_margin_deg:

@@ -472,8 +472,7 @@ class Doctor:
         else:
             found = self.diagnose()
             median = float(found.seam_median)
-            if found.timing:
-                notes.append(found.timing)
+            notes.extend(n for n in (found.lidar_doubt, found.timing) if n)
             for f in found:
                 cams.append(self._camera_check(f, sanity[f.camera]))
         return CheckReport(dict(self.scene.source), self.settings, tuple(cams), conv, n_points, tuple(notes),

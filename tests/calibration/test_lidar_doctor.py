@@ -57,6 +57,8 @@ def test_a_lidar_in_the_wrong_frame_accuses_no_camera(real_sample):
     found = diagnose(rig, images, lidar=turned)
     assert [f.camera for f in found if f.verdict == MISCALIBRATED] == []
     assert any("line up with the LiDAR" in f.reason for f in found)
+    assert found.lidar_doubt.startswith("only ") and "sensor's frame" in found.lidar_doubt  # said once, rig-wide
+    assert diagnose(rig, images, lidar=scan, replicates=8).lidar_doubt == ""  # the scan as it is: no doubt
 
 
 def test_refinement_with_lidar_brings_the_camera_back_and_says_why(real_sample, real_evidence):

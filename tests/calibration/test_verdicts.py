@@ -18,7 +18,9 @@ from bevviz.calibration.verdicts import (
     SEAM_TRUST_COST,
     STANDOUT_RATIO,
     TOLERANCE_DEG,
+    anchors,
     combine,
+    lidar_doubt,
     lidar_verdict,
     seam_verdict,
 )
@@ -93,6 +95,19 @@ def test_a_camera_is_convicted_only_against_a_lidar_other_cameras_line_up_with()
     assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_A": off})).verdict == INCONCLUSIVE
     assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_A": lined_up})).verdict == MISCALIBRATED
     assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_X": off})).verdict == MISCALIBRATED
+
+
+def test_the_rig_hears_once_when_no_camera_can_be_judged_against_the_lidar():
+    lined_up, off = (5.0, 4.9), (5.0, 1.0)
+    six = {f"CAM_{k}": off for k in range(6)}
+    assert lidar_doubt(None) == "" and lidar_doubt(RigConsensus(landscapes={"CAM_X": off})) == ""  # one camera
+    assert lidar_doubt(RigConsensus(landscapes=six)).startswith("only 0 of 6 cameras line up with the LiDAR")
+    one = {**six, "CAM_0": lined_up}
+    assert lidar_doubt(RigConsensus(landscapes=one)).startswith("only 1 of 6 cameras (CAM_0) line up")
+    two = {**one, "CAM_1": lined_up}  # two anchors: a third camera can be judged, no rig doubt
+    assert lidar_doubt(RigConsensus(landscapes=two)) == ""
+    assert anchors(two) == ["CAM_0", "CAM_1"] and anchors(two, exclude="CAM_0") == ["CAM_1"]
+    assert lidar_doubt(RigConsensus(landscapes={"CAM_A": lined_up, "CAM_B": off})) == ""  # a pair with one anchor
 
 
 def test_a_camera_off_only_by_what_the_whole_rig_shares_points_at_the_lidar():
