@@ -108,19 +108,26 @@ def test_check_adds_up_frames_of_a_dataset_and_reads_a_frame_folder(tmp_path, ca
     assert doc["cameras"][0]["uncertainty_deg"] is not None  # the LiDAR witness ran
 
 
+def _check_moved_cloud(tmp_path, move) -> tuple[int, dict]:
+    """``bevviz check --json`` on a copy of the TRI frame whose cloud ``move`` changed in place."""
+    folder = tmp_path / "moved"
+    shutil.copytree(SAMPLE / "real_tri", folder)
+    points = np.load(folder / "lidar_ego.npy")
+    move(points)
+    np.save(folder / "lidar_ego.npy", points)
+    j = tmp_path / "moved.json"
+    rc = main(["check", str(folder), "--no-estimate", "--json", str(j)])
+    return rc, json.loads(j.read_text())
+
+
 @needs_sample
 def test_check_says_when_the_lidar_looks_out_of_sync(tmp_path, capsys):
     # The TRI frame with its scan 0.4 m ahead of the images (a timing error): nothing is
     # flagged, and the report says why the cameras looked turned.
-    folder = tmp_path / "late"
-    shutil.copytree(SAMPLE / "real_tri", folder)
-    points = np.load(folder / "lidar_ego.npy")
-    points[:, 0] += 0.4
-    np.save(folder / "lidar_ego.npy", points)
-    j = tmp_path / "late.json"
-    assert main(["check", str(folder), "--no-estimate", "--json", str(j)]) == 0
-    assert "look out of sync" in capsys.readouterr().out
-    doc = json.loads(j.read_text())
+    def late(points):
+        points[:, 0] += 0.4
+    rc, doc = _check_moved_cloud(tmp_path, late)
+    assert rc == 0 and "look out of sync" in capsys.readouterr().out
     assert doc["flagged"] == [] and any("look out of sync" in n for n in doc["notes"])
 
 
@@ -128,15 +135,10 @@ def test_check_says_when_the_lidar_looks_out_of_sync(tmp_path, capsys):
 def test_check_says_when_the_lidar_itself_looks_off(tmp_path, capsys):
     # The TRI frame with its scan turned 180 deg about z (a cloud left in another frame than
     # the car's): no camera is judged against it, and the report says so once.
-    folder = tmp_path / "turned"
-    shutil.copytree(SAMPLE / "real_tri", folder)
-    points = np.load(folder / "lidar_ego.npy")
-    points[:, :2] *= -1.0
-    np.save(folder / "lidar_ego.npy", points)
-    j = tmp_path / "turned.json"
-    assert main(["check", str(folder), "--no-estimate", "--json", str(j)]) == 0
-    assert "the LiDAR itself looks off" in capsys.readouterr().out
-    doc = json.loads(j.read_text())
+    def turned(points):
+        points[:, :2] *= -1.0
+    rc, doc = _check_moved_cloud(tmp_path, turned)
+    assert rc == 0 and "the LiDAR itself looks off" in capsys.readouterr().out
     assert doc["flagged"] == [] and any("line up with the LiDAR" in n for n in doc["notes"])
 
 
