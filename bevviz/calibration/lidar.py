@@ -239,8 +239,9 @@ class EdgeAlignment:
             occ = fr.scan.xyz[near] @ Rx.T + tx
             keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,
                                     DEPTH_CELL_RAD * focal)
-            if keep.sum() > MAX_EDGE_POINTS:  # a dense cloud: a fixed subset (deterministic)
-                chosen = np.random.default_rng(0).choice(np.flatnonzero(keep), MAX_EDGE_POINTS, replace=False)
+            thin = thin_indices(int(keep.sum()), MAX_EDGE_POINTS)  # a dense cloud: a fixed subset
+            if thin is not None:
+                chosen = np.flatnonzero(keep)[thin]
                 keep = np.zeros_like(keep)
                 keep[chosen] = True
             cell = camera.width / CLUSTER_COLUMNS

@@ -73,10 +73,10 @@ __all__ = [
     "MIN_EDGE_POINTS",
     "MIN_VERDICT_POINTS",
     "MIN_ANCHORS",
-    "anchors",
-    "lidar_doubt",
     "ANCHOR_MIN_Z",
     "ANCHOR_MAX_DROP_Z",
+    "anchors",
+    "lidar_doubt",
     "MIN_MEDIAN_DEPTH_M",
     "MISCALIBRATED",
     "OK",
@@ -233,7 +233,7 @@ def lidar_doubt(consensus: RigConsensus | None) -> str:
     looks off and no camera is judged against it; "" otherwise."""
     seen = {} if consensus is None else consensus.landscapes
     lined = anchors(seen)
-    if len(seen) < 2 or len(lined) >= min(MIN_ANCHORS, len(seen)) or 2 * len(lined) >= len(seen):
+    if len(seen) < 2 or len(lined) >= MIN_ANCHORS or 2 * len(lined) >= len(seen):
         return ""
     which = f" ({', '.join(lined)})" if lined else ""
     return (f"only {len(lined)} of {len(seen)} cameras{which} line up with the LiDAR where they are stored: the "
