@@ -9,7 +9,9 @@ pixels (a decompression bomb) is refused from its first 24 bytes. Other formats 
 Convention:
     Arrays are RGB (not OpenCV's BGR), uint8, shape (H, W, 3), row 0 at the top, so pixel
     (u, v) = (column, row) is ``image[v, u]``. Grayscale files are replicated to three
-    channels, an alpha channel is dropped, 16-bit samples keep their high byte, a CMYK JPEG
+    channels, an alpha channel is dropped, 16-bit samples keep their 8 highest significant bits
+    (all 16 bits used: the high byte; a 12-bit sensor stored in 16 bits: bits 4..11, so its
+    image is not 16 times too dark), a CMYK JPEG
     becomes RGB; each such conversion is reported (:attr:`DecodedImage.conversions`) so
     that a caller can warn about it. EXIF orientation is ignored: calibration refers to the
     sensor's pixel grid as stored, and rotating the pixels would silently swap W and H.
@@ -40,6 +42,8 @@ _PNG_SUFFIXES = (".png",)
 GREY_TO_RGB = "greyscale replicated to RGB"
 ALPHA_DROPPED = "alpha channel dropped"
 SIXTEEN_TO_EIGHT_BITS = "16-bit samples cut to 8 bits"
+#: Said of a 16-bit file whose samples use fewer bits (``{bits}``: how many).
+SIGNIFICANT_TO_EIGHT_BITS = "16-bit samples with {bits} significant bits scaled to 8 bits"
 CMYK_TO_RGB = "CMYK converted to RGB"
 
 
@@ -252,8 +256,9 @@ def _to_rgb(img: np.ndarray, name: str, header: ImageHeader, camera: str | None)
     """OpenCV's unchanged decode (BGR / BGRA / grey, 8 or 16 bits) as RGB uint8, with notes."""
     notes = []
     if img.dtype == np.uint16:
-        img = (img >> 8).astype(np.uint8)
-        notes.append(SIXTEEN_TO_EIGHT_BITS)
+        bits = max(8, int(img.max()).bit_length())  # a 10- or 12-bit sensor in a 16-bit file
+        img = (img >> (bits - 8)).astype(np.uint8)
+        notes.append(SIXTEEN_TO_EIGHT_BITS if bits == 16 else SIGNIFICANT_TO_EIGHT_BITS.format(bits=bits))
     elif img.dtype != np.uint8:
         raise _cannot_decode(name, f"{img.dtype} samples; bevviz reads 8- and 16-bit images", camera)
     channels = 1 if img.ndim == 2 else img.shape[2]

@@ -452,3 +452,14 @@ def _decode_or_named_error(data: bytes, size: tuple[int, int] | None) -> None:
         header = image_header(data, "fuzz.img")
         assert out.rgb.dtype == np.uint8 and out.rgb.shape == (header.height, header.width, 3)
         assert size is None or out.rgb.shape[1::-1] == size
+
+
+def test_sixteen_bit_file_of_a_twelve_bit_sensor_is_scaled_by_its_significant_bits(tmp_path):
+    # a 12-bit camera stored in a 16-bit PNG (values 0..4095): keeping the high byte would
+    # leave values 0..15, an image 16 times too dark; its 8 highest significant bits are kept
+    rgb = pattern()
+    cv2.imwrite(str(tmp_path / "raw12.png"), np.ascontiguousarray((rgb.astype(np.uint16) * 16 + 7)[..., ::-1]))
+    out = read_image_report(tmp_path / "raw12.png", size=(32, 24))
+    assert 2048 <= int(rgb.max()) * 16 + 7 < 4096  # exactly 12 significant bits
+    np.testing.assert_array_equal(out.rgb, rgb)
+    assert out.conversions == ("16-bit samples with 12 significant bits scaled to 8 bits",)
