@@ -40,7 +40,8 @@ from bevviz.camera import Rig
 from bevviz.lidar import LidarScan
 from bevviz.threads import single_threaded
 
-__all__ = ["PAIR_BREAKING", "StressCase", "VARIANTS", "Variant", "denser", "main", "stress_frames", "summary"]
+__all__ = ["BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "StressCase", "VARIANTS", "Variant", "denser", "main",
+           "stress_frames", "summary"]
 
 Images = dict[str, np.ndarray]
 Ignore = dict[str, list]
@@ -101,6 +102,24 @@ def _sparser(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return p[np.sort(rng.permutation(len(p))[: len(p) // 4])]
 
 
+#: A LiDAR of fewer beams from a scan without rings: one elevation band of ``BEAM_BAND_DEG``
+#: (seen from the scan's origin) in every ``BEAM_PERIOD_DEG`` is kept, which thins a 64-beam
+#: scan (0.4 deg apart) to about the 2 deg beam spacing of a 16-beam sensor.
+BEAM_PERIOD_DEG, BEAM_BAND_DEG = 2.0, 0.45
+
+
+def _fewer_beams(f: RealFrame, rng: np.random.Generator):
+    """Half the rings of a scan that has them (a 32-beam scan becomes a 16-beam one), else
+    elevation bands (:data:`BEAM_PERIOD_DEG`)."""
+    p = np.array(f.scan.points)
+    if f.scan.ring is not None:
+        keep = f.scan.ring % 2 == 0
+        return f.rig, f.images, _scan(f.scan, p[keep], f.scan.ring[keep]), f.ignore
+    d = p[:, :3] - np.asarray(f.scan.origin, dtype=np.float64)
+    elevation = np.degrees(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])))
+    return f.rig, f.images, _scan(f.scan, p[np.mod(elevation, BEAM_PERIOD_DEG) < BEAM_BAND_DEG]), f.ignore
+
+
 def _moved(yaw_deg: float, dz_m: float) -> Callable:
     """The LiDAR points turned about the ego z axis and raised: a cloud in another frame than
     the car's (a sensor frame turned 90 deg, or at the sensor's height)."""
@@ -149,6 +168,21 @@ def _jpeg(img: np.ndarray) -> np.ndarray:
     return cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
 
 
+def _grey(img: np.ndarray) -> np.ndarray:
+    return np.repeat(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)[..., None], 3, axis=2)
+
+
+def _black_corners(img: np.ndarray) -> np.ndarray:
+    """Black outside an ellipse reaching past the image sides: the border of an undistorted
+    wide-angle image (a strong image edge no LiDAR point belongs to)."""
+    h, w = img.shape[:2]
+    v, u = np.mgrid[0:h, 0:w]
+    outside = ((u - (w - 1) / 2) / (0.58 * w)) ** 2 + ((v - (h - 1) / 2) / (0.62 * h)) ** 2 > 1.0
+    out = img.copy()
+    out[outside] = 0
+    return out
+
+
 def _dark(img: np.ndarray) -> np.ndarray:
     return np.clip(255.0 * 0.5 * (img / 255.0) ** 2.2, 0, 255).astype(np.uint8)
 
@@ -162,6 +196,8 @@ VARIANTS: dict[str, Variant] = {
     "intensity log x1000": ("another sensor's unit: 1000 log(1 + i)", _points(_log_intensity, keep_ring=True)),
     "4x denser cloud": ("the scan and 3 copies jittered by 2 cm, no order", _four_times_denser),
     "1/4 of the points": ("a sparser sensor: a random quarter of the points", _points(_sparser)),
+    "16 beams": ("a LiDAR of fewer beams: every other ring, or one 0.45 deg elevation band in 2 deg",
+                 _fewer_beams),
     "no ego motion": ("the exposures taken as simultaneous with the sweep", _no_motion),
     "LiDAR turned 90 deg": ("the cloud in a frame turned 90 deg about z (a sensor frame)", _moved(90.0, 0.0)),
     "LiDAR turned 180 deg": ("the cloud turned 180 deg about z", _moved(180.0, 0.0)),
@@ -171,6 +207,9 @@ VARIANTS: dict[str, Variant] = {
     "blur": ("Gaussian blur, sigma 2 px", _images(_blur)),
     "JPEG q15": ("JPEG at quality 15", _images(_jpeg)),
     "dark": ("gamma 2.2 and half the brightness", _images(_dark)),
+    "grey": ("monochrome cameras: grey replicated to RGB", _images(_grey)),
+    "black corners": ("black outside an ellipse: the border of an undistorted wide-angle image",
+                      _images(_black_corners)),
 }
 
 

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from bevviz.calibration.frame_folder import load_frame_folder
-from bevviz.calibration.stress import PAIR_BREAKING, VARIANTS, StressCase, main, stress_frames, summary
+from bevviz.calibration.stress import (
+    BEAM_BAND_DEG,
+    BEAM_PERIOD_DEG,
+    PAIR_BREAKING,
+    VARIANTS,
+    StressCase,
+    main,
+    stress_frames,
+    summary,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +51,26 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     assert np.allclose(scan.points[:, 2], kitti.scan.points[:, 2] - 1.8, atol=1e-4)
     _, images, _, _ = VARIANTS["dark"][1](kitti, rng)
     assert images["image_2"].mean() < 0.5 * kitti.images["image_2"].mean()
+    _, images, _, _ = VARIANTS["grey"][1](kitti, rng)
+    grey = images["image_2"]
+    assert grey.shape == kitti.images["image_2"].shape and (grey == grey[..., :1]).all()
+    _, images, _, _ = VARIANTS["black corners"][1](kitti, rng)
+    img = images["image_2"]
+    assert not img[0, 0].any() and not img[-1, -1].any()
+    assert (img[img.shape[0] // 2] == kitti.images["image_2"][img.shape[0] // 2]).all()  # the middle row kept
+
+
+def test_the_fewer_beams_variant_keeps_every_other_ring_or_elevation_bands(kitti):
+    rng = np.random.default_rng(0)
+    _, _, scan, _ = VARIANTS["16 beams"][1](kitti, rng)  # no rings: elevation bands from the origin
+    d = scan.xyz - np.asarray(kitti.scan.origin)
+    elevation = np.degrees(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])))
+    assert 0 < len(scan) < 0.5 * len(kitti.scan)
+    assert np.all(np.mod(elevation, BEAM_PERIOD_DEG) < BEAM_BAND_DEG + 1e-4)
+    ring = (np.arange(len(kitti.scan)) % 32).astype(np.int16)  # with rings: the even ones stay
+    ringed = replace(kitti, scan=replace(kitti.scan, ring=ring))
+    _, _, scan, _ = VARIANTS["16 beams"][1](ringed, rng)
+    assert len(scan) == int(np.count_nonzero(ring % 2 == 0)) and set(np.unique(scan.ring) % 2) == {0}
 
 
 def test_the_kitti_frame_under_other_rigs_inputs_accuses_no_camera(kitti):
