@@ -24,6 +24,7 @@ Convention:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +34,7 @@ import cv2
 import numpy as np
 
 from bevviz.calibration.diagnose import diagnose
-from bevviz.calibration.evaluate import DEFAULT_DATAROOT, load_frames
+from bevviz.calibration.evaluate import DEFAULT_DATAROOT, evaluate_frames, load_frames, random_faults
 from bevviz.calibration.frame_folder import RealFrame
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
 from bevviz.camera import Rig
@@ -231,6 +232,10 @@ class StressCase:
         seconds: Wall time of the diagnosis.
         error: Why the diagnosis could not run ("" when it ran).
         skipped: Why the variant does not apply to this rig ("" when it ran).
+        faults: Injected single-camera faults judged under the variant (``--faults``).
+        faults_named: How many of them named their faulty camera.
+        wrong: Cameras named "miscalibrated" beside a fault's own camera, as
+            ``"<faulty camera>: <wrong camera>"`` (all errors: only one camera was turned).
     """
 
     frame: str
@@ -241,17 +246,23 @@ class StressCase:
     seconds: float = 0.0
     error: str = ""
     skipped: str = ""
+    faults: int = 0
+    faults_named: int = 0
+    wrong: list[str] = field(default_factory=list)
 
 
 def stress_frames(frames: Sequence[RealFrame], variants: Mapping[str, Variant] | None = None, seed: int = 0,
-                  log: Callable[[str], None] | None = print) -> list[StressCase]:
+                  log: Callable[[str], None] | None = print, faults: int = 0) -> list[StressCase]:
     """Diagnose every frame under every variant (the stored calibration each time).
 
     Args:
         frames: Correctly calibrated frames.
         variants: Name -> :data:`Variant`; default :data:`VARIANTS`.
-        seed: Seed of the random variants (shuffles, jitter, subsets).
+        seed: Seed of the random variants (shuffles, jitter, subsets) and of the faults.
         log: Where each row goes as it is done, with the time left (None: nowhere).
+        faults: Also turn each camera of the variant's rig this many times, 1-2 deg about a
+            random axis (:func:`~bevviz.calibration.evaluate.random_faults`), one camera at a
+            time, and count the cameras named beside the turned one (``wrong``).
 
     Returns:
         One :class:`StressCase` per frame x variant; a variant that raised ``ValueError``
@@ -268,7 +279,7 @@ def stress_frames(frames: Sequence[RealFrame], variants: Mapping[str, Variant] |
             if len(frame.rig) == 1 and name in PAIR_BREAKING:
                 case.skipped = "one camera: moving the LiDAR breaks the camera-LiDAR pair itself"
             else:
-                _run(case, frame, make, seed)
+                _run(case, frame, make, seed, faults)
             case.seconds = time.perf_counter() - t0
             out.append(case)
             if log is not None:
@@ -278,12 +289,20 @@ def stress_frames(frames: Sequence[RealFrame], variants: Mapping[str, Variant] |
     return out
 
 
-def _run(case: StressCase, frame: RealFrame, make: Callable, seed: int) -> None:
+def _run(case: StressCase, frame: RealFrame, make: Callable, seed: int, faults: int = 0) -> None:
     try:
         rig, images, scan, ignore = make(frame, np.random.default_rng(seed))
         found = diagnose(rig, images, lidar=scan, ignore=ignore)
         case.named = [f.camera for f in found if f.verdict == MISCALIBRATED]
         case.inconclusive = sum(f.verdict == INCONCLUSIVE for f in found)
+        if faults:
+            variant = dataclasses.replace(frame, rig=rig, images=images, scan=scan, ignore=ignore)
+            judged, _, _ = evaluate_frames([variant], lambda f: random_faults(f, faults, seed), refine=False,
+                                           log=None, timing=())
+            turned = [c for c in judged if c.camera is not None]
+            case.faults = len(turned)
+            case.faults_named = sum(c.camera in c.lidar_named for c in turned)
+            case.wrong = [f"{c.camera}: {n}" for c in turned for n in c.lidar_named if n != c.camera]
     except ValueError as exc:
         case.error = str(exc)
 
@@ -291,26 +310,36 @@ def _run(case: StressCase, frame: RealFrame, make: Callable, seed: int) -> None:
 def _row(c: StressCase) -> str:
     what = f"ERROR: {c.error}" if c.error else f"skipped: {c.skipped}" if c.skipped else \
         f"accused {len(c.named)} ({', '.join(c.named) or '-'}), inconclusive {c.inconclusive}/{c.cameras}"
+    if c.faults and not c.error:
+        what += f"; faults named {c.faults_named}/{c.faults}, wrong {len(c.wrong)} ({', '.join(c.wrong) or '-'})"
     return f"{c.frame:<16} {c.variant:<22} {what} ({c.seconds:.1f} s)"
 
 
 def summary(cases: Sequence[StressCase]) -> tuple[list[str], bool]:
-    """Per-variant totals and the PASS/FAIL line (every variant ran, no camera accused)."""
+    """Per-variant totals and the PASS/FAIL line (every variant ran, no camera accused on the
+    stored calibration, and, where faults were injected, no camera named beside a fault's own)."""
+    with_faults = any(c.faults for c in cases)
+    extra = f" {'faults':>6} {'named':>5} {'wrong':>5}" if with_faults else ""
     rows = [f"{'variant':<22} {'frames':>6} {'cameras':>7} {'accused':>7} {'inconclusive':>12} {'errors':>6} "
-            f"{'skipped':>7} {'max s':>6}"]
+            f"{'skipped':>7} {'max s':>6}{extra}"]
     for name in dict.fromkeys(c.variant for c in cases):
         cs = [c for c in cases if c.variant == name]
         ran = [c for c in cs if not c.skipped]
+        more = (f" {sum(c.faults for c in cs):>6} {sum(c.faults_named for c in cs):>5} "
+                f"{sum(len(c.wrong) for c in cs):>5}") if with_faults else ""
         rows.append(f"{name:<22} {len(ran):>6} {sum(c.cameras for c in ran):>7} {sum(len(c.named) for c in cs):>7} "
                     f"{sum(c.inconclusive for c in cs):>12} {sum(bool(c.error) for c in cs):>6} "
-                    f"{len(cs) - len(ran):>7} {max(c.seconds for c in cs):>6.1f}")
+                    f"{len(cs) - len(ran):>7} {max(c.seconds for c in cs):>6.1f}{more}")
     accused = sum(len(c.named) for c in cases)
+    wrong = sum(len(c.wrong) for c in cases)
     errors = sum(bool(c.error) for c in cases)
     ran = sum(not c.skipped for c in cases)
-    ok = ran > 0 and not accused and not errors
+    ok = ran > 0 and not accused and not wrong and not errors
     skipped = f"; {len(cases) - ran} skipped (one-camera rigs: the variant breaks the pair)" if len(cases) > ran else ""
+    faults = (f"; {sum(c.faults for c in cases)} faults: {sum(c.faults_named for c in cases)} named, {wrong} wrong "
+              "cameras (target 0)") if with_faults else ""
     rows.append(f"{'PASS' if ok else 'FAIL'}  {accused} cameras accused in {ran} diagnoses of correctly "
-                f"calibrated frames (target 0){f'; {errors} could not run' if errors else ''}{skipped}")
+                f"calibrated frames (target 0){faults}{f'; {errors} could not run' if errors else ''}{skipped}")
     return rows, ok
 
 
@@ -325,7 +354,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
                         help=f"only these variants (default all: {', '.join(VARIANTS)})")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--faults", type=int, default=0, metavar="K",
+                        help="also turn each camera K times (1-2 deg, random axes) under every variant and count "
+                             "the cameras wrongly named beside the turned one (slower: one diagnosis per fault)")
     args = parser.parse_args(argv)
+    if args.faults < 0:
+        print(f"error: --faults: must be at least 0, got {args.faults}", file=sys.stderr)
+        return 2
     unknown = [v for v in args.variants or [] if v not in VARIANTS]
     if unknown:
         print(f"error: --variants: unknown {unknown!r} (known: {', '.join(VARIANTS)})", file=sys.stderr)
@@ -337,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     chosen = {k: VARIANTS[k] for k in (args.variants or VARIANTS)}
     with single_threaded():
-        cases = stress_frames(frames, chosen, args.seed)
+        cases = stress_frames(frames, chosen, args.seed, faults=args.faults)
     rows, ok = summary(cases)
     print("\n".join(["", *rows]))
     return 0 if ok else 1

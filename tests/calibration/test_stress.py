@@ -121,3 +121,20 @@ def test_the_command_passes_on_the_kitti_frame(sample_data, capsys):
     assert main(["--frames", str(sample_data / "real_kitti"), "--variants", "no point order", "blur"]) == 0
     out = capsys.readouterr().out
     assert "[1/2, about" in out and "PASS  0 cameras accused in 2 diagnoses" in out
+
+
+def test_faults_under_a_variant_are_counted_and_a_wrong_camera_fails_the_summary(kitti):
+    (case,) = stress_frames([kitti], {"grey": VARIANTS["grey"]}, log=None, faults=2)
+    assert not case.error and case.faults == 2 and 0 <= case.faults_named <= 2
+    assert case.wrong == []  # a one-camera rig has no other camera to name
+    rows, ok = summary([case])
+    assert ok and rows[0].split()[-3:] == ["faults", "named", "wrong"]
+    assert f"2 faults: {case.faults_named} named, 0 wrong cameras" in rows[-1]
+    bad = StressCase("f", "v", 6, faults=1, faults_named=1, wrong=["CAM_FRONT: CAM_BACK"])
+    rows, ok = summary([bad])
+    assert not ok and "1 wrong cameras" in rows[-1]
+
+
+def test_the_command_refuses_negative_faults(sample_data, capsys):
+    assert main(["--frames", str(sample_data / "real_kitti"), "--faults", "-1"]) == 2
+    assert "--faults: must be at least 0, got -1" in capsys.readouterr().err
