@@ -11,7 +11,11 @@ nuScenes-format dataroot: its first sample; default the real keyframe embedded i
   the rig diagnosed again: is the faulty camera **named**, is any other camera named
   (**wrong**)? Then :func:`~bevviz.calibration.refine_extrinsics` refines the faulty
   camera with the LiDAR: accepted or not, and how far (degrees) from the dataset's
-  calibration it ends compared with where it started (**worse** if further);
+  calibration it ends compared with where it started (**worse** if further), and how far
+  from where the LiDAR puts the *unperturbed* camera (the stored camera turned by minus
+  its own residual on the clean frame, where the LiDAR pins that camera down): the
+  refinement's own precision, apart from the LiDAR's disagreement with the dataset's
+  calibration;
 * the unperturbed rig is diagnosed again with the LiDAR points displaced by
   ``TIMING_SHIFTS_M`` along the car's axis (a LiDAR-camera timing error of a moving car:
   0.3 m is 30 ms at 10 m/s): every camera called "miscalibrated" is a **timing false
@@ -45,16 +49,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bevviz.calibration.consensus import RigConsensus
+from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.diagnose import diagnose, refine_extrinsics
 from bevviz.calibration.frame_folder import RealFrame, load_frame_folder
 from bevviz.calibration.lidar import AXES, CameraEvidence, EdgeAlignment, as_lidar_frames, camera_evidence
-from bevviz.calibration.lidar_refine import refine_with_lidar
+from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG, refine_with_lidar
 from bevviz.calibration.masks import ignore_masks
-from bevviz.calibration.perturbations import camera_delta, perturb_rig
+from bevviz.calibration.perturbations import camera_delta, perturb_camera, perturb_rig
 from bevviz.calibration.seams import analyze_seams, seam_grid
 from bevviz.calibration.verdicts import MIN_EDGE_POINTS, MISCALIBRATED, RULE, VerdictRule, combine, lidar_verdict
-from bevviz.camera import Rig
+from bevviz.camera import Camera, Rig
 from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
 from bevviz.lidar import LidarScan
 from bevviz.sample_location import locate
@@ -110,6 +114,9 @@ class Case:
         lidar_accepted / lidar_end_deg: LiDAR refinement: accepted, and the error after.
         seams_accepted / seams_end_deg: The same for the seam refinement (when run).
         lidar_check / seams_check: Why each refinement was (not) accepted.
+        lidar_end_vs_lidar_deg: The refined camera's distance from where the LiDAR puts the
+            unperturbed camera (nan where the LiDAR does not pin that camera down): what a
+            refinement can at best reach, whatever the dataset's calibration says.
         cameras: Cameras in the rig.
     """
 
@@ -130,6 +137,7 @@ class Case:
     seams_end_deg: float = float("nan")
     lidar_check: str = ""
     seams_check: str = ""
+    lidar_end_vs_lidar_deg: float = float("nan")
     cameras: int = 0
 
 
@@ -151,6 +159,20 @@ def _stored(rig: Rig, evidence: dict[str, CameraEvidence], found) -> _Stored:
     """What a diagnosis ``found`` of ``rig`` can be re-judged from."""
     return _Stored(rig, evidence, found.consensus,
                    {f.camera: (f.witnesses.get("seams", "inconclusive"), "", f.quick_score) for f in found})
+
+
+def _lidar_placement(rig: Rig, evidence: dict[str, CameraEvidence], name: str) -> Camera | None:
+    """Where the LiDAR puts camera ``name`` of the unperturbed ``rig``: the stored camera turned
+    by minus its residual against the other cameras' consensus (what a refinement aims at).
+    None where the LiDAR does not pin the camera down: too few edge points, or a bootstrap
+    spread above ``MAX_SPREAD_DEG`` on some axis (the refinement's own limit)."""
+    if evidence[name].n_points < MIN_EDGE_POINTS or len(evidence[name].replicates_deg) < 2:
+        return None
+    consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=name)
+    res = consensus.residual(evidence[name])
+    if np.max(res.std(axis=0)) > MAX_SPREAD_DEG:
+        return None
+    return perturb_camera(rig[name], *(-np.median(res, axis=0)))
 
 
 def _displaced(scan: LidarScan, shift_m: float) -> LidarScan:
@@ -302,6 +324,9 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
                         refine_extrinsics(bad, images, grid, cam, [f.scan for f in group], evidence=ev, rule=rule)
                     case.lidar_accepted, case.lidar_check = hist.accepted, hist.check
                     case.lidar_end_deg = _angle(frame.rig, new, cam)
+                    placed = _lidar_placement(frame.rig, base_ev, cam)
+                    if placed is not None:
+                        case.lidar_end_vs_lidar_deg = float(camera_delta(placed, new[cam]).angle_deg)
                 if seams_refine and len(bad) > 1:
                     new, hist = refine_extrinsics(bad, images, grid, cam)
                     case.seams_accepted, case.seams_check = hist.accepted, hist.check
@@ -455,6 +480,13 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
         ends = np.array([c.lidar_end_deg for c in acc])
         rows.append(f"      accepted LiDAR refinements: end error median {np.median(ends):.3f} deg, "
                     f"max {ends.max():.3f} deg")
+        placed = np.array([c.lidar_end_vs_lidar_deg for c in acc if np.isfinite(c.lidar_end_vs_lidar_deg)])
+        if len(placed):
+            rows.append(f"      precision: {int(np.sum(placed <= 0.3))}/{len(placed)} end within 0.3 deg of where the "
+                        f"LiDAR puts the unperturbed camera (median {np.median(placed):.3f}, max {placed.max():.3f} "
+                        f"deg; {len(acc) - len(placed)} whose unperturbed camera the LiDAR does not pin down left "
+                        "out); the rest of the end error is the LiDAR's disagreement with the dataset's calibration "
+                        "(not a target)")
     for key, label, limit in (("diagnose_lidar_s", "one 6-camera diagnose with LiDAR", 10.0),):
         if key in timings:
             rows.append(f"time  {label}: {timings[key]:.2f} s (budget {limit:g} s on 2 cores; a benchmark, "
