@@ -38,7 +38,6 @@ Convention:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
@@ -49,15 +48,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bevviz.calibration.consensus import RigConsensus, rig_consensus
+from bevviz.calibration.consensus import rig_consensus
 from bevviz.calibration.diagnose import diagnose, refine_extrinsics
 from bevviz.calibration.frame_folder import RealFrame, load_frame_folder
 from bevviz.calibration.lidar import AXES, CameraEvidence, EdgeAlignment, as_lidar_frames, camera_evidence
 from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG, refine_with_lidar
 from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.perturbations import camera_delta, perturb_camera, perturb_rig
+from bevviz.calibration.rule_search import RULE_GRID, Stored, leave_one_rig_out, rig_key, stored
 from bevviz.calibration.seams import analyze_seams, seam_grid
-from bevviz.calibration.verdicts import MIN_EDGE_POINTS, MISCALIBRATED, RULE, VerdictRule, combine, lidar_verdict
+from bevviz.calibration.verdicts import MIN_EDGE_POINTS, MISCALIBRATED, RULE, VerdictRule
 from bevviz.camera import Camera, Rig
 from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
 from bevviz.lidar import LidarScan
@@ -80,10 +80,6 @@ TIMING_SHIFTS_M = (-0.3, 0.3)
 #: Random faults: magnitude range (degrees) and faults per camera.
 FAULT_RANGE_DEG = (1.0, 2.0)
 FAULTS_PER_CAMERA = 2
-#: The verdict constants the leave-one-rig-out search tries (each combination).
-RULE_GRID = {"z_gap": (0.5, 0.75, 1.0), "half_gain": (0.5, 0.75, 1.0), "half_agree_deg": (1.0, 1.5),
-             "z_structure": (1.0, 1.5), "max_sd_deg": (0.5, 0.7), "z_reject": (1.0, 1.5, 2.0),
-             "half_reject": (0.5, 1.0)}
 
 
 @dataclass
@@ -141,24 +137,8 @@ class Case:
     cameras: int = 0
 
 
-@dataclass
-class _Stored:
-    """What a case's verdicts can be re-judged from: the evidence, the consensus, the seams."""
-
-    rig: Rig
-    evidence: dict[str, CameraEvidence]
-    consensus: RigConsensus
-    seams: dict[str, tuple[str, str, float]]
-
-
 def _angle(a: Rig, b: Rig, name: str) -> float:
     return float(camera_delta(a[name], b[name]).angle_deg)
-
-
-def _stored(rig: Rig, evidence: dict[str, CameraEvidence], found) -> _Stored:
-    """What a diagnosis ``found`` of ``rig`` can be re-judged from."""
-    return _Stored(rig, evidence, found.consensus,
-                   {f.camera: (f.witnesses.get("seams", "inconclusive"), "", f.quick_score) for f in found})
 
 
 def _lidar_placement(rig: Rig, evidence: dict[str, CameraEvidence], name: str) -> Camera | None:
@@ -224,17 +204,6 @@ def random_faults(frame: RealFrame, per_camera: int = FAULTS_PER_CAMERA, seed: i
     return out
 
 
-def _judge(stored: _Stored, rule: VerdictRule) -> list[str]:
-    """Cameras named "miscalibrated" under ``rule`` (as :func:`diagnose` judges them)."""
-    named = []
-    for cam, ev in stored.evidence.items():
-        seam_v, seam_why, quick = stored.seams[cam]
-        verdict, _ = combine(lidar_verdict(ev, stored.consensus, rule=rule), (seam_v, seam_why), quick)
-        if verdict == MISCALIBRATED:
-            named.append(cam)
-    return named
-
-
 def _same_rig(a: Rig, b: Rig) -> bool:
     return a.names == b.names and all(np.allclose(a[n].K, b[n].K) and np.allclose(a[n].cam_from_ego, b[n].cam_from_ego)
                                       and a[n].size == b[n].size for n in a.names)
@@ -263,7 +232,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
                     rule: VerdictRule = RULE, refine: bool = True, seams_refine: bool = False,
                     log: Callable[[str], None] | None = print,
                     sequence: bool = False, timing: Sequence[float] = TIMING_SHIFTS_M,
-                    ) -> tuple[list[Case], list[_Stored], dict]:
+                    ) -> tuple[list[Case], list[Stored], dict]:
     """Run the unperturbed rig, the faults and the timing errors of every frame (or every sequence).
 
     Args:
@@ -284,7 +253,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
     """
     faults = random_faults if faults is None else faults
     cases: list[Case] = []
-    stores: list[_Stored] = []
+    stores: list[Stored] = []
     timings: dict[str, float] = {}
     grid = seam_grid()
     for group in (sequences(frames) if sequence else [[f] for f in frames]):
@@ -311,7 +280,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             case = Case(cam, None if cam is None else "random", float(np.linalg.norm(fault)), name,
                         [float(v) for v in fault], [f.camera for f in found if f.verdict == MISCALIBRATED],
                         cameras=len(bad))
-            stores.append(_stored(bad, ev, found))
+            stores.append(stored(bad, ev, found))
             if cam is None:
                 case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
             else:
@@ -342,7 +311,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             case = Case(None, "timing", float(shift), name, cameras=len(frame.rig),
                         lidar_named=[f.camera for f in found if f.verdict == MISCALIBRATED])
             case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
-            stores.append(_stored(frame.rig, ev, found))
+            stores.append(stored(frame.rig, ev, found))
             cases.append(case)
             if log is not None:
                 log(_row(case))
@@ -494,77 +463,6 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
     return rows, ok
 
 
-def _rules(grid: dict = RULE_GRID) -> list[VerdictRule]:
-    keys = list(grid)
-    return [replace(RULE, **dict(zip(keys, vals))) for vals in itertools.product(*(grid[k] for k in keys))]
-
-
-def _score_rule(rule: VerdictRule, cases: Sequence[Case], stores: Sequence[_Stored]) -> tuple[int, int, int, int]:
-    """(false alarms, wrong, named, faults) of ``rule`` on stored cases."""
-    fa = wrong = named = n = 0
-    for c, s in zip(cases, stores):
-        got = _judge(s, rule)
-        if c.camera is None:
-            fa += len(got)
-        else:
-            n += 1
-            named += c.camera in got
-            wrong += len([g for g in got if g != c.camera])
-    return fa, wrong, named, n
-
-
-def _choose(cases: Sequence[Case], stores: Sequence[_Stored], rules: Sequence[VerdictRule]) -> VerdictRule:
-    """The rule with no false alarm and no wrong camera that names the most faults (ties: the
-    strictest, i.e. the largest thresholds)."""
-    best, key = rules[-1], None
-    for r in rules:
-        fa, wrong, named, _ = _score_rule(r, cases, stores)
-        if fa or wrong:
-            continue
-        k = (named, r.z_gap + r.half_gain + r.z_structure + r.z_reject + r.half_reject - r.half_agree_deg
-             - r.max_sd_deg)
-        if key is None or k > key:
-            best, key = r, k
-    return best
-
-
-def _rig_key(rig: Rig) -> str:
-    names = rig.names
-    return names[0] if len(names) == 1 else f"{len(names)} cameras ({names[0]}, ...)"
-
-
-def leave_one_rig_out(cases: Sequence[Case], stores: Sequence[_Stored], rigs: dict[str, str],
-                      grid: dict = RULE_GRID) -> tuple[list[str], dict]:
-    """The leave-one-rig-out table: per rig, the rule chosen on the others and its result there.
-
-    Args:
-        cases, stores: From :func:`evaluate_frames`.
-        rigs: Frame name -> rig name (frames of one rig share their camera names).
-        grid: The constants tried.
-
-    Returns:
-        (table lines, totals {"false_alarms", "wrong", "named", "faults"}).
-    """
-    rules = _rules(grid)
-    head = (f"{'held-out rig':<28} {'rule chosen on the other rigs':<110} {'false alarms':>12} {'wrong':>5} "
-            f"{'named':>12}")
-    rows = [head, "-" * len(head)]
-    tot = np.zeros(4, dtype=int)
-    for rig in dict.fromkeys(rigs.values()):
-        train = [(c, s) for c, s in zip(cases, stores) if rigs[c.frame] != rig]
-        test = [(c, s) for c, s in zip(cases, stores) if rigs[c.frame] == rig]
-        r = _choose([c for c, _ in train], [s for _, s in train], rules)
-        fa, wrong, named, n = _score_rule(r, [c for c, _ in test], [s for _, s in test])
-        tot += (fa, wrong, named, n)
-        text = (f"z_gap {r.z_gap:g}, half_gain {r.half_gain:g}, half_agree {r.half_agree_deg:g}, "
-                f"z_structure {r.z_structure:g}, max_sd {r.max_sd_deg:g}, z_reject {r.z_reject:g}, "
-                f"half_reject {r.half_reject:g}")
-        rows.append(f"{rig:<28} {text:<110} {fa:>12} {wrong:>5} {named:>4}/{n:<3} ({named / max(n, 1):4.0%})")
-    rows.append(f"{'TOTAL':<28} {'':<110} {tot[0]:>12} {tot[1]:>5} {tot[2]:>4}/{tot[3]:<3} "
-                f"({tot[2] / max(tot[3], 1):4.0%})")
-    return rows, {"false_alarms": int(tot[0]), "wrong": int(tot[1]), "named": int(tot[2]), "faults": int(tot[3])}
-
-
 def main(argv: list[str] | None = None) -> int:
     """CLI: evaluate and print the tables and the summary; exit 0 only if every target was checked
     and met (a target skipped by ``--no-refine`` reads NOT RUN and exits 1), 2 on bad input."""
@@ -595,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(["", *table, "", *rows]))
     out = {"cases": [asdict(c) for c in cases], "table": table, "summary": rows, "timings": timings, "passed": ok}
     if args.loro:
-        rigs = {c.frame: _rig_key(next(f.rig for f in frames if c.frame.startswith(f.name))) for c in cases}
+        rigs = {c.frame: rig_key(next(f.rig for f in frames if c.frame.startswith(f.name))) for c in cases}
         loro, totals = leave_one_rig_out(cases, stores, rigs)
         print("\nleave-one-rig-out (constants chosen on the other rigs):")
         print("\n".join(loro))

@@ -210,7 +210,7 @@ class VerdictRule:
 #: roll +0.51 +- 0.06) stands 0.5 z below it (path A needs 0.75). The same choice stayed
 #: free of false alarms and wrong cameras with the image edge threshold moved from the 85th
 #: to the 80th or 90th percentile; ``python -m bevviz.calibration.evaluate --loro`` tests
-#: the choice made on two rigs on the third (``bevviz.calibration.evaluate.RULE_GRID``).
+#: the choice made on two rigs on the third (``bevviz.calibration.rule_search.RULE_GRID``).
 RULE = VerdictRule()
 
 #: Said of a one-camera rig.
