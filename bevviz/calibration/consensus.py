@@ -72,9 +72,10 @@ class RigConsensus:
             choice, nor on the camera's own pull on the fit).
         chi2: Misfit of the cameras that took part.
         fitted: False when too few cameras had evidence (everything zero, residual = offset).
-        landscapes: Camera -> (robust z of its optimum, robust z of its stored pose) for every
-            camera with at least ``min_points`` edge points (the left-out one too), fitted or
-            not: whether the *other* cameras line up with the LiDAR where they are stored
+        landscapes: Camera -> (robust z of its optimum, robust z of its stored pose, degrees
+            of its optimum from the stored pose on the worst axis) for every camera with at
+            least ``min_points`` edge points (the left-out one too), fitted or not: whether
+            the *other* cameras line up with the LiDAR where they are stored
             (:func:`~bevviz.calibration.verdicts.lidar_verdict` asks before it convicts one).
     """
 
@@ -87,7 +88,7 @@ class RigConsensus:
     expected_by_others_deg: dict[str, list[np.ndarray]] = field(default_factory=dict)
     chi2: float = 0.0
     fitted: bool = False
-    landscapes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    landscapes: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def residual(self, evidence: CameraEvidence) -> np.ndarray:
         """Replicate residuals of one camera: its own error, (B, 3) degrees (B >= 1)."""
@@ -171,7 +172,8 @@ def rig_consensus(rig: Rig, evidence: Mapping[str, CameraEvidence], min_points: 
     Returns:
         :class:`RigConsensus` (``fitted`` False when fewer than ``MIN_CAMERAS`` cameras qualify).
     """
-    landscapes = {n: (float(evidence[n].z_best), float(evidence[n].z_stored)) for n in rig.names
+    landscapes = {n: (float(evidence[n].z_best), float(evidence[n].z_stored),
+                      float(np.max(np.abs(evidence[n].offset_deg)))) for n in rig.names
                   if n in evidence and evidence[n].n_points >= min_points}
     names = [n for n in rig.names if n in evidence and evidence[n].n_points >= min_points and n != leave_out]
     if len(names) < MIN_CAMERAS:

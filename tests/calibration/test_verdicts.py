@@ -8,6 +8,7 @@ import pytest
 from bevviz.calibration.consensus import RigConsensus
 from bevviz.calibration.lidar import CameraEvidence
 from bevviz.calibration.verdicts import (
+    ANCHOR_MAX_OFFSET_DEG,
     INCONCLUSIVE,
     MIN_ANCHORS,
     MIN_CLUSTERS,
@@ -83,8 +84,9 @@ def test_a_sparse_cloud_cannot_call_a_camera_miscalibrated_but_can_confirm_one()
 def test_a_camera_is_convicted_only_against_a_lidar_other_cameras_line_up_with():
     """A LiDAR in the wrong frame leaves every camera off: unless MIN_ANCHORS other cameras
     line up with the LiDAR at their stored pose (structure, stored pose within ANCHOR_MAX_DROP_Z of the
-    optimum), a strong offset is only inconclusive and the reason suspects the LiDAR."""
-    lined_up, off, flat = (5.0, 4.9), (5.0, 1.0), (0.2, 0.1)
+    optimum and the optimum near it), a strong offset is only inconclusive and the reason
+    suspects the LiDAR."""
+    lined_up, off, flat = (5.0, 4.9, 0.2), (5.0, 1.0, 2.0), (0.2, 0.1, 0.1)
     others = {"CAM_A": off, "CAM_B": off, "CAM_C": flat, "CAM_D": lined_up}
     v = lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_X": off, **others}))
     assert v.verdict == INCONCLUSIVE
@@ -98,7 +100,7 @@ def test_a_camera_is_convicted_only_against_a_lidar_other_cameras_line_up_with()
 
 
 def test_the_rig_hears_once_when_no_camera_can_be_judged_against_the_lidar():
-    lined_up, off = (5.0, 4.9), (5.0, 1.0)
+    lined_up, off = (5.0, 4.9, 0.2), (5.0, 1.0, 2.0)
     six = {f"CAM_{k}": off for k in range(6)}
     assert lidar_doubt(None) == "" and lidar_doubt(RigConsensus(landscapes={"CAM_X": off})) == ""  # one camera
     assert lidar_doubt(RigConsensus(landscapes=six)).startswith("only 0 of 6 cameras line up with the LiDAR")
@@ -176,3 +178,16 @@ def test_a_stored_pose_far_below_the_optimum_in_both_halves_is_rejected_without_
 def test_an_optimum_at_the_edge_of_the_search_is_no_optimum():
     v = lidar_verdict(_ev([0.0, 2.9, 0.0]), NONE)
     assert v.verdict == INCONCLUSIVE and "edge of the" in v.reason
+
+
+def test_a_camera_whose_optimum_lies_far_from_its_stored_pose_is_no_anchor():
+    """A LiDAR in the wrong frame leaves each camera a landscape of chance: a camera may stand
+    within ANCHOR_MAX_DROP_Z of an optimum degrees away. That is no camera lining up with the
+    LiDAR (on the nuScenes keyframe with its cloud turned 90 deg and one camera turned, two
+    such cameras let a third be convicted)."""
+    near, close_in_z_but_far = (3.0, 2.6, 0.4), (3.0, 2.6, ANCHOR_MAX_OFFSET_DEG + 0.5)
+    assert anchors({"CAM_A": near, "CAM_B": close_in_z_but_far}) == ["CAM_A"]
+    others = {"CAM_A": close_in_z_but_far, "CAM_B": close_in_z_but_far, "CAM_C": near}
+    v = lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes=others))
+    assert v.verdict == INCONCLUSIVE and "only 1 of the rig's 3 other cameras line up" in v.reason
+    assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={**others, "CAM_B": near})).verdict == MISCALIBRATED
