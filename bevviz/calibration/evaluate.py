@@ -263,6 +263,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
         lidar_frames = [lf for f in group for lf in as_lidar_frames(f.images, f.scan, ignore_masks(f.rig, f.ignore))]
         t0 = time.perf_counter()
         base_ev = {n: camera_evidence(frame.rig[n], lidar_frames) for n in frame.rig.names}
+        placements: dict[str, Camera | None] = {}  # where the LiDAR puts each unperturbed camera
         timings.setdefault("evidence_s", 0.0)
         timings["evidence_s"] += time.perf_counter() - t0
         for cam, fault in [(None, np.zeros(3)), *faults(frame)]:
@@ -293,7 +294,9 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
                         refine_extrinsics(bad, images, grid, cam, [f.scan for f in group], evidence=ev, rule=rule)
                     case.lidar_accepted, case.lidar_check = hist.accepted, hist.check
                     case.lidar_end_deg = _angle(frame.rig, new, cam)
-                    placed = _lidar_placement(frame.rig, base_ev, cam)
+                    if cam not in placements:
+                        placements[cam] = _lidar_placement(frame.rig, base_ev, cam)
+                    placed = placements[cam]
                     if placed is not None:
                         case.lidar_end_vs_lidar_deg = float(camera_delta(placed, new[cam]).angle_deg)
                 if seams_refine and len(bad) > 1:
