@@ -327,8 +327,10 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
                      "do not make them finer)")
         elif len(lined) < needed:
             doubt = (f"only {len(lined)} of the rig's {len(others)} other cameras line up with the LiDAR where "
-                     f"they are stored (at least {needed} needed): the LiDAR itself may be off (points in the "
-                     "sensor's frame instead of the car's, a wrong height or sweep) rather than this camera")
+                     f"they are stored (their best rotation within {ANCHOR_MAX_OFFSET_DEG:g} deg and "
+                     f"{ANCHOR_MAX_DROP_Z:g} robust z of it; at least {needed} needed): the LiDAR itself may be off "
+                     "(points in the sensor's frame instead of the car's, a wrong height or sweep) rather than this "
+                     "camera")
         elif edge > SEARCH_RADIUS_DEG - rule.edge_margin_deg:
             doubt = (f"the best alignment lies at the edge of the +-{SEARCH_RADIUS_DEG:g} deg search "
                      f"({format_axes(evidence.offset_deg)} deg): the score keeps rising outside it, so it is no "
