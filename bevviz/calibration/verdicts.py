@@ -317,16 +317,16 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         expected = consensus.expected_deg.get(name, np.zeros(3))
         timed = timing.explaining(expected, tolerance)
         doubt = None
-        others = {n: zs for n, zs in consensus.landscapes.items() if n != name}
-        lined = anchors(others)
-        needed = min(MIN_ANCHORS, len(others))
+        others = len(consensus.landscapes) - (name in consensus.landscapes)
+        lined = anchors(consensus.landscapes, exclude=name)
+        needed = min(MIN_ANCHORS, others)
         per_frame = evidence.n_points / max(evidence.frames, 1)
         if per_frame < MIN_VERDICT_POINTS:
             doubt = (f"only {per_frame:.0f} edge points per frame support it (at least {MIN_VERDICT_POINTS} to call "
                      "a camera miscalibrated: a sparse cloud places its edges too coarsely, and more frames of it "
                      "do not make them finer)")
         elif len(lined) < needed:
-            doubt = (f"only {len(lined)} of the rig's {len(others)} other cameras line up with the LiDAR where "
+            doubt = (f"only {len(lined)} of the rig's {others} other cameras line up with the LiDAR where "
                      f"they are stored (their best rotation within {ANCHOR_MAX_OFFSET_DEG:g} deg and "
                      f"{ANCHOR_MAX_DROP_Z:g} robust z of it; at least {needed} needed): the LiDAR itself may be off "
                      "(points in the sensor's frame instead of the car's, a wrong height or sweep) rather than this "
