@@ -71,6 +71,14 @@ def _shuffled(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return p[rng.permutation(len(p))]
 
 
+def _ring_order_lost(f: RealFrame, rng: np.random.Generator):
+    """The points shuffled, each keeping its ring index (a cloud re-sorted or merged after the
+    ring index was written): the rings must be put in azimuth order again."""
+    perm = rng.permutation(len(f.scan))
+    ring = None if f.scan.ring is None else f.scan.ring[perm]
+    return f.rig, f.images, _scan(f.scan, np.asarray(f.scan.points)[perm], ring), f.ignore
+
+
 def _no_intensity(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     p[:, 3] = 0.0
     return _shuffled(p, rng)
@@ -195,6 +203,7 @@ def _dark(img: np.ndarray) -> np.ndarray:
 VARIANTS: dict[str, Variant] = {
     "as stored": ("the frame itself", _points(lambda p, rng: p, keep_ring=True)),
     "no point order": ("no ring, points shuffled (a merged multi-LiDAR cloud)", _points(_shuffled)),
+    "rings out of order": ("points shuffled, each keeping its ring index", _ring_order_lost),
     "no intensity": ("intensity all zero, no order (an (N, 3) cloud): depth edges alone", _points(_no_intensity)),
     "intensity 0..1": ("intensity divided by its maximum", _points(_unit_intensity, keep_ring=True)),
     "intensity log x1000": ("another sensor's unit: 1000 log(1 + i)", _points(_log_intensity, keep_ring=True)),

@@ -16,6 +16,7 @@ from bevviz.calibration.lidar_edges import (
     ROW_SLOPE,
     _next_neighbours,
     firing_period,
+    in_scan_order,
     lidar_edges,
     view_edges,
     with_rings,
@@ -122,6 +123,28 @@ def test_rings_are_scanned_separately():
     b, ib, _ = _ring(np.full(50, 5.0), elev_deg=-7.0)  # a second ring at another range: no jump inside either
     scan = _scan(np.concatenate([a, b]), np.concatenate([ia, ib]), ring=np.r_[np.zeros(50), np.ones(50)])
     assert len(lidar_edges(scan)) == 0
+
+
+def test_a_ring_stored_out_of_order_is_scanned_in_azimuth_order():
+    ranges = np.full(100, 10.0)
+    ranges[40:45] = 5.0
+    xyz, inten, _ = _ring(ranges)
+    inten[70:80] = 200.0  # a bright patch: two reflectivity edges
+    stored = lidar_edges(_scan(xyz, inten, ring=np.zeros(100)))
+    perm = np.random.default_rng(0).permutation(100)
+    shuffled = lidar_edges(_scan(xyz[perm], inten[perm], ring=np.zeros(100)))
+    assert stored.n_depth == 2 and stored.n_reflectivity == 2
+    order = np.lexsort(stored.points.T)
+    np.testing.assert_allclose(shuffled.points[np.lexsort(shuffled.points.T)], stored.points[order], atol=1e-9)
+
+
+def test_a_ring_in_firing_order_keeps_its_stored_order():
+    xyz, _, _ = _ring(np.full(50, 10.0), start_deg=170.0)  # crosses the -180/180 deg seam
+    np.testing.assert_array_equal(in_scan_order(xyz), np.arange(50))
+    np.testing.assert_array_equal(in_scan_order(xyz[::-1]), np.arange(50))  # the other spin direction
+    perm = np.random.default_rng(1).permutation(50)
+    az = np.arctan2(xyz[perm][in_scan_order(xyz[perm]), 1], xyz[perm][in_scan_order(xyz[perm]), 0])
+    assert np.all(np.diff(az) >= 0)
 
 
 def _spinning_scan(n_az=400, lasers=32, seed=0):

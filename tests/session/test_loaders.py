@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 
+import numpy as np
 import pytest
 
 from bevviz.errors import InputError
@@ -161,4 +162,17 @@ def test_a_broken_frame_folder_is_a_named_error(tmp_path, sample_data, file, con
     shutil.copytree(sample_data / "real_kitti", folder)
     (folder / file).write_text(content)
     with pytest.raises(InputError, match=re.escape(named)):
+        load_scene(str(folder))
+
+
+@pytest.mark.parametrize(("ring", "problem"), [
+    (lambda n: np.zeros(n - 3, np.int16), "expected shape"),
+    (lambda n: np.full(n, 1.5), "whole numbers"),
+])
+def test_a_ring_file_that_does_not_fit_the_cloud_is_a_named_error(tmp_path, sample_data, ring, problem):
+    folder = tmp_path / "kitti"
+    shutil.copytree(sample_data / "real_kitti", folder)
+    n = len(np.load(folder / "lidar_ego.npy"))
+    np.save(folder / "lidar_ring.npy", ring(n))
+    with pytest.raises(InputError, match=f"lidar_ring.npy.*{n} points.*{problem}"):
         load_scene(str(folder))
