@@ -110,6 +110,6 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
         scan = LidarScan(points, ring, np.zeros(len(points), np.int16), np.zeros(3), 0, motion)
     except ValueError as exc:  # name the file the bad field came from
         source = "lidar_ring.npy" if ring is not None and "ring" in str(exc) else "exposure.json"
-        raise field_error(source, str(folder / source), f"is not valid beside lidar_ego.npy ({len(points)} points): {exc}") \
-            from None
+        problem = f"is not valid beside lidar_ego.npy ({len(points)} points): {exc}"
+        raise field_error(source, str(folder / source), problem) from None
     return RealFrame(folder.name, rig_file.rig, images, scan, ignore)
