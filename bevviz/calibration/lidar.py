@@ -54,7 +54,15 @@ import cv2
 import numpy as np
 
 from bevviz.calibration.edge_maps import oriented_attraction_maps
-from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, LidarEdges, intensity_ranks, lidar_edges, view_edges
+from bevviz.calibration.lidar_edges import (
+    DEPTH,
+    REFLECTIVITY,
+    LidarEdges,
+    intensity_ranks,
+    lidar_edges,
+    view_edges,
+    with_rings,
+)
 from bevviz.calibration.masks import in_mask
 from bevviz.calibration.sync import TimingFit, timing_fit
 from bevviz.camera import Camera, Rig
@@ -170,7 +178,8 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
             polygons).
 
     Returns:
-        One :class:`LidarFrame` per frame.
+        One :class:`LidarFrame` per frame; a scan with a ring index, or stored in one firing
+        order (:func:`~bevviz.calibration.lidar_edges.with_rings`), carries its ring edges.
 
     Raises:
         ValueError: naming ``lidar`` when the counts differ or a scan is malformed.
@@ -181,7 +190,7 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
         raise field_error("lidar", f"{len(scans)} scans", f"must give one scan per frame of images ({len(frames)})")
     out = []
     for k, (imgs, s) in enumerate(zip(frames, scans)):
-        scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
+        scan = with_rings(as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]"))
         thin = thin_indices(len(scan), MAX_DOCTOR_LIDAR_POINTS)
         if thin is not None:  # an even, seeded sample; its rings no longer hold neighbours
             scan = replace(scan, points=scan.points[thin], ring=None, sweep=scan.sweep[thin])

@@ -28,7 +28,9 @@ stored in scan order is put in azimuth order, :func:`in_scan_order`), where they
 witness (on the real nuScenes keyframe 10 of 12 injected 1-2 deg faults named against 4 of 12
 with view edges, no false alarm either way). Their intensities are rescaled per scan
 (``REFERENCE_MEDIAN_INTENSITY``), so any intensity scale is read alike. :func:`with_rings` / :func:`firing_period`
-recover rings from a firing order; the doctor does not guess rings that way.
+recover rings from a firing order (a plain (N, 4) array of a spinning LiDAR, as its driver
+writes it); the doctor uses them for a scan without a ring index whose whole storage order
+is one such firing order (:func:`firing_period`).
 
 Convention:
     Ego frame x forward, y left, z up, metres, at the scan's keyframe time; camera RDF,
@@ -120,6 +122,8 @@ MAX_PERIOD = 256
 PERIOD_MEDIAN_DEG = 0.1
 PERIOD_MATCH_DEG = 0.2
 PERIOD_SHARE = 0.8
+#: ... in each of this many consecutive parts of the cloud too.
+PERIOD_CHUNKS = 16
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,16 @@ def lidar_edges(scan: LidarScan) -> LidarEdges:
     return LidarEdges(np.concatenate(pos) + scan.origin, np.concatenate(kinds))
 
 
+def _keeps_elevation(elev: np.ndarray, far: np.ndarray, lag: int) -> bool | None:
+    """Whether points ``lag`` apart in storage order keep their elevation (the
+    ``PERIOD_*`` test); None when fewer than 100 pairs of far points say."""
+    both = far[:-lag] & far[lag:]
+    if both.sum() < 100:
+        return None
+    change = np.abs(elev[lag:] - elev[:-lag])[both]
+    return bool(np.median(change) < PERIOD_MEDIAN_DEG and np.mean(change < PERIOD_MATCH_DEG) >= PERIOD_SHARE)
+
+
 def firing_period(xyz: np.ndarray, origin: np.ndarray | None = None) -> int | None:
     """The number of lasers of a spinning LiDAR whose points are stored in firing order, or None.
 
@@ -264,21 +278,25 @@ def firing_period(xyz: np.ndarray, origin: np.ndarray | None = None) -> int | No
     Returns:
         The smallest lag ``P`` (2..``MAX_PERIOD``) at which the elevation of points farther
         than 3 m changes by less than ``PERIOD_MEDIAN_DEG`` (median) with at least
-        ``PERIOD_SHARE`` of them within ``PERIOD_MATCH_DEG``; None when no lag does (the
-        points are not in firing order).
+        ``PERIOD_SHARE`` of them within ``PERIOD_MATCH_DEG``, in the whole cloud and in each
+        of its ``PERIOD_CHUNKS`` consecutive parts (a cloud merged from two sensors, or with
+        a differently stored tail, has no one period); None when no lag does, or when
+        neighbours in storage order already keep their elevation (lag 1: the points are
+        stored ring after ring, as KITTI's are, not interleaved by firing).
     """
     d = xyz.astype(np.float64) - (np.zeros(3) if origin is None else origin)
     if len(d) < 4 * MAX_PERIOD:
         return None
     elev = np.degrees(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])))
     far = np.linalg.norm(d, axis=1) > 3.0
+    if _keeps_elevation(elev, far, 1):
+        return None
     for lag in range(2, MAX_PERIOD + 1):
-        both = far[:-lag] & far[lag:]
-        if both.sum() < 100:
+        if not _keeps_elevation(elev, far, lag):
             continue
-        change = np.abs(elev[lag:] - elev[:-lag])[both]
-        if np.median(change) < PERIOD_MEDIAN_DEG and np.mean(change < PERIOD_MATCH_DEG) >= PERIOD_SHARE:
-            return lag
+        parts = [_keeps_elevation(elev[c], far[c], lag)
+                 for c in np.array_split(np.arange(len(d)), PERIOD_CHUNKS)]
+        return lag if all(p is not False for p in parts) else None
     return None
 
 

@@ -203,6 +203,8 @@ def _dark(img: np.ndarray) -> np.ndarray:
 VARIANTS: dict[str, Variant] = {
     "as stored": ("the frame itself", _points(lambda p, rng: p, keep_ring=True)),
     "no point order": ("no ring, points shuffled (a merged multi-LiDAR cloud)", _points(_shuffled)),
+    "no ring index": ("the points as stored, without their ring index (a plain (N, 4) array)",
+                      _points(lambda p, rng: p)),
     "rings out of order": ("points shuffled, each keeping its ring index", _ring_order_lost),
     "no intensity": ("intensity all zero, no order (an (N, 3) cloud): depth edges alone", _points(_no_intensity)),
     "intensity 0..1": ("intensity divided by its maximum", _points(_unit_intensity, keep_ring=True)),

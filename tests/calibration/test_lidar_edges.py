@@ -168,6 +168,16 @@ def test_the_firing_period_of_a_spinning_lidar_is_found_from_the_point_order():
     assert with_rings(ringed) is ringed  # a scan with rings keeps them
 
 
+def test_points_stored_ring_after_ring_or_merged_have_no_firing_period():
+    xyz, ring = _spinning_scan()
+    by_ring = xyz[np.argsort(ring, kind="stable")]  # KITTI's order: one laser's turn after another
+    assert firing_period(by_ring) is None
+    other = _spinning_scan(lasers=20, seed=1)[0]
+    other = other[np.random.default_rng(2).permutation(len(other))][:1500]  # a small block in no order
+    assert firing_period(np.concatenate([xyz, other])) is None
+    assert firing_period(np.concatenate([xyz, xyz])) == 32  # two sweeps of one sensor: one period
+
+
 def _camera(yaw_deg=0.0) -> Camera:
     K = np.array([[800.0, 0, 799.5], [0, 800.0, 449.5], [0, 0, 1]])
     flu_to_rdf = np.array([[0.0, -1, 0], [0, 0, -1], [1, 0, 0]])
