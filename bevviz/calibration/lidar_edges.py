@@ -463,11 +463,15 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
     # No depth buffer before linking: it would hide the background right next to a
     # silhouette and move the link's midpoint off the edge; edges the camera cannot see are
     # dropped later (bevviz.calibration.lidar.EdgeAlignment).
-    idx = np.flatnonzero(inside)
-    uv, z, pc = uv[idx], z[idx], pc[idx]
-    w = 1.0 / z
     if ranks is None:
         ranks = intensity_ranks(scan.intensity)
+    idx = np.flatnonzero(inside)
+    # One order whatever the storage order (a merged cloud's points tie where the sensors'
+    # returns coincide, and which of two tied neighbours is linked must not depend on it).
+    keys = [z[idx], uv[idx, 1], uv[idx, 0]]
+    idx = idx[np.lexsort(keys if ranks is None else [ranks[near][idx], *keys])]
+    uv, z, pc = uv[idx], z[idx], pc[idx]
+    w = 1.0 / z
     rank = None if ranks is None else ranks[near][idx]
     focal = 0.5 * (camera.K[0, 0] + camera.K[1, 1])
     tol = ROW_TOL_RAD * focal

@@ -204,6 +204,29 @@ def test_a_camera_finds_the_pole_silhouettes_in_its_own_view_without_rings():
     np.testing.assert_allclose(np.linalg.norm(edges.points, axis=1), 6.0, rtol=0.01)
 
 
+def test_view_edges_do_not_depend_on_the_storage_order_even_with_coinciding_returns():
+    ranges = np.full(200, 12.0)
+    ranges[90:100] = 6.0
+    rows, inten = [], []
+    for k, elev in enumerate((-4.0, -2.0, 0.0, 2.0)):
+        xyz, _, _ = _ring(ranges, elev_deg=elev, start_deg=-20.0)
+        rows.append(xyz)
+        i = 20.0 + np.arange(200) % 5  # a few levels, as a real scan has
+        i[40 + 10 * k: 60 + 10 * k] = 90.0  # bright patches: reflectivity edges
+        inten.append(i)
+    xyz, inten = np.concatenate(rows), np.concatenate(inten)
+    # a second sensor returns the same points with other intensities (a merged cloud)
+    xyz, inten = np.concatenate([xyz, xyz[::3]]), np.concatenate([inten, inten[::3] + 1.0])
+    ref = view_edges(_scan(xyz, inten), _camera())
+    assert ref.n_depth > 0 and ref.n_reflectivity > 0
+    for seed in range(3):
+        perm = np.random.default_rng(seed).permutation(len(xyz))
+        got = view_edges(_scan(xyz[perm], inten[perm]), _camera())
+        np.testing.assert_array_equal(got.points, ref.points)
+        np.testing.assert_array_equal(got.kind, ref.kind)
+        np.testing.assert_array_equal(got.orient, ref.orient)
+
+
 @pytest.mark.slow
 def test_the_real_keyframe_has_thousands_of_edges(real_sample):
     _, _, scan = real_sample
