@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -44,6 +45,23 @@ def _ring(ranges, intensity=None, elev_deg=0.0, start_deg=-10.0):
     return xyz, inten, np.degrees(az)
 
 
+def _ring_scan(xyz, inten, origin=(0.0, 0.0, 0.0)) -> LidarScan:
+    """The test ring (ring 0) and a background ring (ring 1: a wall 30 m away, 20 deg down)
+    whose 400 returns span a real scan's intensities (log-normal, median 12) in a smooth ramp
+    that makes no edge of its own: the ranks the ring edges read are a real scan's."""
+    n = 400
+    az = np.radians(np.linspace(100.0, 260.0, n))
+    e = np.radians(-20.0)
+    wall = 30.0 * np.stack([np.cos(e) * np.cos(az), np.cos(e) * np.sin(az), np.full(n, np.sin(e))], axis=1)
+    ramp = np.exp(np.log(12.0) + 0.9 * _probit((np.arange(n) + 0.5) / n))
+    return _scan(np.concatenate([xyz, wall + np.asarray(origin)]), np.concatenate([inten, ramp]),
+                 ring=np.r_[np.zeros(len(xyz)), np.ones(n)], origin=origin)
+
+
+def _probit(p):
+    return np.array([NormalDist().inv_cdf(float(q)) for q in p])
+
+
 def test_a_pole_in_front_of_a_wall_gives_its_two_silhouettes_and_nothing_on_flat_surfaces():
     ranges = np.full(100, 10.0)
     ranges[40:45] = 5.0  # a pole at 5 m in front of a wall at 10 m
@@ -71,7 +89,7 @@ def test_a_lane_marking_gives_two_reflectivity_edges_at_the_pair_midpoints():
     inten = np.full(80, 5.0)
     inten[30:36] = 60.0  # bright paint on flat asphalt, same range
     xyz, inten, _ = _ring(np.full(80, 8.0), inten)
-    edges = lidar_edges(_scan(xyz, inten, ring=np.zeros(80)))
+    edges = lidar_edges(_ring_scan(xyz, inten))
     assert edges.n_reflectivity == 2 and edges.n_depth == 0
     mids = 0.5 * (xyz[[29, 35]] + xyz[[30, 36]])
     np.testing.assert_allclose(np.sort(edges.points[:, 1]), np.sort(mids[:, 1]), atol=1e-5)
@@ -95,12 +113,17 @@ def test_dark_noise_and_gaps_make_no_edges():
 
 @pytest.mark.parametrize("scale", [1 / 255, 1.0, 1000.0])
 def test_ring_reflectivity_edges_read_any_intensity_scale_alike(scale):
-    """Intensities in 0..1, 0..255 or raw counts: the same lane marking, the same two edges;
-    a scan without intensity (all zeros) gives depth edges only."""
+    """Intensities in 0..1, 0..255, raw counts or a logarithmic unit: the same lane marking,
+    the same two edges; a scan without intensity (all zeros) gives depth edges only."""
     inten = np.full(80, 5.0)
     inten[30:36] = 60.0
     xyz, inten, _ = _ring(np.full(80, 8.0), inten)
-    assert lidar_edges(_scan(xyz, inten * scale, ring=np.zeros(80))).n_reflectivity == 2
+    scan = _ring_scan(xyz, inten)
+    ref = lidar_edges(scan)
+    assert ref.n_reflectivity == 2
+    for unit in (lambda i: i * scale, lambda i: 1000.0 * np.log1p(i * scale), np.sqrt):  # any monotonic unit
+        got = lidar_edges(dataclasses.replace(scan, points=np.c_[scan.xyz, unit(scan.intensity)].astype(np.float32)))
+        np.testing.assert_array_equal(got.points, ref.points)
     assert lidar_edges(_scan(xyz, inten * 0.0, ring=np.zeros(80))).n_reflectivity == 0
 
 
@@ -130,9 +153,9 @@ def test_a_ring_stored_out_of_order_is_scanned_in_azimuth_order():
     ranges[40:45] = 5.0
     xyz, inten, _ = _ring(ranges)
     inten[70:80] = 200.0  # a bright patch: two reflectivity edges
-    stored = lidar_edges(_scan(xyz, inten, ring=np.zeros(100)))
+    stored = lidar_edges(_ring_scan(xyz, inten))
     perm = np.random.default_rng(0).permutation(100)
-    shuffled = lidar_edges(_scan(xyz[perm], inten[perm], ring=np.zeros(100)))
+    shuffled = lidar_edges(_ring_scan(xyz[perm], inten[perm]))
     assert stored.n_depth == 2 and stored.n_reflectivity == 2
     order = np.lexsort(stored.points.T)
     np.testing.assert_allclose(shuffled.points[np.lexsort(shuffled.points.T)], stored.points[order], atol=1e-9)
