@@ -94,3 +94,40 @@ def test_oriented_maps_attract_each_edge_kind_to_its_own_gradients():
     assert fine[1, 100, 200] < fine[0, 100, 200]  # channel 1 (vertical gradients) does not hold it
     wide, _ = oriented_attraction_maps(img, focal_px=1000.0)  # the same angles at twice the focal length
     assert wide[0, 100, 230] > coarse[0, 100, 230]
+
+
+def _rows(x_m, z_m, step_deg, stripe_y=None, n=120):
+    """Rows of returns at distances ``x_m`` ahead, height ``z_m`` (ego), a return every
+    ``step_deg`` of azimuth; intensities of a real scan's asphalt (low, varied levels); with
+    ``stripe_y``, the return of each row nearest to that lateral position is bright paint."""
+    xyz, inten = [], []
+    for x in x_m:
+        az = np.radians(step_deg) * (np.arange(n) - n / 2)
+        y = x * np.tan(az)
+        row = np.stack([np.full(n, x), y, np.full(n, z_m)], axis=1)
+        i = 5.0 + 0.05 * np.abs(np.arange(n) % 40 - 20)  # a slowly varying asphalt
+        if stripe_y is not None:
+            i[np.argmin(np.abs(y - stripe_y))] = 190.0
+        xyz.append(row)
+        inten.append(i)
+    m = 2 * len(x_m) * n  # the scan's brighter two thirds (grass, walls, cars), behind the car
+    bright = np.linspace(20.0, 200.0, m)
+    far = np.stack([np.full(m, -50.0), np.linspace(-30, 30, m), np.full(m, 3.0)], axis=1)
+    return np.concatenate(xyz + [far]), np.concatenate(inten + [bright])
+
+
+def test_a_lane_marking_one_return_wide_gives_both_its_edges_and_a_lone_bright_return_elsewhere_none():
+    cam = _camera()
+    rows = np.linspace(8.0, 12.0, 5)  # rows at least 7 px apart in the image
+    # a sparse row (0.6 deg: returns ~10-20 cm apart) crossing paint on the ground, 1.6 m below the camera
+    xyz, inten = _rows(rows, 0.0, 0.6, stripe_y=1.0)
+    edges = view_edges(_scan(xyz, inten), cam)
+    refl = edges.points[edges.kind == REFLECTIVITY]
+    assert len(refl) == 2 * len(rows)
+    assert np.all(np.abs(refl[:, 1] - 1.0) < 0.2)  # both sides of the marking
+    # the same lone bright return in a dense row (returns 2-4 cm apart): noise, no edge
+    xyz, inten = _rows(rows, 0.0, 0.12, stripe_y=1.0, n=400)
+    assert view_edges(_scan(xyz, inten), cam).n_reflectivity == 0
+    # ... or on a surface at the camera's height (not the ground)
+    xyz, inten = _rows(rows, 1.6, 0.6, stripe_y=1.0)
+    assert view_edges(_scan(xyz, inten), cam).n_reflectivity == 0
