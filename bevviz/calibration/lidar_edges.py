@@ -118,15 +118,6 @@ SIDE_SHARE = 0.5
 #: that (paint, a sign, a number plate against their surroundings).
 RANK_JUMP = 0.4
 SAME_SURFACE_INV_REL = 0.03
-#: A stripe one return wide (:func:`_stripes`, paint on asphalt) is brighter than both its
-#: sides, which lie in the darker half of the scan (foliage and other bright, noisy surfaces,
-#: where single bright returns are everywhere, make none) ...
-STRIPE_MAX_SIDE_RANK = 0.5
-#: ... further apart (metres) than a lane marking is wide: in a denser row a marking covers
-#: several returns (the steady-sides test finds it) and a single bright return is noise ...
-STRIPE_MIN_SPAN_M = 0.15
-#: ... and it lies on the ground, at least this far (metres) below the camera.
-STRIPE_MIN_DROP_M = 0.5
 #: Fewest distinct intensity values for reflectivity edges (fewer: depth edges alone).
 MIN_INTENSITY_LEVELS = 8
 #: Nearest camera depth (metres) of a point linked in a view.
@@ -429,48 +420,6 @@ def _unexplained_jump(w: np.ndarray, along: np.ndarray, a: np.ndarray, b: np.nda
     return np.minimum(res[0], res[1]) / np.maximum(np.maximum(w[a], w[b]), 1e-12), clean
 
 
-def _stripes(rank: np.ndarray, pts: np.ndarray, a: np.ndarray, b: np.ndarray, prev: np.ndarray, nxt: np.ndarray,
-             same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Both edges of painted stripes one return wide along rows.
-
-    A lane marking (10-15 cm) crossed by a sparse row (TRI's rows hold a return every 0.13
-    to 0.77 deg) is often a single bright return between two of the road: its two rank
-    jumps have no steady inner side, so the steady-sides test misses them. A stripe is a
-    return ``b`` brighter than both row neighbours ``a`` and ``c`` by more than
-    ``RANK_JUMP``, where ``a`` and ``c`` are alike, each steady against its own outer
-    neighbour (``SIDE_SHARE`` of the jump), in the darker part of the scan
-    (``STRIPE_MAX_SIDE_RANK``), further apart than a marking is wide
-    (``STRIPE_MIN_SPAN_M``: in a denser row a single bright return is noise), on one surface
-    and at least ``STRIPE_MIN_DROP_M`` below the camera (on the ground): the links ``a-b`` and
-    ``b-c`` are its two edges.
-
-    Args:
-        rank: Per-point intensity ranks, (M,).
-        pts: Points in the camera frame (RDF, metres), (M, 3).
-        a, b: The row links (``b = nxt[a]``), (L,) each.
-        prev, nxt: Row neighbours of every point (-1: none), (M,) each.
-        same: Whether each link lies on one surface, (L,) bool.
-
-    Returns:
-        (first points, second points) of the stripe edges' links, (2S,) each.
-    """
-    same_from = np.zeros(len(rank), dtype=bool)  # the link that starts at a point lies on one surface
-    same_from[a] = same
-    c = nxt[b]
-    ok = (c >= 0) & (prev[a] >= 0)
-    ok[ok] &= nxt[c[ok]] >= 0
-    ia, ib, ic = a[ok], b[ok], c[ok]
-    up, down = rank[ib] - rank[ia], rank[ib] - rank[ic]
-    step = np.minimum(up, down)
-    m = (same[ok] & same_from[ib] & (step > RANK_JUMP)
-         & (np.maximum(rank[ia], rank[ic]) < STRIPE_MAX_SIDE_RANK)
-         & (np.linalg.norm(pts[ic] - pts[ia], axis=1) > STRIPE_MIN_SPAN_M) & (pts[ib, 1] > STRIPE_MIN_DROP_M)
-         & (np.abs(rank[ia] - rank[ic]) < SIDE_SHARE * step)
-         & (np.abs(rank[ia] - rank[prev[ia]]) < SIDE_SHARE * step)
-         & (np.abs(rank[ic] - rank[nxt[ic]]) < SIDE_SHARE * step))
-    return np.concatenate([ia[m], ib[m]]), np.concatenate([ib[m], ic[m]])
-
-
 def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None,
                ranks: np.ndarray | None = None) -> LidarEdges:
     """Depth and reflectivity edges of a scan as one camera sees it (no rings or point order needed).
@@ -491,8 +440,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
       directions mix rings of different gains): the per-scan intensity ranks
       (:func:`intensity_ranks`) jump by more than ``RANK_JUMP`` between two steady sides
       (``SIDE_SHARE``), on one surface (no unexplained depth step above
-      ``SAME_SURFACE_INV_REL``); the edge is the link's midpoint. A painted stripe one
-      return wide gives both its edges (:func:`_stripes`).
+      ``SAME_SURFACE_INV_REL``); the edge is the link's midpoint.
 
     Args:
         scan: The scan (any point order).
@@ -556,13 +504,10 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
             step = np.abs(rank[b] - rank[a])
             steady = ((prev[a] >= 0) & (nxt[b] >= 0) & (np.abs(rank[a] - rank[pa]) < SIDE_SHARE * step)
                       & (np.abs(rank[nb] - rank[b]) < SIDE_SHARE * step))
-            same = rel < SAME_SURFACE_INV_REL
-            r = (step > RANK_JUMP) & steady & same
-            sa, sb = _stripes(rank, pc, a, b, prev, nxt, same)
-            ea, eb = np.concatenate([a[r], sa]), np.concatenate([b[r], sb])
-            pos.append(0.5 * (pc[ea] + pc[eb]))
-            kinds.append(np.full(len(ea), REFLECTIVITY, dtype=np.int8))
-            orients.append(np.zeros(len(ea), dtype=np.int8))
+            r = (step > RANK_JUMP) & steady & (rel < SAME_SURFACE_INV_REL)
+            pos.append(0.5 * (pc[a[r]] + pc[b[r]]))
+            kinds.append(np.full(int(r.sum()), REFLECTIVITY, dtype=np.int8))
+            orients.append(np.zeros(int(r.sum()), dtype=np.int8))
     cam_pts = np.concatenate(pos)
     # back to the ego frame at the keyframe time
     ego_exp = (cam_pts - t) @ R
