@@ -130,6 +130,8 @@ PERIOD_MATCH_DEG = 0.2
 PERIOD_SHARE = 0.8
 #: ... in each of this many consecutive parts of the cloud too.
 PERIOD_CHUNKS = 16
+#: The lag is searched on this many first points (a few hundred firings of any sensor).
+PERIOD_HEAD_POINTS = 32768
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,8 @@ def firing_period(xyz: np.ndarray, origin: np.ndarray | None = None) -> int | No
     Returns:
         The smallest lag ``P`` (2..``MAX_PERIOD``) at which the elevation of points farther
         than 3 m changes by less than ``PERIOD_MEDIAN_DEG`` (median) with at least
-        ``PERIOD_SHARE`` of them within ``PERIOD_MATCH_DEG``, in the whole cloud and in each
+        ``PERIOD_SHARE`` of them within ``PERIOD_MATCH_DEG``, in the first
+        ``PERIOD_HEAD_POINTS`` points and in each
         of its ``PERIOD_CHUNKS`` consecutive parts (a cloud merged from two sensors, or with
         a differently stored tail, has no one period); None when no lag does, or when
         neighbours in storage order already keep their elevation (lag 1: the points are
@@ -295,10 +298,11 @@ def firing_period(xyz: np.ndarray, origin: np.ndarray | None = None) -> int | No
         return None
     elev = np.degrees(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])))
     far = np.linalg.norm(d, axis=1) > 3.0
-    if _keeps_elevation(elev, far, 1):
+    head = slice(0, PERIOD_HEAD_POINTS)  # the lag is searched on the first points, checked on all
+    if _keeps_elevation(elev[head], far[head], 1):
         return None
     for lag in range(2, MAX_PERIOD + 1):
-        if not _keeps_elevation(elev, far, lag):
+        if not _keeps_elevation(elev[head], far[head], lag):
             continue
         parts = [_keeps_elevation(elev[c], far[c], lag)
                  for c in np.array_split(np.arange(len(d)), PERIOD_CHUNKS)]
