@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -135,3 +137,16 @@ def test_the_ci_subset_of_the_evaluation_meets_the_safety_targets(real_sample):
     assert cases[0].lidar_named == [] and cases[0].seams_named == []
     assert any(r.startswith("PASS  LiDAR names a wrong camera") for r in rows)
     assert np.isfinite(timings["diagnose_lidar_s"])
+
+
+def test_a_plain_array_in_firing_order_is_read_along_its_rings(real_sample):
+    """The keyframe's scan without its ring index (a driver's plain (N, 4) array) gets the
+    same ring edges; shuffled, it has no firing order and is read per camera view."""
+    _, images, scan = real_sample
+    with_index = as_lidar_frames(images, scan)[0].ring_edges
+    plain = as_lidar_frames(images, dataclasses.replace(scan, ring=None))[0].ring_edges
+    assert plain is not None
+    np.testing.assert_array_equal(plain.points, with_index.points)
+    perm = np.random.default_rng(0).permutation(len(scan))
+    shuffled = dataclasses.replace(scan, points=scan.points[perm], ring=None, sweep=scan.sweep[perm])
+    assert as_lidar_frames(images, shuffled)[0].ring_edges is None
