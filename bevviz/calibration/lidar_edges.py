@@ -29,10 +29,9 @@ witness (on the real nuScenes keyframe 10 of 12 injected 1-2 deg faults named ag
 with view edges, whose cameras hold 120-265 edge points there, too few for a verdict; no false
 alarm either way). Their intensities are read through their per-scan ranks on one reference
 scale (``REFERENCE_MEDIAN_INTENSITY``, ``REFERENCE_LOG_SPREAD``), so any monotonic unit is read
-alike. :func:`with_rings` / :func:`firing_period`
-recover rings from a firing order (a plain (N, 4) array of a spinning LiDAR, as its driver
-writes it); the doctor uses them for a scan without a ring index whose whole storage order
-is one such firing order (:func:`firing_period`).
+alike. :func:`with_rings` / :func:`firing_period` recover rings from a firing order (a plain
+(N, 4) array of a spinning LiDAR, as its driver writes it); the doctor uses them for a scan
+without a ring index whose whole storage order is one such firing order.
 
 Convention:
     Ego frame x forward, y left, z up, metres, at the scan's keyframe time; camera RDF,
@@ -287,11 +286,11 @@ def firing_period(xyz: np.ndarray, origin: np.ndarray | None = None) -> int | No
         The smallest lag ``P`` (2..``MAX_PERIOD``) at which the elevation of points farther
         than 3 m changes by less than ``PERIOD_MEDIAN_DEG`` (median) with at least
         ``PERIOD_SHARE`` of them within ``PERIOD_MATCH_DEG``, in the first
-        ``PERIOD_HEAD_POINTS`` points and in each
-        of its ``PERIOD_CHUNKS`` consecutive parts (a cloud merged from two sensors, or with
-        a differently stored tail, has no one period); None when no lag does, or when
-        neighbours in storage order already keep their elevation (lag 1: the points are
-        stored ring after ring, as KITTI's are, not interleaved by firing).
+        ``PERIOD_HEAD_POINTS`` points and in each of the cloud's ``PERIOD_CHUNKS``
+        consecutive parts (a cloud merged from two sensors, or with a differently stored
+        tail, has no one period); None when no lag does, or when neighbours in storage
+        order already keep their elevation (lag 1: the points are stored ring after ring,
+        as KITTI's are, not interleaved by firing).
     """
     d = xyz.astype(np.float64) - (np.zeros(3) if origin is None else origin)
     if len(d) < 4 * MAX_PERIOD:
