@@ -16,6 +16,7 @@ from bevviz.calibration.lidar_edges import (
     REFLECTIVITY,
     ROW_SLOPE,
     _next_neighbours,
+    _log_intensity,
     firing_period,
     in_scan_order,
     lidar_edges,
@@ -257,6 +258,15 @@ def test_the_real_keyframe_has_thousands_of_edges(real_sample):
     assert edges.n_depth > 1000 and edges.n_reflectivity > 1000
     plain = with_rings(dataclasses.replace(scan, ring=None))  # a plain array in firing order
     np.testing.assert_array_equal(plain.ring, np.arange(len(scan)) % 32)
+
+
+@pytest.mark.slow
+def test_the_reference_scale_leaves_the_keyframe_s_own_intensities_nearly_as_they_are(real_sample):
+    """Ring edges read intensities through their ranks on a log-normal reference fitted to a
+    nuScenes scan: the keyframe's ``log(1 + i)`` moves by a fraction of the 0.5 edge jump."""
+    _, _, scan = real_sample
+    moved = np.abs(_log_intensity(scan.intensity) - np.log1p(scan.intensity))
+    assert np.median(moved) < 0.05 and np.percentile(moved, 90) < 0.2
 
 
 def _next_neighbours_brute(along, across, max_step, tol):
