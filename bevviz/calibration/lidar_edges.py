@@ -76,13 +76,17 @@ DEPTH, REFLECTIVITY = 0, 1
 DEPTH_JUMP_M = 0.3
 #: ... or, for far points, this fraction of the range, whichever is larger.
 DEPTH_JUMP_REL = 0.05
-#: Ring edges read intensities on one reference scale whatever the scan's unit: each return's
-#: per-scan rank (:func:`intensity_ranks`) is mapped to the ``log(1 + i)`` that a log-normal
-#: reference of this median and log-spread has at that rank: the nuScenes keyframe's own
-#: distribution (median 12 of 0..255, spread 0.89 in ``log(1 + i)``), so a nuScenes scan reads
-#: nearly as it is and 0..1, raw counts or a logarithmic unit read alike.
+#: Ring edges read intensities on one reference scale whatever the scan's unit
+#: (:func:`_log_intensity`): a log-normal of this median and spread in ``log(1 + i)``, the
+#: nuScenes keyframe's own (median 12 of 0..255; interquartile range 1.31, i.e. 0.97 as a
+#: normal's spread). A linear unit is rescaled to the median; a scan whose spread then differs
+#: from the reference's by more than ``LINEAR_SPREAD_RATIO`` (a logarithmic or gamma-encoded
+#: unit) has each return's per-scan rank mapped onto the reference instead.
 REFERENCE_MEDIAN_INTENSITY = 12.0
-REFERENCE_LOG_SPREAD = 0.9
+REFERENCE_LOG_SPREAD = 0.97
+LINEAR_SPREAD_RATIO = 1.5
+#: Interquartile range of a normal distribution in units of its spread.
+IQR_PER_SPREAD = 1.349
 #: Smallest jump of ``log(1 + intensity)`` (rescaled) for a reflectivity edge (a factor of ~1.65).
 REFLECTIVITY_LOG_JUMP = 0.5
 #: Brighter side of a reflectivity edge at least this (rescaled) intensity: 0.8 x the scan's
@@ -324,12 +328,25 @@ def with_rings(scan: LidarScan) -> LidarScan:
 
 def _log_intensity(intensity: np.ndarray) -> np.ndarray:
     """The intensities on the reference scale (``REFERENCE_MEDIAN_INTENSITY``,
-    ``REFERENCE_LOG_SPREAD``): ``log(1 + i)`` of the reference at each return's per-scan
-    rank, (N,) float64; all zeros when the scan carries no usable intensity (an (N, 3) array):
-    then no reflectivity edge is found."""
+    ``REFERENCE_LOG_SPREAD``) as ``log(1 + i)``, (N,) float64.
+
+    A linear unit (0..255, 0..1, raw counts) is rescaled to the reference median: its spread
+    in ``log(1 + i)`` is then the reference's within ``LINEAR_SPREAD_RATIO`` (the nuScenes
+    keyframe reads exactly as it is). Any other unit (logarithmic, gamma-encoded) is read
+    through its per-scan ranks: the reference's ``log(1 + i)`` at each return's rank. All
+    zeros when the scan carries no usable intensity (an (N, 3) array): then no reflectivity
+    edge is found.
+    """
     ranks = intensity_ranks(intensity)
     if ranks is None:
         return np.zeros(len(intensity))
+    vals = np.maximum(np.asarray(intensity, dtype=np.float64), 0.0)
+    lit = vals > 0
+    if lit.any():
+        linear = np.log1p(vals * (REFERENCE_MEDIAN_INTENSITY / float(np.median(vals[lit]))))
+        q1, q3 = np.percentile(linear[lit], [25, 75])
+        if abs(np.log((q3 - q1) / IQR_PER_SPREAD / REFERENCE_LOG_SPREAD)) < np.log(LINEAR_SPREAD_RATIO):
+            return linear
     n = len(ranks)
     p = torch.from_numpy(ranks * ((n - 1) / n) + 0.5 / n)  # strictly inside (0, 1)
     return np.log1p(REFERENCE_MEDIAN_INTENSITY) + REFERENCE_LOG_SPREAD * torch.special.ndtri(p).numpy()

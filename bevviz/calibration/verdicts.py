@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bevviz.calibration.consensus import RigConsensus
-from bevviz.calibration.lidar import AXES, SEARCH_RADIUS_DEG, CameraEvidence
+from bevviz.calibration.lidar import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG, CameraEvidence
 from bevviz.calibration.seams import SEAM_TRUST_COST
 
 __all__ = [
@@ -101,15 +101,8 @@ TOLERANCE_DEG = 0.5
 CONFIDENCE = 0.9
 #: Fewest visible edge points, and image cells holding them, for a LiDAR verdict.
 MIN_EDGE_POINTS = 60
-#: Fewest visible edge points per frame for a "miscalibrated" verdict (fewer: inconclusive). A
-#: sparse cloud's edges are placed coarsely and its landscape is rough, and neither the
-#: bootstrap nor the halves see a bias: the TRI frames thinned to a random quarter or half of
-#: their points (36 diagnoses) had 8 of 139 cameras with fewer than 250 edge points called
-#: miscalibrated (92 to 244 points), none of 77 with 250 to 600; the three TRI frames thinned to
-#: a quarter and judged together convicted a camera with 639 points (213 a frame): more frames
-#: of a sparse cloud do not place its edges better. Full clouds give the development cameras
-#: 216 to 945 points a frame; one named fault (TRI, 280 points) sits between.
-MIN_VERDICT_POINTS = 300
+#: Fewest visible edge points per frame for a "miscalibrated" verdict: ``MIN_VERDICT_POINTS``
+#: (:mod:`bevviz.calibration.lidar`, where it also picks the edges a camera is scored on).
 #: Other cameras that must line up with the LiDAR at their stored pose before one camera of a
 #: rig is called miscalibrated (fewer when the rig has fewer other cameras with evidence). A
 #: camera lines up when its landscape has structure (optimum at least ``ANCHOR_MIN_Z`` robust z

@@ -261,12 +261,16 @@ def test_the_real_keyframe_has_thousands_of_edges(real_sample):
 
 
 @pytest.mark.slow
-def test_the_reference_scale_leaves_the_keyframe_s_own_intensities_nearly_as_they_are(real_sample):
-    """Ring edges read intensities through their ranks on a log-normal reference fitted to a
-    nuScenes scan: the keyframe's ``log(1 + i)`` moves by a fraction of the 0.5 edge jump."""
+def test_the_keyframe_reads_as_it_is_and_in_a_logarithmic_unit_through_its_ranks(real_sample):
+    """Ring edges read a linear unit rescaled (the keyframe exactly as it is, and in 0..1) and
+    any other unit through its ranks on the reference: the keyframe in a logarithmic unit
+    moves by a fraction of the 0.5 jump of an edge."""
     _, _, scan = real_sample
-    moved = np.abs(_log_intensity(scan.intensity) - np.log1p(scan.intensity))
-    assert np.median(moved) < 0.05 and np.percentile(moved, 90) < 0.2
+    i = scan.intensity.astype(np.float64)
+    np.testing.assert_allclose(_log_intensity(i), np.log1p(i))
+    np.testing.assert_allclose(_log_intensity(i / i.max()), np.log1p(i), atol=1e-9)
+    moved = np.abs(_log_intensity(1000.0 * np.log1p(i)) - np.log1p(i))
+    assert np.median(moved) < 0.06 and np.percentile(moved, 90) < 0.25
 
 
 def _next_neighbours_brute(along, across, max_step, tol):

@@ -7,6 +7,8 @@ intensity 0..1, the car's body in view) and ``sample_data/real_kitti`` (one came
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from bevviz.calibration.evaluate import main as evaluate_main
 from bevviz.calibration.evaluate import summary as evaluate_summary
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.calibration.lidar import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames, camera_evidence, lidar_evidence
+from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG
 from bevviz.calibration.stress import denser
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
@@ -164,8 +167,14 @@ def test_the_evaluation_measures_refinement_precision_against_where_the_lidar_pu
     residual = np.median(rig_consensus(moved, again, min_points=MIN_EDGE_POINTS, leave_out="CAM_FRONT")
                          .residual(again["CAM_FRONT"]), axis=0)
     assert np.max(np.abs(residual)) < 0.15, residual
-    frame, ev = kitti  # the KITTI sample frame: bootstrap spreads above MAX_SPREAD_DEG, not pinned down
-    assert _lidar_placement(frame.rig, ev, "image_2") is None
+    frame, ev = kitti  # a one-camera rig: the placement is the camera turned by minus its offset
+    own = ev["image_2"]
+    placed = _lidar_placement(frame.rig, ev, "image_2")
+    if np.max(own.replicates_deg.std(axis=0)) <= MAX_SPREAD_DEG:
+        assert placed is not None
+    wide = own.replicates_deg.mean(axis=0) + 5.0 * (own.replicates_deg - own.replicates_deg.mean(axis=0))
+    loose = {"image_2": dataclasses.replace(own, replicates_deg=wide)}  # bootstrap spread 5x as wide
+    assert np.max(wide.std(axis=0)) > MAX_SPREAD_DEG and _lidar_placement(frame.rig, loose, "image_2") is None
     cases = [Case(None, None, 0.0, frame="f"),
              Case("C", "random", 1.5, frame="f", lidar_named=["C"], start_deg=1.5, lidar_accepted=True,
                   lidar_end_deg=0.5, lidar_end_vs_lidar_deg=0.05),
