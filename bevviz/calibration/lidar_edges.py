@@ -22,16 +22,16 @@ Each edge carries its link's orientation (row or column): it is scored on the im
 gradients across that link (:func:`bevviz.calibration.edge_maps.oriented_attraction_maps`).
 
 :func:`lidar_edges` finds the same two kinds along the rings of a scan that carries a ring
-index (a spinning LiDAR's own scan lines, as a nuScenes ``.bin`` stores them); the doctor uses
-them for such a scan (decided by the data: ``scan.ring`` present; a ring whose points are not
-stored in scan order is put in azimuth order, :func:`in_scan_order`), where they are the stronger
-witness (on the real nuScenes keyframe 10 of 12 injected 1-2 deg faults named against 0 of 12
-with view edges, whose cameras hold 120-265 edge points there, too few for a verdict; no false
-alarm either way). Their intensities are read through their per-scan ranks on one reference
-scale (``REFERENCE_MEDIAN_INTENSITY``, ``REFERENCE_LOG_SPREAD``), so any monotonic unit is read
-alike. :func:`with_rings` / :func:`firing_period` recover rings from a firing order (a plain
-(N, 4) array of a spinning LiDAR, as its driver writes it); the doctor uses them for a scan
-without a ring index whose whole storage order is one such firing order.
+index (a spinning LiDAR's own scan lines, as a nuScenes ``.bin`` stores them; a ring whose
+points are not stored in scan order is put in azimuth order, :func:`in_scan_order`). The
+doctor scores a camera on them where its own view holds too few edges for a verdict
+(:data:`bevviz.calibration.lidar.MIN_VERDICT_POINTS`): a sparse LiDAR, where they are the
+stronger witness (on the real nuScenes keyframe, 32 beams, the views hold 120-265 edges a
+camera; the rings name 10 of 12 injected 1-2 deg faults, the views 0 of 12; no false alarm
+either way). Their intensities are read on one reference scale (``REFERENCE_*``), so any unit
+is read alike. :func:`with_rings` / :func:`firing_period` recover rings from a firing order (a
+plain (N, 4) array of a spinning LiDAR, as its driver writes it); the doctor uses them for a
+scan without a ring index whose whole storage order is one such firing order.
 
 Convention:
     Ego frame x forward, y left, z up, metres, at the scan's keyframe time; camera RDF,
