@@ -9,8 +9,14 @@ import pytest
 
 from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
 from bevviz.calibration.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
-from bevviz.calibration.lidar import EdgeAlignment, as_lidar_frames, camera_evidence, hypothesis_matrix
-from bevviz.calibration.lidar_edges import REFLECTIVITY
+from bevviz.calibration.lidar import (
+    MIN_VERDICT_POINTS,
+    EdgeAlignment,
+    as_lidar_frames,
+    camera_evidence,
+    hypothesis_matrix,
+)
+from bevviz.calibration.lidar_edges import REFLECTIVITY, view_edges
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS
 from bevviz.lidar import LidarScan
@@ -142,8 +148,11 @@ def test_the_ci_subset_of_the_evaluation_meets_the_safety_targets(real_sample):
 def test_a_plain_array_in_firing_order_is_read_along_its_rings(real_sample):
     """The keyframe's scan without its ring index (a driver's plain (N, 4) array) gets the
     same ring edges; shuffled, it has no firing order and is read per camera view."""
-    _, images, scan = real_sample
-    with_index = as_lidar_frames(images, scan)[0].ring_edges
+    rig, images, scan = real_sample
+    frames = as_lidar_frames(images, scan)
+    with_index = frames[0].ring_edges
+    view = view_edges(scan, rig["CAM_FRONT"], None, frames[0].ranks)
+    assert len(view) < MIN_VERDICT_POINTS < len(EdgeAlignment(rig["CAM_FRONT"], frames).points)  # scored on the rings
     plain = as_lidar_frames(images, dataclasses.replace(scan, ring=None))[0].ring_edges
     assert plain is not None
     np.testing.assert_array_equal(plain.points, with_index.points)

@@ -26,6 +26,7 @@ from bevviz.calibration.verdicts import (
     MAX_MEDIAN_DEPTH_M,
     MIN_EDGE_POINTS,
     MIN_MEDIAN_DEPTH_M,
+    MIN_VERDICT_POINTS,
     MISCALIBRATED,
 )
 
@@ -183,3 +184,18 @@ def test_the_evaluation_measures_refinement_precision_against_where_the_lidar_pu
     rows, _ = evaluate_summary(cases, {})
     assert any(r.strip().startswith("precision: 1/1 end within 0.3 deg of where the LiDAR puts the unperturbed "
                                     "camera (median 0.050, max 0.050 deg; 1 whose") for r in rows), rows
+
+
+def test_a_dense_lidar_is_read_in_each_view_even_with_rings(kitti):
+    """KITTI's 64 beams give its camera enough edges in its own view: a ring index (here
+    from its ring-after-ring order) changes nothing. The nuScenes keyframe's 32 beams do not
+    (tests/calibration/test_lidar_doctor.py reads them along the rings)."""
+    frame, _ = kitti
+    az = np.arctan2(frame.scan.xyz[:, 1], frame.scan.xyz[:, 0])
+    ring = np.r_[0, np.cumsum(np.abs(np.diff(az)) > np.radians(30.0))].astype(np.int16)
+    ringed = dataclasses.replace(frame.scan, ring=ring)
+    plain = EdgeAlignment(frame.rig["image_2"], as_lidar_frames(frame.images, frame.scan))
+    with_rings = EdgeAlignment(frame.rig["image_2"], as_lidar_frames(frame.images, ringed))
+    assert as_lidar_frames(frame.images, ringed)[0].ring_edges is not None
+    assert len(plain.points) >= MIN_VERDICT_POINTS
+    np.testing.assert_array_equal(with_rings.points, plain.points)
