@@ -22,6 +22,7 @@ Convention:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -106,10 +107,10 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
             raise field_error("ignore.json", type(data).__name__, "must map camera names to lists of polygons")
         for k, v in data.items():
             ignore[str(k)] = ignore.get(str(k), []) + check_polygons(v, "ignore.json", str(k))
-    try:
-        scan = LidarScan(points, ring, np.zeros(len(points), np.int16), np.zeros(3), 0, motion)
-    except ValueError as exc:  # name the file the bad field came from
-        source = "lidar_ring.npy" if ring is not None and "ring" in str(exc) else "exposure.json"
+    try:  # the ring index first, alone: its errors name its file
+        scan = LidarScan(points, ring, np.zeros(len(points), np.int16), np.zeros(3), 0, {})
+    except ValueError as exc:
         problem = f"is not valid beside lidar_ego.npy ({len(points)} points): {exc}"
-        raise field_error(source, str(folder / source), problem) from None
+        raise field_error("lidar_ring.npy", str(ring_path), problem) from None
+    scan = dataclasses.replace(scan, exposure_from_keyframe=motion)
     return RealFrame(folder.name, rig_file.rig, images, scan, ignore)

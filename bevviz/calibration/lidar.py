@@ -206,10 +206,12 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
         raise field_error("lidar", f"{len(scans)} scans", f"must give one scan per frame of images ({len(frames)})")
     out = []
     for k, (imgs, s) in enumerate(zip(frames, scans)):
-        scan = with_rings(as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]"))
+        scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
         thin = thin_indices(len(scan), MAX_DOCTOR_LIDAR_POINTS)
         if thin is not None:  # an even, seeded sample; its rings no longer hold neighbours
             scan = replace(scan, points=scan.points[thin], ring=None, sweep=scan.sweep[thin])
+        else:
+            scan = with_rings(scan)
         rings = lidar_edges(scan) if scan.ring is not None else None
         out.append(LidarFrame(imgs, scan, intensity_ranks(scan.intensity), dict(ignore or {}), rings))
     return out

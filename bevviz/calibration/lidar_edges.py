@@ -493,14 +493,15 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
     # dropped later (bevviz.calibration.lidar.EdgeAlignment).
     if ranks is None:
         ranks = intensity_ranks(scan.intensity)
+    seen_ranks = None if ranks is None else ranks[near]
     idx = np.flatnonzero(inside)
     # One order whatever the storage order (a merged cloud's points tie where the sensors'
     # returns coincide, and which of two tied neighbours is linked must not depend on it).
     keys = [z[idx], uv[idx, 1], uv[idx, 0]]
-    idx = idx[np.lexsort(keys if ranks is None else [ranks[near][idx], *keys])]
+    idx = idx[np.lexsort(keys if seen_ranks is None else [seen_ranks[idx], *keys])]
     uv, z, pc = uv[idx], z[idx], pc[idx]
     w = 1.0 / z
-    rank = None if ranks is None else ranks[near][idx]
+    rank = None if seen_ranks is None else seen_ranks[idx]
     focal = 0.5 * (camera.K[0, 0] + camera.K[1, 1])
     tol = ROW_TOL_RAD * focal
     pos, kinds, orients = [], [], []
