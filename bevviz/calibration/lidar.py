@@ -121,12 +121,11 @@ MAX_EDGE_POINTS = 2000
 #: of a sparse cloud do not place its edges better. Full clouds give the development cameras
 #: 216 to 945 points a frame; one named fault (TRI, 280 points) sits between.
 MIN_VERDICT_POINTS = 300
-#: ... and the edges a camera is scored on: its own view's (:func:`view_edges`), unless they
-#: are fewer than this and the scan has rings, then the rings' (:func:`lidar_edges`). On the
-#: nuScenes keyframe (32 beams) the views hold 120-265 edges a camera and the rings name 10 of
-#: 12 faults against 0; on KITTI (64 beams, rings from its storage order) the views hold
-#: 447-889 and name 5 of 6 against 2 of 6 along the rings.
-
+# MIN_VERDICT_POINTS also picks the edges a camera is scored on: its own view's
+# (view_edges), unless they are fewer and the scan has rings, then the rings' (lidar_edges).
+# On the nuScenes keyframe (32 beams) the views hold 120-265 edges a camera and the rings name
+# 10 of 12 faults against 0; on KITTI (64 beams, rings from its storage order) the views hold
+# 447-889 and name 4 of 6 against 2 of 6 along the rings.
 #: Nearest depth (metres) of an edge point in front of the camera.
 MIN_DEPTH_M = 1.0
 #: Step (degrees) of the per-axis profiles.

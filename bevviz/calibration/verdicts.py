@@ -101,8 +101,9 @@ TOLERANCE_DEG = 0.5
 CONFIDENCE = 0.9
 #: Fewest visible edge points, and image cells holding them, for a LiDAR verdict.
 MIN_EDGE_POINTS = 60
-#: Fewest visible edge points per frame for a "miscalibrated" verdict: ``MIN_VERDICT_POINTS``
-#: (:mod:`bevviz.calibration.lidar`, where it also picks the edges a camera is scored on).
+# The fewest visible edge points per frame for a "miscalibrated" verdict, MIN_VERDICT_POINTS,
+# lives in bevviz.calibration.lidar (where it also picks the edges a camera is scored on).
+
 #: Other cameras that must line up with the LiDAR at their stored pose before one camera of a
 #: rig is called miscalibrated (fewer when the rig has fewer other cameras with evidence). A
 #: camera lines up when its landscape has structure (optimum at least ``ANCHOR_MIN_Z`` robust z
