@@ -4,10 +4,9 @@
 frames (frame folders or nuScenes dataroots, as :mod:`bevviz.calibration.evaluate`) and
 diagnoses each again under every :data:`VARIANTS` entry: what a rig the doctor was not built
 around brings (no ring index or point order, rings out of order, no intensity or another
-intensity scale, another
-image resolution, a cloud four times as dense or a quarter as dense, a LiDAR of fewer beams,
-no ego motion between the LiDAR and the exposures, a cloud left in another frame than the
-car's, monochrome cameras, the black border of an undistorted wide-angle image) and what
+intensity scale, another image resolution, a cloud four times as dense or a quarter as dense,
+a LiDAR of fewer beams, no ego motion between the LiDAR and the exposures, a cloud left in
+another frame than the car's, monochrome cameras, the black border of an undistorted wide-angle image) and what
 capture does to images (blur, heavy JPEG, dark images). The calibration is untouched in every
 variant, so every camera called "miscalibrated" is a false alarm. With ``--faults K`` each
 camera is also turned ``K`` times under every variant (one camera at a time), and every other
