@@ -234,6 +234,36 @@ class Camera:
         S = np.array([[1.0, 0.0, -float(x0)], [0.0, 1.0, -float(y0)], [0.0, 0.0, 1.0]])
         return self.replace(K=S @ self.K, width=width, height=height)
 
+    def rot90(self, k: int = 1) -> Camera:
+        """The camera whose images are ``np.rot90(image, k)``: turned ``k`` quarter turns
+        counter-clockwise on its mount (k = 1 or 3: portrait images; 2: upside down).
+
+        Raises:
+            ValueError: naming ``k`` when it is not a whole number, or ``K`` when the camera
+                has skew and ``k`` is odd (its turned intrinsics would not be upper triangular).
+
+        Convention:
+            Pixel centres at integers. One quarter turn: u' = v, v' = W - 1 - u; camera axes
+            x' = y, y' = -x, z' = z (RDF stays RDF), so K' = [[fy, 0, cy], [0, fx, W - 1 - cx]]
+            and cam'_from_ego = turn @ cam_from_ego.
+        """
+        quarters = as_int(k, "k", self.name) % 4
+        if quarters % 2 and self.K[0, 1] != 0.0:
+            raise field_error("K", self.K, "has skew: a quarter turn of its images is no pinhole camera of this form",
+                              self.name)
+        cam, K, w, h = self, self.K, self.width, self.height
+        if quarters >= 2:  # half turn: u' = W - 1 - u, v' = H - 1 - v; x' = -x, y' = -y
+            half = np.diag([-1.0, -1.0, 1.0, 1.0])
+            K2 = np.array([[K[0, 0], K[0, 1], w - 1 - K[0, 2]], [0.0, K[1, 1], h - 1 - K[1, 2]], [0.0, 0.0, 1.0]])
+            cam = cam.replace(K=K2, cam_from_ego=half @ cam.cam_from_ego)
+        if quarters % 2:
+            K, w = cam.K, cam.width
+            turn = np.eye(4)
+            turn[:3, :3] = [[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+            K2 = np.array([[K[1, 1], 0.0, K[1, 2]], [0.0, K[0, 0], w - 1 - K[0, 2]], [0.0, 0.0, 1.0]])
+            cam = cam.replace(K=K2, cam_from_ego=turn @ cam.cam_from_ego, width=cam.height, height=w)
+        return cam
+
     def at_stride(self, stride: int) -> Camera:
         """The camera as seen by a feature map at ``stride`` (size ``W // s, H // s``).
 

@@ -329,6 +329,36 @@ def test_cropped_image_puts_marked_pixel_where_new_K_says():
     np.testing.assert_allclose(uv_crop - (uv - [ui, vi]), [col, row], atol=1e-9)
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 4, -1])
+def test_rot90_puts_marked_pixel_where_the_turned_camera_says(k):
+    """A camera turned on its mount (portrait images, upside down) is np.rot90 of its image."""
+    cam = front_camera(K=_K(k00=1200.0, k11=1180.0))
+    pt, uv = _marked_point_and_pixel(cam)
+    ui, vi = int(round(uv[0])), int(round(uv[1]))
+    img = np.zeros((H, W), np.uint8)
+    img[vi, ui] = 255
+    turned = cam.rot90(k)
+    turned_img = np.rot90(img, k)
+    assert turned_img.shape == (turned.height, turned.width)
+    (row,), (col,) = np.nonzero(turned_img)
+    sub = uv - [ui, vi]  # the point's offset from the marked pixel's centre, turned alike
+    for _ in range(k % 4):
+        sub = np.array([sub[1], -sub[0]])
+    np.testing.assert_allclose(uv_of(turned, pt)[0] - sub, [col, row], atol=1e-9)
+    np.testing.assert_allclose(turned.position, cam.position)  # the same place, the same optical axis
+    np.testing.assert_allclose(turned.ego_from_cam[:3, 2], cam.ego_from_cam[:3, 2], atol=1e-12)
+
+
+def test_rot90_refuses_skew_and_a_fractional_turn():
+    skewed = front_camera(K=np.array([[1000.0, 2.0, 800.0], [0.0, 1000.0, 450.0], [0.0, 0.0, 1.0]]))
+    with pytest.raises(ValueError, match="'K'.*skew"):
+        skewed.rot90(1)
+    pt, uv = _marked_point_and_pixel(skewed)
+    np.testing.assert_allclose(uv_of(skewed.rot90(2), pt)[0], [W - 1 - uv[0], H - 1 - uv[1]], atol=1e-9)
+    with pytest.raises(ValueError, match="'k'"):
+        front_camera().rot90(0.5)
+
+
 # --- Rig ------------------------------------------------------------------------------------
 
 def six_cameras() -> list[Camera]:

@@ -7,8 +7,9 @@ each camera's mounting:
 * a LiDAR-to-ego rotation ``w`` (ego frame, degrees) appears in camera ``c`` as the
   body-frame offset ``-FLU_FROM_RDF @ R_c @ w`` (``R_c`` its ``cam_from_ego`` rotation):
   the same yaw for every camera, pitch and roll traded around the ring;
-* an error of the LiDAR's beam elevations or height appears as the same body *pitch* ``b``
-  in every camera.
+* an error of the LiDAR's beam elevations or height appears as the same turn ``b`` about
+  every camera's level axis (:func:`level_axis`: its body *pitch* axis when it is mounted
+  upright, its yaw axis when it is mounted a quarter turn on its side).
 
 The consensus fits these four numbers to all cameras' offsets (weighted least squares,
 weights ``1 / (sd^2 + SYSTEMATIC_DEG^2)``) and sets aside up to ``MAX_OUTLIERS`` cameras
@@ -31,10 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.calibration.lidar import CameraEvidence
-from bevviz.camera import Rig
+from bevviz.camera import Camera, Rig
 from bevviz.rotations import FLU_FROM_RDF
 
-__all__ = ["MIN_CAMERAS", "SYSTEMATIC_DEG", "RigConsensus", "rig_consensus"]
+__all__ = ["MIN_CAMERAS", "SYSTEMATIC_DEG", "RigConsensus", "level_axis", "rig_consensus"]
 
 #: Systematic floor (degrees) added to every camera's bootstrap spread when weighting.
 SYSTEMATIC_DEG = 0.15
@@ -48,6 +49,8 @@ MIN_CAMERAS = 4
 #: one camera's large offsets pull the common part linearly, not quadratically.
 HUBER_K = 2.0
 HUBER_ITERATIONS = 8
+#: A camera whose view is within asin(this) of the vertical has no level axis (see :func:`level_axis`).
+LEVEL_AXIS_MIN = 1e-3
 #: Smallest spread used for a camera (degrees), so that no camera gets infinite weight.
 MIN_SD_DEG = 0.05
 
@@ -104,10 +107,28 @@ class RigConsensus:
         return max((float(np.max(np.abs(v))) for v in self.expected_deg.values()), default=0.0)
 
 
+def level_axis(camera: Camera) -> np.ndarray:
+    """The body axis about which a vertical shift of the LiDAR's points turns ``camera``, (3,).
+
+    A LiDAR elevation or height error moves every point along the world's vertical; a camera
+    sees that as a turn about the horizontal axis across its view, ``up x forward``. For an
+    upright camera that is its body pitch axis, ``(0, 1, 0)``; upside down it is ``(0, -1, 0)``,
+    turned a quarter on its mount (portrait images) its yaw axis. A camera looking straight up
+    or down gets zeros (the shift runs along its view).
+
+    Convention:
+        Body frame (FLU) of the camera as :mod:`bevviz.calibration.lidar`; world up is ego +z.
+    """
+    up = camera.cam_from_ego[:3, 2]  # ego +z in the camera frame (RDF)
+    across = np.cross(up, np.array([0.0, 0.0, 1.0]))
+    n = float(np.linalg.norm(across))
+    return FLU_FROM_RDF @ (across / n) if n > LEVEL_AXIS_MIN else np.zeros(3)
+
+
 def _design(rig: Rig, name: str) -> np.ndarray:
     """(3, 4): body offset of camera ``name`` per (LiDAR rotation x, y, z; common pitch)."""
     rot = -FLU_FROM_RDF @ rig[name].cam_from_ego[:3, :3]
-    return np.concatenate([rot, np.array([[0.0], [1.0], [0.0]])], axis=1)
+    return np.concatenate([rot, level_axis(rig[name])[:, None]], axis=1)
 
 
 #: Candidate common models (columns of :func:`_design`): none, common pitch, LiDAR rotation, both.

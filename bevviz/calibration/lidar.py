@@ -60,6 +60,7 @@ from bevviz.calibration.lidar_edges import (
     LidarEdges,
     intensity_ranks,
     lidar_edges,
+    view_axes,
     view_edges,
     with_rings,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "EdgeAlignment",
     "LidarFrame",
     "as_lidar_frames",
+    "image_sides",
     "camera_evidence",
     "hypothesis_matrix",
     "lidar_evidence",
@@ -221,6 +223,26 @@ def _project(pc: np.ndarray, K: np.ndarray) -> np.ndarray:
     return (pc @ K.T)[:, :2] / z
 
 
+def image_sides(camera: Camera, uv: np.ndarray) -> np.ndarray:
+    """Which half of the view each pixel lies in: 0 left, 1 right of the image's centre line
+    nearest the world's vertical, (M,) int64.
+
+    For an upright camera that is the column through the image centre; for a camera mounted
+    a quarter turn on its side (portrait images) the row, so both halves still see the ground
+    and the horizon.
+
+    Args:
+        camera: The camera (its ``cam_from_ego`` says where the world's up is).
+        uv: Pixels, (M, 2).
+
+    Convention:
+        Pixel centres at integers (the centre line at (W - 1) / 2 or (H - 1) / 2); world up is
+        ego +z.
+    """
+    centre = 0.5 * np.array([camera.width - 1.0, camera.height - 1.0])
+    return ((uv - centre) @ view_axes(camera)[0] >= 0).astype(np.int64)
+
+
 class EdgeAlignment:
     """The alignment score of one camera over one or more frames.
 
@@ -234,9 +256,9 @@ class EdgeAlignment:
         cluster: Bootstrap cluster per point, (M,) int64.
         parity: Checkerboard colour (0 or 1) of each point's cell, (M,): two halves that
             both cover the image, for held-out checks.
-        side: 0 for points in the left half of the image, 1 for the right half, (M,) (at
-            the stored calibration): two halves of the evidence that a rotation error
-            moves differently (roll turns them opposite ways).
+        side: 0 for points in the left half of the view, 1 for the right half, (M,) (at
+            the stored calibration, :func:`image_sides`): two halves of the evidence that a
+            rotation error moves differently (roll turns them opposite ways).
         scales: Image width / calibrated width per frame.
     """
 
@@ -246,6 +268,7 @@ class EdgeAlignment:
         self.maps, self.scales = [], []
         R, t = camera.cam_from_ego[:3, :3], camera.cam_from_ego[:3, 3]
         focal = 0.5 * (camera.K[0, 0] + camera.K[1, 1])
+        sideways = view_axes(camera)[0, 0] == 0
         for fr in frames:
             img = fr.images.get(camera.name)
             if img is None:
@@ -258,6 +281,8 @@ class EdgeAlignment:
             edges = view_edges(fr.scan, camera, mask, fr.ranks)
             if fr.ring_edges is not None and len(edges) < MIN_VERDICT_POINTS:
                 edges = fr.ring_edges
+                if sideways:  # ring links run along the view's rows: image columns here
+                    edges = replace(edges, orient=1 - edges.orient)
             pc = edges.points @ Rx.T + tx
             uv = _project(pc, camera.K)
             inside = (pc[:, 2] > MIN_DEPTH_M) & inside_image(uv[:, 0], uv[:, 1], camera.width, camera.height)
@@ -272,7 +297,7 @@ class EdgeAlignment:
                 chosen = np.flatnonzero(keep)[thin]
                 keep = np.zeros_like(keep)
                 keep[chosen] = True
-            cell = camera.width / CLUSTER_COLUMNS
+            cell = max(camera.width, camera.height) / CLUSTER_COLUMNS  # the long side: any mounting alike
             cols = int(np.ceil(camera.width / cell)) + 1
             row = np.floor((uv[keep, 1] + 0.5) / cell).astype(np.int64)
             col = np.floor((uv[keep, 0] + 0.5) / cell).astype(np.int64)
@@ -297,8 +322,7 @@ class EdgeAlignment:
         self.cluster = np.concatenate(clusters) if clusters else np.zeros(0, dtype=np.int64)
         self.parity = np.concatenate(parities) if parities else np.zeros(0, dtype=np.int64)
         self.levels = len(self.maps[0]) if self.maps else 0
-        self.side = (self.uv(np.zeros(3))[:, 0] >= 0.5 * (camera.width - 1)).astype(np.int64) if len(self) else \
-            np.zeros(0, dtype=np.int64)
+        self.side = image_sides(camera, self.uv(np.zeros(3))) if len(self) else np.zeros(0, dtype=np.int64)
         # points grouped by (frame, channel): one remap each
         self._groups = [(f, c, np.flatnonzero((self.frame == f) & (self.orient == c)))
                         for f in range(len(self.maps)) for c in (0, 1)]

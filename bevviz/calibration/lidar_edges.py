@@ -66,6 +66,7 @@ __all__ = [
     "in_scan_order",
     "intensity_ranks",
     "lidar_edges",
+    "view_axes",
     "view_edges",
     "with_rings",
 ]
@@ -147,7 +148,8 @@ class LidarEdges:
         camera: The camera whose view found them (:func:`view_edges`), or None (rings).
         orient: (M,) int8: 0 for an edge found between two points along an image row or a
             ring (it crosses rows: scored on horizontal gradients), 1 along a column
-            (vertical gradients). All 0 for ring edges.
+            (vertical gradients). All 0 for ring edges (a camera mounted a quarter turn on
+            its side scores them on its columns: :class:`~bevviz.calibration.lidar.EdgeAlignment`).
     """
 
     points: np.ndarray
@@ -440,6 +442,27 @@ def _unexplained_jump(w: np.ndarray, along: np.ndarray, a: np.ndarray, b: np.nda
     return np.minimum(res[0], res[1]) / np.maximum(np.maximum(w[a], w[b]), 1e-12), clean
 
 
+def view_axes(camera: Camera) -> np.ndarray:
+    """The image directions of the view's right and down (the world's horizontal and vertical),
+    snapped to the image axes, (2, 2) float64: rows ``right``, ``down``.
+
+    For a camera mounted upright they are the image's own axes, ``[[1, 0], [0, 1]]``; upside
+    down ``[[-1, 0], [0, -1]]``; turned a quarter on its mount (portrait images,
+    ``np.rot90``) ``[[0, -1], [1, 0]]``. Everything that needs the LiDAR's scan direction
+    (its rows run along the world's horizontal) asks here instead of assuming image rows.
+
+    Convention:
+        Camera RDF, pixel axes (u right, v down); world up is ego +z, whose image direction
+        is ``cam_from_ego[:2, 2]``.
+    """
+    up_x, up_y = camera.cam_from_ego[0, 2], camera.cam_from_ego[1, 2]
+    if abs(up_y) >= abs(up_x):
+        down = (0.0, 1.0 if up_y <= 0 else -1.0)
+    else:
+        down = (1.0 if up_x < 0 else -1.0, 0.0)
+    return np.array([[down[1], -down[0]], down])
+
+
 def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None,
                ranks: np.ndarray | None = None) -> LidarEdges:
     """Depth and reflectivity edges of a scan as one camera sees it (no rings or point order needed).
@@ -447,8 +470,10 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
     The scan's points, moved to the camera's exposure (:meth:`~bevviz.lidar.LidarScan.points_at`),
     are projected; each is linked to its nearest neighbour to the right along its row (within
     ``VIEW_STEP_RAD``) and to its nearest neighbour below along its column (within
-    ``VIEW_STEP_V_RAD``). All pixel scales are angles times the focal length, so any image
-    size and lens is treated alike.
+    ``VIEW_STEP_V_RAD``). Rows and columns are the *view's* (:func:`view_axes`: the world's
+    horizontal and vertical), so a camera mounted on its side or upside down is read as an
+    upright one. All pixel scales are angles times the focal length, so any image size and
+    lens is treated alike.
 
     * *Depth edge* (both link directions): the inverse depth jumps by more than
       ``DEPTH_JUMP_INV_REL`` of the nearer point's, beyond what the straight continuation of
@@ -456,7 +481,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
       depth is affine in the pixel, make no edges however steeply their depth changes. The
       edge is placed at the image midpoint of the link (the silhouette lies between the two
       returns; a ring sits up to a ring spacing inside the object) at the nearer point's depth.
-    * *Reflectivity edge* (along rows only, the scan direction of a spinning LiDAR; other
+    * *Reflectivity edge* (along the view's rows only, the scan direction of a spinning LiDAR; other
       directions mix rings of different gains): the per-scan intensity ranks
       (:func:`intensity_ranks`) jump by more than ``RANK_JUMP`` between two steady sides
       (``SIDE_SHARE``), on one surface (no unexplained depth step above
@@ -472,7 +497,8 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
 
     Returns:
         :class:`LidarEdges` in the ego frame at the scan's keyframe time, with ``camera``
-        set and ``orient`` 0 (row links) or 1 (column links).
+        set and ``orient`` the link's *image* direction: 0 (image row links) or 1 (image
+        column links; the view's row links of a camera mounted a quarter turn on its side).
 
     Convention:
         Camera depth along the optical axis; pixels at centres. See docs/conventions.md.
@@ -495,18 +521,21 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
         ranks = intensity_ranks(scan.intensity)
     seen_ranks = None if ranks is None else ranks[near]
     idx = np.flatnonzero(inside)
+    axes = view_axes(camera)
+    level = uv @ axes.T  # (right, down) of the view: its rows run along the scan direction
+    sideways = int(axes[0, 0] == 0)  # 1: the view's rows are image columns
     # One order whatever the storage order (a merged cloud's points tie where the sensors'
     # returns coincide, and which of two tied neighbours is linked must not depend on it).
-    keys = [z[idx], uv[idx, 1], uv[idx, 0]]
+    keys = [z[idx], level[idx, 1], level[idx, 0]]
     idx = idx[np.lexsort(keys if seen_ranks is None else [seen_ranks[idx], *keys])]
-    uv, z, pc = uv[idx], z[idx], pc[idx]
+    uv, z, pc, level = uv[idx], z[idx], pc[idx], level[idx]
     w = 1.0 / z
     rank = None if seen_ranks is None else seen_ranks[idx]
     focal = 0.5 * (camera.K[0, 0] + camera.K[1, 1])
     tol = ROW_TOL_RAD * focal
     pos, kinds, orients = [], [], []
     for orient, (ax, step) in enumerate(((0, VIEW_STEP_RAD), (1, VIEW_STEP_V_RAD))):
-        along, across = uv[:, ax], uv[:, 1 - ax]
+        along, across = level[:, ax], level[:, 1 - ax]
         nxt = _next_neighbours(along, across, step * focal, tol)
         a = np.flatnonzero(nxt >= 0)
         b = nxt[a]
@@ -519,7 +548,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
         rays = np.concatenate([mid, np.ones((len(mid), 1))], axis=1) @ np.linalg.inv(camera.K).T
         pos.append(rays * z[fg, None])
         kinds.append(np.full(len(fg), DEPTH, dtype=np.int8))
-        orients.append(np.full(len(fg), orient, dtype=np.int8))
+        orients.append(np.full(len(fg), orient ^ sideways, dtype=np.int8))
         if orient == 0 and rank is not None:
             pa, nb = np.maximum(prev[a], 0), np.maximum(nxt[b], 0)
             step = np.abs(rank[b] - rank[a])
@@ -528,7 +557,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
             r = (step > RANK_JUMP) & steady & (rel < SAME_SURFACE_INV_REL)
             pos.append(0.5 * (pc[a[r]] + pc[b[r]]))
             kinds.append(np.full(int(r.sum()), REFLECTIVITY, dtype=np.int8))
-            orients.append(np.zeros(int(r.sum()), dtype=np.int8))
+            orients.append(np.full(int(r.sum()), sideways, dtype=np.int8))
     cam_pts = np.concatenate(pos)
     # back to the ego frame at the keyframe time
     ego_exp = (cam_pts - t) @ R

@@ -163,6 +163,30 @@ def _resized(factor: float) -> Callable:
     return run
 
 
+def _turned_polygon(poly: Sequence, width: int, height: int, quarter_turns: int) -> list[list[float]]:
+    """An ignore polygon's (u, v) vertices after ``np.rot90(image, quarter_turns)``."""
+    pts = [[float(u), float(v)] for u, v in poly]
+    for _ in range(quarter_turns % 4):
+        pts = [[v, width - 1 - u] for u, v in pts]
+        width, height = height, width
+    return pts
+
+
+def _turned_on_mount(quarter_turns: int) -> Callable:
+    """Every camera mounted turned (portrait images for a quarter turn, upside down for two):
+    nothing may hang on the image's rows being the world's horizontal."""
+    def run(f: RealFrame, rng: np.random.Generator):
+        images, cams, ignore = {}, [], {}
+        for cam in f.rig:
+            images[cam.name] = np.ascontiguousarray(np.rot90(f.images[cam.name], quarter_turns))
+            cams.append(cam.rot90(quarter_turns))
+            if cam.name in f.ignore:
+                ignore[cam.name] = [_turned_polygon(poly, cam.width, cam.height, quarter_turns)
+                                    for poly in f.ignore[cam.name]]
+        return Rig(cams), images, f.scan, ignore
+    return run
+
+
 def _images(transform: Callable[[np.ndarray], np.ndarray]) -> Callable:
     def run(f: RealFrame, rng: np.random.Generator):
         return f.rig, {k: transform(v) for k, v in f.images.items()}, f.scan, f.ignore
@@ -219,6 +243,8 @@ VARIANTS: dict[str, Variant] = {
     "LiDAR 1.8 m low": ("the cloud 1.8 m below the car's frame (heights from the sensor)", _moved(0.0, -1.8)),
     "half resolution": ("images and intrinsics at half size", _resized(0.5)),
     "1.5x resolution": ("images and intrinsics at 1.5 times the size", _resized(1.5)),
+    "portrait mount": ("every camera turned 90 deg on its mount: portrait images", _turned_on_mount(1)),
+    "upside-down mount": ("every camera mounted upside down", _turned_on_mount(2)),
     "blur": ("Gaussian blur, sigma 2 px", _images(_blur)),
     "JPEG q15": ("JPEG at quality 15", _images(_jpeg)),
     "dark": ("gamma 2.2 and half the brightness", _images(_dark)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bevviz.calibration.consensus import MIN_CAMERAS, rig_consensus
+from bevviz.calibration.consensus import MIN_CAMERAS, level_axis, rig_consensus
 from bevviz.calibration.lidar import CameraEvidence
 from bevviz.rotations import FLU_FROM_RDF
 
@@ -45,6 +45,28 @@ def test_a_common_pitch_is_recovered(rig):
     con = rig_consensus(rig, ev)
     assert con.common_pitch_deg == pytest.approx(-0.5, abs=0.05)
     np.testing.assert_allclose(con.lidar_rotation_deg, 0.0, atol=1e-9)  # the smaller model is enough
+
+
+def test_the_level_axis_turns_with_the_camera_on_its_mount(rig):
+    cam = rig["CAM_FRONT"]
+    np.testing.assert_allclose(level_axis(cam), [0.0, 1.0, 0.0], atol=0.02)  # upright: body pitch
+    np.testing.assert_allclose(level_axis(cam.rot90(2)), [0.0, -1.0, 0.0], atol=0.02)  # upside down
+    np.testing.assert_allclose(np.abs(level_axis(cam.rot90(1))), [0.0, 0.0, 1.0], atol=0.02)  # on its side: yaw
+    down = cam.replace(cam_from_ego=np.array([[0.0, -1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]))
+    np.testing.assert_array_equal(level_axis(down), np.zeros(3))  # looking straight up: no such axis
+
+
+def test_a_common_pitch_is_recovered_on_cameras_mounted_on_their_side_or_upside_down(rig):
+    """A LiDAR height error moves every point vertically: each camera turns about its level
+    axis, whatever its mounting. A rig of sideways and upside-down cameras shows it in their
+    yaw and with the other sign; the consensus must still see one common error."""
+    turned = rig.map(lambda c: c.rot90({"CAM_BACK": 1, "CAM_FRONT": 2, "CAM_FRONT_LEFT": 3}.get(c.name, 0)))
+    ev = _evidence(turned, {c.name: -0.6 * level_axis(c) for c in turned})
+    con = rig_consensus(turned, ev)
+    assert con.common_pitch_deg == pytest.approx(-0.6, abs=0.05)
+    np.testing.assert_allclose(con.lidar_rotation_deg, 0.0, atol=1e-9)
+    for name in turned.names:
+        assert np.max(np.abs(np.median(con.residual(ev[name]), axis=0))) < 0.1
 
 
 @pytest.mark.parametrize("faulty", ["CAM_FRONT", "CAM_BACK_LEFT"])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bevviz.calibration.frame_folder import load_frame_folder
+from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.stress import (
     BEAM_BAND_DEG,
     BEAM_PERIOD_DEG,
@@ -58,6 +59,21 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     img = images["image_2"]
     assert not img[0, 0].any() and not img[-1, -1].any()
     assert (img[img.shape[0] // 2] == kitti.images["image_2"][img.shape[0] // 2]).all()  # the middle row kept
+
+
+@pytest.mark.parametrize("variant,k", [("portrait mount", 1), ("upside-down mount", 2)])
+def test_the_turned_mount_variants_turn_images_cameras_and_ignore_polygons_alike(kitti, variant, k):
+    # a bonnet, say (axis-aligned: fillPoly rasterises it exactly however it is turned)
+    polygon = [[0.0, 300.0], [400.0, 300.0], [400.0, 374.0], [0.0, 374.0]]
+    frame = replace(kitti, ignore={"image_2": [polygon]})
+    rig, images, scan, ignore = VARIANTS[variant][1](frame, np.random.default_rng(0))
+    assert scan is kitti.scan
+    np.testing.assert_array_equal(images["image_2"], np.rot90(kitti.images["image_2"], k))
+    assert rig["image_2"] == kitti.rig["image_2"].rot90(k)
+    before = ignore_masks(kitti.rig, frame.ignore)["image_2"]
+    after = ignore_masks(rig, ignore)["image_2"]
+    assert after.shape == images["image_2"].shape[:2]
+    np.testing.assert_array_equal(after, np.rot90(before, k))
 
 
 def test_the_fewer_beams_variant_keeps_every_other_ring_or_elevation_bands(kitti):

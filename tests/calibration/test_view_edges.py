@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bevviz.calibration.edge_maps import oriented_attraction_maps
-from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, intensity_ranks, view_edges
+from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, intensity_ranks, view_axes, view_edges
 from bevviz.calibration.masks import ignore_masks
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan
@@ -94,3 +94,32 @@ def test_oriented_maps_attract_each_edge_kind_to_its_own_gradients():
     assert fine[1, 100, 200] < fine[0, 100, 200]  # channel 1 (vertical gradients) does not hold it
     wide, _ = oriented_attraction_maps(img, focal_px=1000.0)  # the same angles at twice the focal length
     assert wide[0, 100, 230] > coarse[0, 100, 230]
+
+
+def test_view_axes_follow_the_world_up_not_the_image_rows():
+    cam = _camera()
+    np.testing.assert_array_equal(view_axes(cam), np.eye(2))
+    np.testing.assert_array_equal(view_axes(cam.rot90(2)), -np.eye(2))
+    np.testing.assert_array_equal(view_axes(cam.rot90(1)), [[0, -1], [1, 0]])  # rows of the view: image columns
+    np.testing.assert_array_equal(view_axes(cam.rot90(3)), [[0, 1], [-1, 0]])
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_camera_mounted_on_its_side_or_upside_down_finds_the_edges_of_an_upright_one(k):
+    """The LiDAR's scan lines run along the world's horizontal, whatever the image rows do: a
+    camera turned on its mount (portrait images) links the same points and finds the same
+    edges, each scored on the image gradients across its link (orient turns with the image)."""
+    rng = np.random.default_rng(3)
+    n = 8000
+    y, z = rng.uniform(-4, 4, n), rng.uniform(0.2, 3.0, n)
+    pole = _scan(np.stack([np.where(np.abs(y) < 0.15, 8.0, 16.0), y, z], 1), np.full(n, 0.5))  # before a wall
+    ground, paint = _ground(rng)
+    painted = _scan(ground, np.where(paint, 0.9, 0.1) - 0.001 * np.linalg.norm(ground, axis=1))
+    cam = _camera()
+    for scan in (pole, painted):
+        upright, turned = view_edges(scan, cam), view_edges(scan, cam.rot90(k))
+        assert len(upright) > 10
+        assert (turned.n_depth, turned.n_reflectivity) == (upright.n_depth, upright.n_reflectivity)
+        order_a, order_b = (np.lexsort(e.points.T[::-1]) for e in (upright, turned))
+        np.testing.assert_allclose(turned.points[order_b], upright.points[order_a], atol=1e-6)
+        np.testing.assert_array_equal(turned.orient[order_b], upright.orient[order_a] ^ (k % 2))
