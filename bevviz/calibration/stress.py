@@ -6,9 +6,9 @@ diagnoses each again under every :data:`VARIANTS` entry: what a rig the doctor w
 around brings (no ring index or point order, rings out of order, no intensity or another
 intensity scale, another image resolution, a cloud four times as dense or a quarter as dense,
 a LiDAR of fewer beams, no ego motion between the LiDAR and the exposures, a cloud left in
-another frame than the car's, cameras mounted on their side or upside down, monochrome
-cameras, the black border of an undistorted wide-angle image) and what capture does to
-images (blur, heavy JPEG, dark images). The calibration is untouched in every
+another frame than the car's, a rig of two or three cameras, cameras mounted on their side
+or upside down, monochrome cameras, the black border of an undistorted wide-angle image) and
+what capture does to images (blur, heavy JPEG, dark images). The calibration is untouched in every
 variant, so every camera called "miscalibrated" is a false alarm. With ``--faults K`` each
 camera is also turned ``K`` times under every variant (one camera at a time), and every other
 camera named beside it is a wrong camera. It prints one row per frame and variant as it goes
@@ -147,6 +147,16 @@ def _moved(yaw_deg: float, dz_m: float) -> Callable:
     return _points(move, keep_ring=True)
 
 
+def _front_half(f: RealFrame, rng: np.random.Generator):
+    """Only the returns ahead of the LiDAR (within 90 deg of the car's heading), rings kept:
+    a forward-looking LiDAR, which leaves the rear cameras without evidence and the rig
+    consensus with the front ones."""
+    d = np.asarray(f.scan.points[:, :2], dtype=np.float64) - np.asarray(f.scan.origin[:2])
+    keep = d[:, 0] > 0.0
+    ring = None if f.scan.ring is None else f.scan.ring[keep]
+    return f.rig, f.images, _scan(f.scan, np.asarray(f.scan.points)[keep], ring), f.ignore
+
+
 def _no_motion(f: RealFrame, rng: np.random.Generator):
     return f.rig, f.images, _scan(f.scan, f.scan.points, f.scan.ring, motion={}), f.ignore
 
@@ -187,6 +197,16 @@ def _turned_on_mount(quarter_turns: int) -> Callable:
                 ignore[cam.name] = [_turned_polygon(poly, cam.width, cam.height, quarter_turns)
                                     for poly in f.ignore[cam.name]]
         return Rig(cams), images, f.scan, ignore
+    return run
+
+
+def _first_cameras(n: int) -> Callable:
+    """The rig's first ``n`` cameras only (a smaller rig: below ``MIN_CAMERAS`` there is no
+    consensus of the others to tell a LiDAR error from a camera's own)."""
+    def run(f: RealFrame, rng: np.random.Generator):
+        names = f.rig.names[:n]
+        return (f.rig.subset(names), {k: f.images[k] for k in names}, f.scan,
+                {k: v for k, v in f.ignore.items() if k in names})
     return run
 
 
@@ -240,10 +260,13 @@ VARIANTS: dict[str, Variant] = {
     "1/4 of the points": ("a sparser sensor: a random quarter of the points", _points(_sparser)),
     "16 beams": ("a LiDAR of fewer beams: every other ring, or one 0.45 deg elevation band in 2 deg",
                  _fewer_beams),
+    "front half of the cloud": ("only the returns ahead of the LiDAR (a forward-looking LiDAR)", _front_half),
     "no ego motion": ("the exposures taken as simultaneous with the sweep", _no_motion),
     "LiDAR turned 90 deg": ("the cloud in a frame turned 90 deg about z (a sensor frame)", _moved(90.0, 0.0)),
     "LiDAR turned 180 deg": ("the cloud turned 180 deg about z", _moved(180.0, 0.0)),
     "LiDAR 1.8 m low": ("the cloud 1.8 m below the car's frame (heights from the sensor)", _moved(0.0, -1.8)),
+    "3 cameras": ("the rig's first three cameras only (too few for a rig consensus)", _first_cameras(3)),
+    "2 cameras": ("the rig's first two cameras only", _first_cameras(2)),
     "half resolution": ("images and intrinsics at half size", _resized(0.5)),
     "1.5x resolution": ("images and intrinsics at 1.5 times the size", _resized(1.5)),
     "portrait mount": ("every camera turned 90 deg on its mount: portrait images", _turned_on_mount(1)),
@@ -335,6 +358,7 @@ def stress_frames(frames: Sequence[RealFrame], variants: Mapping[str, Variant] |
 def _run(case: StressCase, frame: RealFrame, make: Callable, seed: int, faults: int = 0) -> None:
     try:
         rig, images, scan, ignore = make(frame, np.random.default_rng(seed))
+        case.cameras = len(rig)
         found = diagnose(rig, images, lidar=scan, ignore=ignore)
         case.named = [f.camera for f in found if f.verdict == MISCALIBRATED]
         case.inconclusive = sum(f.verdict == INCONCLUSIVE for f in found)

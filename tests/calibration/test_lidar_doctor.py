@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
+from bevviz.calibration import camera_delta, diagnose, lidar_refine, perturb_rig, refine_extrinsics
 from bevviz.calibration.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
 from bevviz.calibration.lidar import (
     MIN_VERDICT_POINTS,
@@ -97,6 +97,28 @@ def test_a_correction_the_two_kinds_of_edge_do_not_share_is_refused(real_sample,
     new, hist = refine_with_lidar(bad, None, "CAM_BACK", frames, evidence=ev, alignment=al)
     assert not hist.accepted and new is bad
     assert "the depth edges and the reflectivity edges disagree" in hist.check, hist.check
+
+
+def test_a_correction_the_lidar_does_not_confirm_at_the_corrected_pose_is_refused(real_sample, real_evidence,
+                                                                                    monkeypatch):
+    """Judged again at the corrected pose the camera must read "ok". Here its evidence there
+    is made to scatter 2 deg in roll (as a TRI correction's did, which ended 1.12 deg from
+    the truth after passing every other check): the same correction is then refused."""
+    rig, images, scan = real_sample
+    bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
+    frames = as_lidar_frames(images, scan)
+    ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], frames))
+    measured = lidar_refine.camera_evidence
+
+    def unsettled(camera, frames, *args, **kwargs):
+        e = measured(camera, frames, *args, **kwargs)
+        scatter = np.random.default_rng(0).normal(0.0, 2.0, e.replicates_deg.shape) * [1.0, 0.0, 0.0]
+        return dataclasses.replace(e, replicates_deg=e.replicates_deg + scatter)
+
+    monkeypatch.setattr(lidar_refine, "camera_evidence", unsettled)
+    new, hist = refine_with_lidar(bad, None, "CAM_BACK", frames, evidence=ev)
+    assert not hist.accepted and new is bad
+    assert hist.check.startswith("the corrected pose is not confirmed") and "roll" in hist.check, hist.check
 
 
 def test_a_calibrated_camera_is_not_refined(real_sample, real_evidence):

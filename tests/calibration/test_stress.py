@@ -48,6 +48,12 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     _, _, scan, _ = VARIANTS["LiDAR turned 90 deg"][1](kitti, rng)
     assert np.allclose(scan.points[:, 0], -kitti.scan.points[:, 1], atol=1e-4)
     assert np.allclose(scan.points[:, 1], kitti.scan.points[:, 0], atol=1e-4)
+    behind = np.array(kitti.scan.points)  # the cloud mirrored behind the LiDAR too
+    behind[:, 0] = 2.0 * kitti.scan.origin[0] - behind[:, 0]
+    both = replace(kitti, scan=replace(kitti.scan, points=np.concatenate([kitti.scan.points, behind]),
+                                       sweep=np.zeros(2 * n, np.int16)))
+    _, _, scan, _ = VARIANTS["front half of the cloud"][1](both, rng)
+    assert len(scan) == n and np.all(scan.points[:, 0] > kitti.scan.origin[0])
     _, _, scan, _ = VARIANTS["LiDAR 1.8 m low"][1](kitti, rng)
     assert np.allclose(scan.points[:, 2], kitti.scan.points[:, 2] - 1.8, atol=1e-4)
     _, images, _, _ = VARIANTS["dark"][1](kitti, rng)
@@ -74,6 +80,20 @@ def test_the_turned_mount_variants_turn_images_cameras_and_ignore_polygons_alike
     after = ignore_masks(rig, ignore)["image_2"]
     assert after.shape == images["image_2"].shape[:2]
     np.testing.assert_array_equal(after, np.rot90(before, k))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_smaller_rig_variants_keep_the_first_cameras_with_their_images_and_polygons(sample_data, n):
+    path = sample_data / "real_tri"
+    if not (path / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri is missing")
+    tri = load_frame_folder(path)
+    first, last = tri.rig.names[0], tri.rig.names[-1]
+    tri = replace(tri, ignore={first: [[[0, 0], [10, 0], [0, 10]]], last: [[[0, 0], [9, 0], [0, 9]]]})
+    rig, images, scan, ignore = VARIANTS[f"{n} cameras"][1](tri, np.random.default_rng(0))
+    assert rig.names == tri.rig.names[:n] and sorted(images) == sorted(rig.names)
+    assert all(rig[c] is tri.rig[c] and images[c] is tri.images[c] for c in rig.names)
+    assert list(ignore) == [tri.rig.names[0]] and scan is tri.scan
 
 
 def test_the_fewer_beams_variant_keeps_every_other_ring_or_elevation_bands(kitti):
