@@ -83,9 +83,9 @@ __all__ = [
     "EdgeAlignment",
     "LidarFrame",
     "as_lidar_frames",
-    "image_sides",
     "camera_evidence",
     "hypothesis_matrix",
+    "image_sides",
     "lidar_evidence",
 ]
 

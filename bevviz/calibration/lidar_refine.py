@@ -158,6 +158,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     axes = np.mean(np.abs(res) > TOLERANCE_DEG, axis=0) >= CONFIDENCE  # (3,) axes to correct
     correction = -own if axes.any() else np.zeros(3)  # hypothesis applied to the stored camera
     axes = np.ones(3, dtype=bool) if axes.any() else axes
+    new_cam = perturb_camera(cam, *correction)
     hist = RefineHistory(camera)
     al = EdgeAlignment(cam, frames) if alignment is None else alignment
     last = max(al.levels - 1, 0)
@@ -210,9 +211,8 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
                           f"at most {KIND_AGREEMENT_DEG:g})")
         else:
             # judged again at the corrected pose, the LiDAR must call the camera calibrated
-            fixed = perturb_camera(cam, *correction)
-            after = dict(evidence, **{camera: camera_evidence(fixed, frames)})
-            again = lidar_verdict(after[camera], rig_consensus(rig.replace(fixed), after, min_points=MIN_EDGE_POINTS,
+            after = dict(evidence, **{camera: camera_evidence(new_cam, frames)})
+            again = lidar_verdict(after[camera], rig_consensus(rig.replace(new_cam), after, min_points=MIN_EDGE_POINTS,
                                                                leave_out=camera), rule=rule)
             if again.verdict != OK:
                 hist.check = f"the corrected pose is not confirmed: judged again there, {again.reason}"
@@ -223,7 +223,6 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
                               f"{np.max(gap):.2f} deg and each improves the other (score gains {gains[0]:+.4f}, "
                               f"{gains[1]:+.4f}){agree}; judged again at the corrected pose the LiDAR calls it "
                               f"calibrated{_floor_note(evidence, consensus, camera)}; {verdict.reason}")
-    new_cam = perturb_camera(cam, *correction)
     hist.delta = camera_delta(cam, new_cam)
     hist.seconds = time.perf_counter() - t0
     if progress is not None:
