@@ -33,7 +33,7 @@ from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "PERTURBATION_KEYS", "apply_correction", "apply_perturbations", "camera_delta", "CameraDelta", "deltas_json",
-    "perturb_camera", "perturb_rig", "rig_deltas"
+    "perturb_camera", "perturb_rig", "rig_deltas", "same_turn"
 ]
 
 
@@ -164,6 +164,26 @@ def camera_delta(before: Camera, after: Camera) -> CameraDelta:
                        tuple(float(v) for v in dt), float(after.K[0, 0] / before.K[0, 0]),
                        float(after.K[1, 1] / before.K[1, 1]), float(np.degrees(np.arccos(cos))))
 
+
+
+def same_turn(camera: Camera, other: Camera, roll_deg: float, pitch_deg: float, yaw_deg: float) -> np.ndarray:
+    """A turn of ``camera`` as the same turn of ``other`` in ``other``'s own body angles, (3,).
+
+    ``perturb_camera(camera, roll, pitch, yaw)`` turns the camera about its optical centre;
+    the returned ``(roll, pitch, yaw)`` turn ``other`` by the same rotation of the ego frame.
+    For a camera described another way (turned on its mount, ``Camera.rot90``; resized) it is
+    the same physical fault: the body axes turn with the description.
+
+    Convention:
+        Body-frame (FLU) degrees, ``R = Rz(yaw) Ry(pitch) Rx(roll)`` as :func:`perturb_camera`.
+    """
+    turned = perturb_camera(camera, roll_deg, pitch_deg, yaw_deg)
+    turn = turned.ego_from_cam[:3, :3] @ camera.cam_from_ego[:3, :3]  # in the ego frame, about the centre
+    R = (turn @ other.ego_from_cam[:3, :3]).T  # cam_from_ego of the turned ``other``
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, -R @ other.position
+    d = camera_delta(other, other.replace(cam_from_ego=T))
+    return np.array([d.roll_deg, d.pitch_deg, d.yaw_deg])
 
 
 def rig_deltas(before: Rig, after: Rig) -> list[CameraDelta]:

@@ -45,6 +45,7 @@ import numpy as np
 from bevviz.calibration.diagnose import diagnose
 from bevviz.calibration.evaluate import DEFAULT_DATAROOT, evaluate_frames, load_frames, random_faults
 from bevviz.calibration.frame_folder import RealFrame
+from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
 from bevviz.camera import Rig
 from bevviz.lidar import LidarScan
@@ -330,8 +331,10 @@ def stress_frames(frames: Sequence[RealFrame], variants: Mapping[str, Variant] |
         seed: Seed of the random variants (shuffles, jitter, subsets) and of the faults.
         log: Where each row goes as it is done, with the time left (None: nowhere).
         faults: Also turn each camera of the variant's rig this many times, 1-2 deg about a
-            random axis (:func:`~bevviz.calibration.evaluate.random_faults`), one camera at a
-            time, and count the cameras named beside the turned one (``wrong``).
+            random axis (:func:`~bevviz.calibration.evaluate.random_faults` of the stored rig,
+            the same physical turns under every variant:
+            :func:`~bevviz.calibration.perturbations.same_turn`), one camera at a time, and
+            count the cameras named beside the turned one (``wrong``).
 
     Returns:
         One :class:`StressCase` per frame x variant; a variant that raised ``ValueError``
@@ -367,8 +370,10 @@ def _run(case: StressCase, frame: RealFrame, make: Callable, seed: int, faults: 
         case.inconclusive = sum(f.verdict == INCONCLUSIVE for f in found)
         if faults:
             variant = dataclasses.replace(frame, rig=rig, images=images, scan=scan, ignore=ignore)
-            judged, _, _ = evaluate_frames([variant], lambda f: random_faults(f, faults, seed), refine=False,
-                                           log=None, timing=())
+            # the stored rig's faults, each the same physical turn of the variant's camera
+            drawn = [(c, same_turn(frame.rig[c], rig[c], *f)) for c, f in random_faults(frame, faults, seed)
+                     if c in rig]
+            judged, _, _ = evaluate_frames([variant], lambda f: drawn, refine=False, log=None, timing=())
             turned = [c for c in judged if c.camera is not None]
             case.faults = len(turned)
             case.faults_named = sum(c.camera in c.lidar_named for c in turned)

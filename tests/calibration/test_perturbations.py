@@ -12,6 +12,7 @@ from bevviz.calibration import (
     camera_delta,
     perturb_camera,
 )
+from bevviz.calibration.perturbations import same_turn
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.rotations import rotation_angle_deg
 
@@ -37,6 +38,20 @@ def test_camera_delta_inverts_perturb_camera(truth, name):
     assert d.translation_m == pytest.approx((0.05, -0.02, 0.01), abs=1e-12)
     assert (d.fx_scale, d.fy_scale) == pytest.approx((1.02, 0.99))
     assert d.to_dict()["translation_cm"] == pytest.approx([5.0, -2.0, 1.0])
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+def test_same_turn_carries_a_fault_to_a_camera_described_another_way(truth, k):
+    """A camera turned on its mount has other body axes: the same physical fault has other
+    angles there, and turning it by them gives the turned camera of the faulty one."""
+    cam = truth["CAM_FRONT_LEFT"]
+    other = cam.rot90(k)
+    angles = same_turn(cam, other, 0.7, -1.3, 0.4)
+    expected = perturb_camera(cam, 0.7, -1.3, 0.4).rot90(k)
+    assert camera_delta(expected, perturb_camera(other, *angles)).angle_deg < 1e-5  # arccos near 1: ~1e-6
+    if k % 2:
+        assert abs(angles[1]) == pytest.approx(0.4, abs=0.05) and abs(angles[2]) == pytest.approx(1.3, abs=0.05)
+    np.testing.assert_allclose(same_turn(cam, cam.resized(0.5), 0.7, -1.3, 0.4), [0.7, -1.3, 0.4], atol=1e-9)
 
 
 def test_apply_perturbations_and_named_errors(truth):
