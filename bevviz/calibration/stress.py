@@ -19,7 +19,7 @@ on bad input.
 Measured on the seven development frames (3 TRI, 3 KITTI, the nuScenes keyframe), ``--faults
 2``, the first 21 variants: no camera accused in 138 diagnoses, 9 skipped (``PAIR_BREAKING``
 on the one-camera KITTI rig); 1116 faults, 514 named, no wrong camera. The two mount
-variants: none accused in 14 diagnoses; 108 faults, 69 named, none wrong. The smaller rigs and
+variants: none accused in 14 diagnoses; 108 faults, 70 named, none wrong. The smaller rigs and
 the front half of the cloud: none accused in 21 diagnoses; 106 faults, 46 named, none wrong.
 See the README.
 
