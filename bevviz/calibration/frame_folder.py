@@ -112,5 +112,8 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
     except ValueError as exc:
         problem = f"is not valid beside lidar_ego.npy ({len(points)} points): {exc}"
         raise field_error("lidar_ring.npy", str(ring_path), problem) from None
-    scan = dataclasses.replace(scan, exposure_from_keyframe=motion)
+    try:
+        scan = dataclasses.replace(scan, exposure_from_keyframe=motion)
+    except ValueError as exc:  # name the file the bad motion came from
+        raise field_error("exposure.json", str(folder / "exposure.json"), str(exc)) from None
     return RealFrame(folder.name, rig_file.rig, images, scan, ignore)

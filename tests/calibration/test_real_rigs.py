@@ -20,6 +20,7 @@ from bevviz.calibration.evaluate import summary as evaluate_summary
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.calibration.lidar import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG
+from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.stress import denser
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
@@ -201,11 +202,6 @@ def test_a_dense_lidar_is_read_in_each_view_even_with_rings(kitti):
     np.testing.assert_array_equal(with_rings.points, plain.points)
 
 
-#: A fault (roll, pitch, yaw) of an upright camera as the same turn of the camera mounted k
-#: quarter turns on its side (``Camera.rot90(k)``): its body axes turn with it.
-_TURNED_FAULT = {1: lambda r, p, y: (r, y, -p), 2: lambda r, p, y: (r, -p, -y)}
-
-
 def test_a_rig_of_portrait_cameras_names_the_turned_camera_as_the_upright_rig_does(real_sample):
     """The nuScenes keyframe with every camera turned a quarter on its mount: its 32-beam rings
     run along the images' columns now, and a LiDAR height error turns each camera about its
@@ -217,7 +213,7 @@ def test_a_rig_of_portrait_cameras_names_the_turned_camera_as_the_upright_rig_do
                        images, lidar=scan)
     assert _named(upright) == ["CAM_BACK"], [f.reason for f in upright]
     turned = rig.map(lambda c: c.rot90(1))
-    r, p, y = _TURNED_FAULT[1](*fault)
+    r, p, y = same_turn(rig["CAM_BACK"], turned["CAM_BACK"], *fault)
     found = diagnose(perturb_rig(turned, "CAM_BACK", roll_deg=r, pitch_deg=p, yaw_deg=y),
                      {n: np.ascontiguousarray(np.rot90(img)) for n, img in images.items()}, lidar=scan)
     assert _named(found) == ["CAM_BACK"], [f.reason for f in found]
@@ -236,7 +232,7 @@ def test_a_camera_mounted_on_its_side_or_upside_down_is_judged_as_an_upright_one
     images = {n: np.ascontiguousarray(np.rot90(img, k)) for n, img in frame.images.items()}
     turned = frame.rig.map(lambda c: c.rot90(k))
     assert not _named(diagnose(turned, images, lidar=frame.scan))
-    r, p, y = _TURNED_FAULT[k](*fault)
+    r, p, y = same_turn(frame.rig["image_2"], turned["image_2"], *fault)
     turned_bad = perturb_rig(turned, "image_2", roll_deg=r, pitch_deg=p, yaw_deg=y)
     # the same physical turn (to second order: the Euler angles compose about other axes)
     assert camera_delta(turned_bad["image_2"].rot90(-k), bad["image_2"]).angle_deg < 0.05
