@@ -529,6 +529,20 @@ class CameraEvidence:
         return (self.score_stored_coarse - self.score_median) / max(self.score_spread, 1e-9)
 
     @property
+    def axis_drop_z(self) -> np.ndarray:
+        """Per axis, how much the score drops (robust z, finest scale over ``score_spread``)
+        when that axis alone is set back to its stored value, the other two kept at the
+        optimum, (3,) (from :attr:`profiles`; NaN for an axis without a profile): whether the
+        landscape itself prefers the offset on that axis, or the optimum slides along a flat
+        valley of it."""
+        out = np.full(3, np.nan)
+        for k, name in enumerate(AXES):
+            if name in self.profiles:
+                offs, scores = self.profiles[name]
+                out[k] = (self.score_best - float(scores[int(np.argmin(np.abs(offs)))])) / max(self.score_spread, 1e-9)
+        return out
+
+    @property
     def central_offset_deg(self) -> np.ndarray:
         """The offset the verdicts and the consensus go by, (3,) degrees: the median of the
         bootstrap replicates, or :attr:`offset_deg` without replicates."""

@@ -31,7 +31,7 @@ __all__ = ["RULE_GRID", "Stored", "choose", "judge", "leave_one_rig_out", "rig_k
 #: The verdict constants the leave-one-rig-out search tries (each combination).
 RULE_GRID = {"z_gap": (0.5, 0.75, 1.0), "half_gain": (0.5, 0.75, 1.0), "half_agree_deg": (1.0, 1.5),
              "z_structure": (1.0, 1.5), "max_sd_deg": (0.5, 0.7), "z_reject": (1.0, 1.5, 2.0),
-             "half_reject": (0.5, 1.0)}
+             "half_reject": (0.5, 1.0), "axis_drop": (0.5, 0.75)}
 
 
 class _Case(Protocol):
@@ -95,8 +95,8 @@ def choose(cases: Sequence[_Case], stores: Sequence[Stored], candidates: Sequenc
         fa, wrong, named, _ = score_rule(r, cases, stores)
         if fa or wrong:
             continue
-        k = (named, r.z_gap + r.half_gain + r.z_structure + r.z_reject + r.half_reject - r.half_agree_deg
-             - r.max_sd_deg)
+        k = (named, r.z_gap + r.half_gain + r.z_structure + r.z_reject + r.half_reject + r.axis_drop
+             - r.half_agree_deg - r.max_sd_deg)
         if key is None or k > key:
             best, key = r, k
     return best
@@ -121,7 +121,7 @@ def leave_one_rig_out(cases: Sequence[_Case], stores: Sequence[Stored], rigs: di
         (table lines, totals {"false_alarms", "wrong", "named", "faults"}).
     """
     candidates = rules(grid)
-    head = (f"{'held-out rig':<28} {'rule chosen on the other rigs':<110} {'false alarms':>12} {'wrong':>5} "
+    head = (f"{'held-out rig':<28} {'rule chosen on the other rigs':<128} {'false alarms':>12} {'wrong':>5} "
             f"{'named':>12}")
     rows = [head, "-" * len(head)]
     tot = np.zeros(4, dtype=int)
@@ -133,8 +133,8 @@ def leave_one_rig_out(cases: Sequence[_Case], stores: Sequence[Stored], rigs: di
         tot += (fa, wrong, named, n)
         text = (f"z_gap {r.z_gap:g}, half_gain {r.half_gain:g}, half_agree {r.half_agree_deg:g}, "
                 f"z_structure {r.z_structure:g}, max_sd {r.max_sd_deg:g}, z_reject {r.z_reject:g}, "
-                f"half_reject {r.half_reject:g}")
-        rows.append(f"{rig:<28} {text:<110} {fa:>12} {wrong:>5} {named:>4}/{n:<3} ({named / max(n, 1):4.0%})")
-    rows.append(f"{'TOTAL':<28} {'':<110} {tot[0]:>12} {tot[1]:>5} {tot[2]:>4}/{tot[3]:<3} "
+                f"half_reject {r.half_reject:g}, axis_drop {r.axis_drop:g}")
+        rows.append(f"{rig:<28} {text:<128} {fa:>12} {wrong:>5} {named:>4}/{n:<3} ({named / max(n, 1):4.0%})")
+    rows.append(f"{'TOTAL':<28} {'':<128} {tot[0]:>12} {tot[1]:>5} {tot[2]:>4}/{tot[3]:<3} "
                 f"({tot[2] / max(tot[3], 1):4.0%})")
     return rows, {"false_alarms": int(tot[0]), "wrong": int(tot[1]), "named": int(tot[2]), "faults": int(tot[3])}

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from bevviz.calibration.diagnose import diagnose
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.stress import (
@@ -15,6 +16,7 @@ from bevviz.calibration.stress import (
     PAIR_BREAKING,
     VARIANTS,
     StressCase,
+    distorted,
     main,
     stress_frames,
     summary,
@@ -107,6 +109,34 @@ def test_the_fewer_beams_variant_keeps_every_other_ring_or_elevation_bands(kitti
     ringed = replace(kitti, scan=replace(kitti.scan, ring=ring))
     _, _, scan, _ = VARIANTS["16 beams"][1](ringed, rng)
     assert len(scan) == int(np.count_nonzero(ring % 2 == 0)) and set(np.unique(scan.ring) % 2) == {0}
+
+
+@pytest.mark.parametrize("k1", [-0.05, 0.05])
+def test_lens_distortion_left_in_moves_a_pixel_radially_as_k1_says(kitti, k1):
+    cam = kitti.rig["image_2"]
+    img = np.zeros((cam.height, cam.width, 3), np.uint8)
+    u, v = 1100, 300  # lower right of the principal point
+    img[v, u] = 255
+    np.testing.assert_array_equal(distorted(img, cam, 0.0), img)
+    out = distorted(img, cam, k1)
+    vs, us = np.nonzero(out[..., 0])
+    x = (np.array([u, v]) - cam.K[:2, 2]) / np.diag(cam.K)[:2]
+    expected = cam.K[:2, 2] + np.diag(cam.K)[:2] * x * (1.0 + k1 * float(x @ x))
+    weights = out[vs, us, 0].astype(np.float64)
+    assert np.average(us, weights=weights) == pytest.approx(expected[0], abs=0.3)
+    assert np.average(vs, weights=weights) == pytest.approx(expected[1], abs=0.3)
+
+
+def test_the_real_keyframe_with_lens_distortion_left_in_accuses_no_camera(real_sample):
+    """Pincushion distortion (k1 = +0.05) left in the nuScenes keyframe's images, the rig
+    saying pinhole: CAM_BACK_RIGHT went to roll +1.39 deg, held there by 0.4 robust z of
+    landscape, and was called miscalibrated before the axis-drop doubt."""
+    rig, images, scan = real_sample
+    bent = {c.name: distorted(images[c.name], c, 0.05) for c in rig}
+    found = diagnose(rig, bent, lidar=scan)
+    assert [f.camera for f in found if f.verdict == "miscalibrated"] == []
+    back_right = next(f for f in found if f.camera == "CAM_BACK_RIGHT")
+    assert "flat valley" in back_right.reason
 
 
 def test_the_kitti_frame_under_other_rigs_inputs_accuses_no_camera(kitti):

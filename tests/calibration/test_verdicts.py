@@ -191,3 +191,41 @@ def test_a_camera_whose_optimum_lies_far_from_its_stored_pose_is_no_anchor():
     v = lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes=others))
     assert v.verdict == INCONCLUSIVE and "only 1 of the rig's 3 other cameras line up" in v.reason
     assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={**others, "CAM_B": near})).verdict == MISCALIBRATED
+
+
+def _profiles(drops, best=0.80, spread=0.02):
+    """Profiles through the optimum whose score at each axis's stored value (offset 0) lies
+    ``drops`` robust z below ``best``, (3,)."""
+    offs = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.1), 6)
+    out = {}
+    for name, drop in zip(("roll", "pitch", "yaw"), drops):
+        scores = np.full(len(offs), best - 0.5 * spread)
+        scores[np.argmin(np.abs(offs))] = best - drop * spread
+        out[name] = (offs, scores)
+    return out
+
+
+def test_the_drop_of_each_axis_back_to_its_stored_value_is_read_off_the_profiles():
+    ev = _ev([1.4, 0.0, 0.0])
+    assert np.all(np.isnan(ev.axis_drop_z))  # no profiles: nothing to read
+    ev.score_best, ev.profiles = 0.80, _profiles([0.4, 1.2, 0.2])
+    assert ev.axis_drop_z == pytest.approx([0.4, 1.2, 0.2])
+
+
+def test_an_offset_on_an_axis_the_landscape_does_not_hold_is_inconclusive():
+    """Roll alone beyond the tolerance, tightly bootstrapped, but putting roll back costs the
+    score 0.4 robust z (the nuScenes keyframe with pincushion distortion left in): a flat
+    valley, not evidence. The same offset held by 1.2 z on roll convicts."""
+    ev = _ev([1.4, -0.2, 0.0], stored=0.78)
+    ev.score_best, ev.profiles = 0.80, _profiles([0.4, 1.2, 0.2])
+    v = lidar_verdict(ev, NONE)
+    assert v.verdict == INCONCLUSIVE
+    assert "setting roll back to the stored value" in v.reason and "0.4 robust z" in v.reason
+    ev.profiles = _profiles([1.2, 0.4, 0.2])
+    assert lidar_verdict(ev, NONE).verdict == MISCALIBRATED
+    # two axes off: one of them held is enough
+    two = _ev([1.4, 0.0, -1.0], stored=0.78)
+    two.score_best, two.profiles = 0.80, _profiles([0.3, 0.1, 0.9])
+    assert lidar_verdict(two, NONE).verdict == MISCALIBRATED
+    two.profiles = _profiles([0.3, 2.0, 0.5])  # the held axis is not one it is off on
+    assert lidar_verdict(two, NONE).verdict == INCONCLUSIVE
