@@ -256,7 +256,8 @@ def distorted(img: np.ndarray, camera: Camera, k1: float) -> np.ndarray:
     Convention:
         Normalised image coordinates ``x = K^-1 (u, v, 1)``, pixel centres at integers; a
         distorted point is ``x_d = x (1 + k1 |x|^2)`` (``k1 < 0``: barrel). A pixel whose
-        undistorted source falls outside the image is black.
+        undistorted source falls outside the image is black. The stress variants move the
+        ignore polygons' vertices alike.
     """
     h, w = img.shape[:2]
     K = camera.K.astype(np.float64)
@@ -272,9 +273,22 @@ def distorted(img: np.ndarray, camera: Camera, k1: float) -> np.ndarray:
     return cv2.remap(img, map_u, map_v, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
 
 
+def _distorted_polygon(poly: Sequence, camera: Camera, k1: float) -> list[list[float]]:
+    """An ignore polygon's (u, v) vertices where :func:`distorted` puts them (``x (1 + k1 |x|^2)``)."""
+    K = camera.K.astype(np.float64)
+    uv = np.asarray(poly, dtype=np.float64)
+    y = (uv[:, 1] - K[1, 2]) / K[1, 1]
+    x = (uv[:, 0] - K[0, 2] - K[0, 1] * y) / K[0, 0]
+    scale = 1.0 + k1 * (x * x + y * y)
+    x, y = x * scale, y * scale
+    return np.stack([K[0, 0] * x + K[0, 1] * y + K[0, 2], K[1, 1] * y + K[1, 2]], axis=1).tolist()
+
+
 def _distortion_left_in(k1: float) -> Callable:
     def run(f: RealFrame, rng: np.random.Generator):
-        return f.rig, {c.name: distorted(f.images[c.name], c, k1) for c in f.rig}, f.scan, f.ignore
+        ignore = {c.name: [_distorted_polygon(poly, c, k1) for poly in f.ignore[c.name]] for c in f.rig
+                  if c.name in f.ignore}
+        return f.rig, {c.name: distorted(f.images[c.name], c, k1) for c in f.rig}, f.scan, ignore
     return run
 
 

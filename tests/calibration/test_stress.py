@@ -11,6 +11,7 @@ from bevviz.calibration.diagnose import diagnose
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.stress import (
+    BARREL_K1,
     BEAM_BAND_DEG,
     BEAM_PERIOD_DEG,
     PAIR_BREAKING,
@@ -111,20 +112,25 @@ def test_the_fewer_beams_variant_keeps_every_other_ring_or_elevation_bands(kitti
     assert len(scan) == int(np.count_nonzero(ring % 2 == 0)) and set(np.unique(scan.ring) % 2) == {0}
 
 
-@pytest.mark.parametrize("k1", [-0.05, 0.05])
-def test_lens_distortion_left_in_moves_a_pixel_radially_as_k1_says(kitti, k1):
+@pytest.mark.parametrize("variant,k1", [("barrel distortion left in", BARREL_K1),
+                                        ("pincushion distortion left in", -BARREL_K1)])
+def test_lens_distortion_left_in_moves_a_pixel_and_the_ignore_polygons_radially_as_k1_says(kitti, variant, k1):
     cam = kitti.rig["image_2"]
     img = np.zeros((cam.height, cam.width, 3), np.uint8)
     u, v = 1100, 300  # lower right of the principal point
     img[v, u] = 255
     np.testing.assert_array_equal(distorted(img, cam, 0.0), img)
-    out = distorted(img, cam, k1)
-    vs, us = np.nonzero(out[..., 0])
     x = (np.array([u, v]) - cam.K[:2, 2]) / np.diag(cam.K)[:2]
     expected = cam.K[:2, 2] + np.diag(cam.K)[:2] * x * (1.0 + k1 * float(x @ x))
+    frame = replace(kitti, images={"image_2": img}, ignore={"image_2": [[[u, v], [u + 40, v], [u, v + 40]]]})
+    rig, images, scan, ignore = VARIANTS[variant][1](frame, np.random.default_rng(0))
+    assert rig is kitti.rig and scan is kitti.scan
+    out = images["image_2"]
+    vs, us = np.nonzero(out[..., 0])
     weights = out[vs, us, 0].astype(np.float64)
     assert np.average(us, weights=weights) == pytest.approx(expected[0], abs=0.3)
     assert np.average(vs, weights=weights) == pytest.approx(expected[1], abs=0.3)
+    assert ignore["image_2"][0][0] == pytest.approx(list(expected), abs=1e-6)
 
 
 def test_the_real_keyframe_with_lens_distortion_left_in_accuses_no_camera(real_sample):
