@@ -52,6 +52,7 @@ from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan
+from bevviz.projection import pixels_of
 from bevviz.threads import single_threaded
 
 __all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "StressCase", "VARIANTS", "Variant",
@@ -260,28 +261,30 @@ def distorted(img: np.ndarray, camera: Camera, k1: float) -> np.ndarray:
         ignore polygons' vertices alike.
     """
     h, w = img.shape[:2]
-    K = camera.K.astype(np.float64)
     v, u = np.mgrid[0:h, 0:w].astype(np.float64)
-    xd = (u - K[0, 2] - K[0, 1] * (v - K[1, 2]) / K[1, 1]) / K[0, 0]
-    yd = (v - K[1, 2]) / K[1, 1]
-    x, y = xd.copy(), yd.copy()
+    xd = _normalised(camera, np.stack([u, v], axis=-1))
+    x = xd.copy()
     for _ in range(DISTORTION_ITERATIONS):  # x = x_d / (1 + k1 |x|^2), a fixed point for small k1 |x|^2
-        scale = 1.0 + k1 * (x * x + y * y)
-        x, y = xd / scale, yd / scale
-    map_u = (K[0, 0] * x + K[0, 1] * y + K[0, 2]).astype(np.float32)
-    map_v = (K[1, 1] * y + K[1, 2]).astype(np.float32)
-    return cv2.remap(img, map_u, map_v, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        x = xd / (1.0 + k1 * np.sum(x * x, axis=-1, keepdims=True))
+    src = pixels_of(_homogeneous(x), camera.K).astype(np.float32)
+    return cv2.remap(img, src[..., 0], src[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+
+
+def _homogeneous(p: np.ndarray) -> np.ndarray:
+    """``(*P, 2)`` -> ``(*P, 3)`` with a last coordinate of 1."""
+    return np.concatenate([p, np.ones_like(p[..., :1])], axis=-1)
+
+
+def _normalised(camera: Camera, uv: np.ndarray) -> np.ndarray:
+    """``K^-1 (u, v, 1)``: normalised coordinates of pixels ``uv`` (*P, 2), (*P, 2)."""
+    return pixels_of(_homogeneous(uv), np.linalg.inv(camera.K))
 
 
 def _distorted_polygon(poly: Sequence, camera: Camera, k1: float) -> list[list[float]]:
     """An ignore polygon's (u, v) vertices where :func:`distorted` puts them (``x (1 + k1 |x|^2)``)."""
-    K = camera.K.astype(np.float64)
-    uv = np.asarray(poly, dtype=np.float64)
-    y = (uv[:, 1] - K[1, 2]) / K[1, 1]
-    x = (uv[:, 0] - K[0, 2] - K[0, 1] * y) / K[0, 0]
-    scale = 1.0 + k1 * (x * x + y * y)
-    x, y = x * scale, y * scale
-    return np.stack([K[0, 0] * x + K[0, 1] * y + K[0, 2], K[1, 1] * y + K[1, 2]], axis=1).tolist()
+    x = _normalised(camera, np.asarray(poly, dtype=np.float64))
+    x = x * (1.0 + k1 * np.sum(x * x, axis=-1, keepdims=True))
+    return pixels_of(_homogeneous(x), camera.K).tolist()
 
 
 def _distortion_left_in(k1: float) -> Callable:
@@ -298,7 +301,8 @@ def _dark(img: np.ndarray) -> np.ndarray:
 
 #: Radial distortion left in the images by ``barrel distortion left in`` (normalised
 #: coordinates): 0.5 deg (15 px) at the side edge of a nuScenes image, the order of what an
-#: undistortion with a poorly fitted lens model leaves (KITTI's raw cameras: about -0.37).
+#: undistortion with a poorly fitted lens model leaves (a raw automotive lens bends several
+#: times as much).
 BARREL_K1 = -0.05
 DISTORTION_ITERATIONS = 6
 
