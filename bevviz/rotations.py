@@ -175,13 +175,32 @@ def matrix_to_quaternion(R: np.ndarray, order: str = "wxyz") -> np.ndarray:
 
 def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """Rotation from roll, pitch, yaw in radians: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``, shape (3, 3)."""
-    cr, sr = np.cos(roll), np.sin(roll)
-    cp, sp = np.cos(pitch), np.sin(pitch)
-    cy, sy = np.cos(yaw), np.sin(yaw)
-    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1.0]])
-    ry = np.array([[cp, 0, sp], [0, 1.0, 0], [-sp, 0, cp]])
-    rx = np.array([[1.0, 0, 0], [0, cr, -sr], [0, sr, cr]])
-    return rz @ ry @ rx
+    return rpy_to_matrices(np.array([[roll, pitch, yaw]], dtype=np.float64))[0]
+
+
+def rpy_to_matrices(rpy: np.ndarray) -> np.ndarray:
+    """:func:`rpy_to_matrix` for many angle triples at once.
+
+    Args:
+        rpy: (roll, pitch, yaw) in radians, shape (K, 3).
+
+    Returns:
+        ``Rz(yaw) @ Ry(pitch) @ Rx(roll)`` for each row, shape (K, 3, 3), float64.
+    """
+    a = np.asarray(rpy, dtype=np.float64).reshape(-1, 3)
+    cr, cp, cy = np.cos(a).T
+    sr, sp, sy = np.sin(a).T
+    out = np.empty((len(a), 3, 3))
+    out[:, 0, 0] = cy * cp
+    out[:, 0, 1] = cy * sp * sr - sy * cr
+    out[:, 0, 2] = cy * sp * cr + sy * sr
+    out[:, 1, 0] = sy * cp
+    out[:, 1, 1] = sy * sp * sr + cy * cr
+    out[:, 1, 2] = sy * sp * cr - cy * sr
+    out[:, 2, 0] = -sp
+    out[:, 2, 1] = cp * sr
+    out[:, 2, 2] = cp * cr
+    return out
 
 
 def body_rotation(ego_from_cam_rotation: np.ndarray, roll_deg: float = 0.0, pitch_deg: float = 0.0,

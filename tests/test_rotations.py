@@ -15,6 +15,7 @@ from bevviz.rotations import (
     matrix_to_rpy,
     quaternion_to_matrix,
     rotation_angle_deg,
+    rpy_to_matrices,
     rpy_to_matrix,
     unit_quaternion_to_matrix,
 )
@@ -75,6 +76,25 @@ def test_quaternion_matrix_round_trip_up_to_sign(q, order):
 def test_matrix_quaternion_matrix_round_trip(roll, pitch, yaw):
     R = rpy_to_matrix(roll, pitch, yaw)
     np.testing.assert_allclose(quaternion_to_matrix(matrix_to_quaternion(R)), R, atol=1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(angles, angles, angles)
+def test_rpy_is_yaw_after_pitch_after_roll_one_or_many_at_once(roll, pitch, yaw):
+    def about(axis: int, a: float) -> np.ndarray:
+        c, s = np.cos(a), np.sin(a)
+        i, j = [k for k in range(3) if k != axis]
+        R = np.eye(3)
+        R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
+        return R if axis != 1 else R.T  # about y the sine terms swap places
+
+    expected = about(2, yaw) @ about(1, pitch) @ about(0, roll)
+    np.testing.assert_allclose(rpy_to_matrix(roll, pitch, yaw), expected, atol=1e-12)
+    many = rpy_to_matrices(np.array([[roll, pitch, yaw], [0.0, 0.0, 0.0], [roll, pitch, yaw]]))
+    assert many.shape == (3, 3, 3)
+    np.testing.assert_array_equal(many[0], rpy_to_matrix(roll, pitch, yaw))
+    np.testing.assert_array_equal(many[1], np.eye(3))
+    np.testing.assert_array_equal(many[2], many[0])
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])

@@ -71,8 +71,8 @@ from bevviz.depth_buffer import thin_indices, visible
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.limits import MAX_DOCTOR_LIDAR_POINTS
 from bevviz.projection import inside_image
-from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrix
-from bevviz.shapes import field_error
+from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrices
+from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "AXES",
@@ -84,6 +84,7 @@ __all__ = [
     "LidarFrame",
     "as_lidar_frames",
     "camera_evidence",
+    "hypothesis_matrices",
     "hypothesis_matrix",
     "image_sides",
     "lidar_evidence",
@@ -151,8 +152,23 @@ def hypothesis_matrix(d_deg: np.ndarray) -> np.ndarray:
         :func:`~bevviz.calibration.perturbations.perturb_camera`), hence
         ``cam'_from_cam = FLU_FROM_RDF.T @ Rb.T @ FLU_FROM_RDF``.
     """
-    rb = rpy_to_matrix(*np.radians(np.asarray(d_deg, dtype=np.float64)))
-    return FLU_FROM_RDF.T @ rb.T @ FLU_FROM_RDF
+    return hypothesis_matrices(np.asarray(d_deg, dtype=np.float64)[None])[0]
+
+
+def hypothesis_matrices(ds_deg: np.ndarray) -> np.ndarray:
+    """:func:`hypothesis_matrix` for K hypotheses at once.
+
+    Args:
+        ds_deg: (roll, pitch, yaw) in degrees, shape (K, 3).
+
+    Returns:
+        (K, 3, 3) ``cam'_from_cam`` rotations.
+
+    Convention:
+        As :func:`hypothesis_matrix`.
+    """
+    rb = rpy_to_matrices(np.radians(np.asarray(ds_deg, dtype=np.float64).reshape(-1, 3)))
+    return FLU_FROM_RDF.T @ rb.transpose(0, 2, 1) @ FLU_FROM_RDF
 
 
 @dataclass(frozen=True)
@@ -343,7 +359,8 @@ class EdgeAlignment:
         Args:
             ds_deg: Hypotheses (roll, pitch, yaw) in degrees, (K, 3).
             level: Attraction scale index (0 coarse).
-            weights: Optional per-point weights, (M,).
+            weights: Optional per-point weights, (M,) for every hypothesis or (K, M), one
+                row per hypothesis (e.g. bootstrap replicates scored together).
             shift_m: Optional translation of every edge point before the rotation, (3,)
                 metres in the stored camera's frame (a LiDAR displaced relative to the
                 camera, e.g. by a timing error of a moving car).
@@ -358,11 +375,14 @@ class EdgeAlignment:
             (self.points + np.asarray(shift_m, dtype=np.float64)).astype(np.float32)
         out = np.empty(len(ds))
         w = np.ones(len(self)) if weights is None else np.asarray(weights, dtype=np.float64)
-        total = max(float(w.sum()), 1e-12)
+        per_row = w.ndim == 2
+        if per_row:
+            check_shape(w, (len(ds), len(self)), "weights")
+        total = np.maximum(w.sum(axis=-1), 1e-12)  # () or (K,)
         K = self.camera.K
         for k0 in range(0, len(ds), _BATCH):
             # pixels of a 1x1-scaled image per hypothesis: (K @ R_d) applied to the points
-            mats = np.stack([K @ hypothesis_matrix(d) for d in ds[k0:k0 + _BATCH]]).astype(np.float32)  # (B, 3, 3)
+            mats = (K @ hypothesis_matrices(ds[k0:k0 + _BATCH])).astype(np.float32)  # (B, 3, 3)
             acc = np.zeros(len(mats))
             for f, c, m in self._groups:
                 h = mats @ points32[m].T  # (B, 3, m)
@@ -376,8 +396,11 @@ class EdgeAlignment:
                     vals[:, sl] = cv2.remap(self.maps[f][level][c], np.ascontiguousarray(u[:, sl]),
                                             np.ascontiguousarray(v[:, sl]), cv2.INTER_LINEAR,
                                             borderMode=cv2.BORDER_CONSTANT, borderValue=0)
-                acc += vals.astype(np.float64) @ w[m]
-            out[k0:k0 + len(mats)] = acc / total
+                if per_row:
+                    acc += np.einsum("bm,bm->b", vals.astype(np.float64), w[k0:k0 + len(mats)][:, m])
+                else:
+                    acc += vals.astype(np.float64) @ w[m]
+            out[k0:k0 + len(mats)] = acc / (total[k0:k0 + len(mats)] if per_row else total)
         return out
 
     def score(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None,
@@ -390,17 +413,52 @@ class EdgeAlignment:
                stop: float = 0.01, shift_m: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Pattern search (axis steps, halved when none helps) from ``d``; returns (d, score);
         ``shift_m`` as :meth:`scores` (held fixed)."""
-        d = np.array(d_deg, dtype=np.float64)
-        best = self.score(d, level, weights, shift_m)
-        while step > stop:
-            trials = d + step * np.concatenate([np.eye(3), -np.eye(3)])
-            s = self.scores(trials, level, weights, shift_m)
-            k = int(np.argmax(s))
-            if s[k] > best:
-                best, d = float(s[k]), trials[k]
-            else:
-                step /= 2
-        return d, best
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)[None]
+        ds, ss = self.refine_many(np.asarray(d_deg, dtype=np.float64)[None], level, w, step, stop, shift_m)
+        return ds[0], float(ss[0])
+
+    def refine_many(self, starts_deg: np.ndarray, level: int, weights: np.ndarray | None = None,
+                    step: float = 0.25, stop: float = 0.01,
+                    shift_m: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """R independent pattern searches (as :meth:`refine`) run side by side: each keeps its
+        own point and step, and the trials of all searches still running are scored in one
+        call (the bootstrap's replicates, the search's starts).
+
+        Args:
+            starts_deg: Starting hypotheses, (R, 3) degrees.
+            level: Attraction scale index.
+            weights: None, per-point weights shared by every search (M,), or one row of
+                weights per search (R, M).
+            step: First step (degrees); halved when no axis step helps.
+            stop: A search ends when its step falls to this (degrees).
+            shift_m: As :meth:`scores`, shared by every search.
+
+        Returns:
+            (hypotheses (R, 3), their scores (R,)).
+        """
+        d = np.array(np.atleast_2d(starts_deg), dtype=np.float64)
+        n = len(d)
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        per_row = w is not None and w.ndim == 2
+        if per_row:
+            check_shape(w, (n, len(self)), "weights")
+        best = self.scores(d, level, w, shift_m)
+        steps = np.full(n, float(step))
+        moves = np.concatenate([np.eye(3), -np.eye(3)])  # (6, 3)
+        while True:
+            live = np.flatnonzero(steps > stop)
+            if not len(live):
+                return d, best
+            trials = d[live, None, :] + steps[live, None, None] * moves  # (L, 6, 3)
+            s = self.scores(trials.reshape(-1, 3), level, np.repeat(w[live], 6, axis=0) if per_row else w,
+                            shift_m).reshape(len(live), 6)
+            k = np.argmax(s, axis=1)
+            top = s[np.arange(len(live)), k]
+            better = top > best[live]
+            moved = live[better]
+            best[moved] = top[better]
+            d[moved] = trials[better, k[better]]
+            steps[live[~better]] /= 2
 
     def search(self) -> tuple[list[tuple[np.ndarray, float]], np.ndarray]:
         """Optima (hypotheses, best first, each with its finest-level score) and the coarse
@@ -414,14 +472,14 @@ class EdgeAlignment:
                 peaks.append(int(i))
             if len(peaks) >= N_STARTS:
                 break
-        starts = [np.zeros(3)] + [grid[i] for i in peaks]
+        ds = np.array([np.zeros(3)] + [grid[i] for i in peaks])  # (S, 3) starts, refined side by side
+        ss = np.zeros(len(ds))
+        for level in range(self.levels):
+            ds, ss = self.refine_many(ds, level, step=0.25 if level == 0 else 0.1)
         found: list[tuple[np.ndarray, float]] = []
-        for d in starts:
-            s = 0.0
-            for level in range(self.levels):
-                d, s = self.refine(d, level, step=0.25 if level == 0 else 0.1)
+        for d, s in zip(ds, ss):
             if not any(np.max(np.abs(d - o)) < 0.2 for o, _ in found):
-                found.append((d, s))
+                found.append((d, float(s)))
         found.sort(key=lambda x: -x[1])
         return found, scores
 
@@ -431,13 +489,15 @@ class EdgeAlignment:
         ids, inverse = np.unique(self.cluster, return_inverse=True)
         rng = np.random.default_rng(seed)
         last = self.levels - 1
-        out = []
-        for _ in range(replicates):
-            draw = np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids))
-            w = draw[inverse].astype(np.float64)
-            runs = [self.refine(c, last, w, step=0.1) for c in candidates]
-            out.append(runs[int(np.argmax([r[1] for r in runs]))][0])
-        return np.array(out).reshape(-1, 3)
+        cands = np.asarray(candidates, dtype=np.float64).reshape(-1, 3)  # (C, 3)
+        if replicates <= 0 or not len(cands):
+            return np.zeros((0, 3))
+        draws = [np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids)) for _ in range(replicates)]
+        w = np.stack([d[inverse] for d in draws]).astype(np.float64)  # (R, M)
+        # every replicate from every candidate, side by side: (R * C) searches
+        ds, ss = self.refine_many(np.tile(cands, (replicates, 1)), last, np.repeat(w, len(cands), axis=0), step=0.1)
+        pick = np.argmax(ss.reshape(replicates, len(cands)), axis=1)
+        return ds.reshape(replicates, len(cands), 3)[np.arange(replicates), pick]
 
     def profiles(self, d_deg: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Finest-level score along each axis through ``d``: axis -> (offsets (K,), scores (K,))."""
@@ -584,17 +644,17 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
     if replicates:
         reps = al.bootstrap([c for c, _ in found[:BOOTSTRAP_CANDIDATES]], replicates, seed)
     last = al.levels - 1
-    halves, gains, counts = np.full((2, 3), np.nan), np.zeros(2), np.zeros(2, dtype=np.int64)
+    halves, gains = np.full((2, 3), np.nan), np.zeros(2)
+    side_w = np.stack([(al.side == h).astype(np.float64) for h in (0, 1)])  # (2, M)
+    counts = side_w.sum(axis=1).astype(np.int64)
+    ds = np.repeat(best[None], 2, axis=0)  # each half refined from the full optimum, side by side
+    for level in range(al.levels):
+        ds, _ = al.refine_many(ds, level, side_w, step=0.25 if level == 0 else 0.1)
     for h in (0, 1):
-        w = (al.side == h).astype(np.float64)
-        counts[h] = int(w.sum())
         if counts[h] == 0:
             continue
-        d = best
-        for level in range(al.levels):
-            d, _ = al.refine(d, level, w, step=0.25 if level == 0 else 0.1)
-        halves[h] = -d
-        gains[h] = (al.score(best, last, w) - al.score(np.zeros(3), last, w)) / max(spread, 1e-9)
+        halves[h] = -ds[h]
+        gains[h] = (al.score(best, last, side_w[h]) - al.score(np.zeros(3), last, side_w[h])) / max(spread, 1e-9)
     first = al.frame == 0
     return CameraEvidence(
         camera=camera.name, offset_deg=-best, replicates_deg=-reps, n_points=n,

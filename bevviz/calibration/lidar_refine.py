@@ -90,14 +90,12 @@ KIND_AGREEMENT_DEG = 0.75
 
 
 def _align_half(al: EdgeAlignment, weights: np.ndarray, starts: Sequence[np.ndarray]) -> np.ndarray:
-    best, best_s = None, -np.inf
-    for d in starts:
-        s = 0.0
-        for level in range(al.levels):
-            d, s = al.refine(d, level, weights, step=0.25 if level == 0 else 0.1)
-        if s > best_s:
-            best, best_s = d, s
-    return best
+    """The best optimum of the searches from ``starts`` (each (3,)) on the weighted points, (3,)."""
+    ds = np.asarray(starts, dtype=np.float64).reshape(-1, 3)
+    ss = np.zeros(len(ds))
+    for level in range(al.levels):
+        ds, ss = al.refine_many(ds, level, weights, step=0.25 if level == 0 else 0.1)
+    return ds[int(np.argmax(ss))]
 
 
 def _floor_note(evidence: Mapping[str, CameraEvidence], consensus, camera: str) -> str:

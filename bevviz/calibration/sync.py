@@ -63,8 +63,9 @@ RIG_GAIN_Z = 0.2
 class _Alignment(Protocol):  # bevviz.calibration.lidar.EdgeAlignment (which imports this module)
     levels: int
 
-    def refine(self, d_deg: np.ndarray, level: int, weights: np.ndarray | None = None, step: float = 0.25,
-               stop: float = 0.01, shift_m: np.ndarray | None = None) -> tuple[np.ndarray, float]: ...
+    def refine_many(self, starts_deg: np.ndarray, level: int, weights: np.ndarray | None = None,
+                    step: float = 0.25, stop: float = 0.01,
+                    shift_m: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]: ...
 
     def __len__(self) -> int: ...
 
@@ -152,11 +153,14 @@ def rig_timing(fits: Mapping[str, TimingFit]) -> str:
     return ""
 
 
-def _optimise(al: _Alignment, start: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, float]:
-    d, s = np.asarray(start, dtype=np.float64), -np.inf
+def _optimise(al: _Alignment, starts: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, float]:
+    """The best of the rotation searches from each start (K, 3) at a fixed displacement."""
+    ds = np.asarray(starts, dtype=np.float64)
+    ss = np.full(len(ds), -np.inf)
     for level in range(al.levels):
-        d, s = al.refine(d, level, step=0.25 if level == 0 else 0.1, shift_m=shift)
-    return d, s
+        ds, ss = al.refine_many(ds, level, step=0.25 if level == 0 else 0.1, shift_m=shift)
+    k = int(np.argmax(ss))
+    return ds[k], float(ss[k])
 
 
 def timing_fit(al: _Alignment, best_deg: np.ndarray, best_score: float, forward_cam: np.ndarray,
@@ -190,8 +194,7 @@ def timing_fit(al: _Alignment, best_deg: np.ndarray, best_score: float, forward_
         prev = best
         for k in range(1, n + 1):
             shift = sign * k * SHIFT_STEP_M * forward
-            runs = [_optimise(al, start, shift) for start in (prev, np.zeros(3))]
-            d, sc = max(runs, key=lambda r: r[1])
+            d, sc = _optimise(al, np.stack([prev, np.zeros(3)]), shift)
             rows[sign * k] = (d, sc)
             prev = d
     keys = sorted(rows)
