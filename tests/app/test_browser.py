@@ -90,6 +90,7 @@ def tab(server):
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = b.new_page(viewport={"width": 1600, "height": 1100})
         page.goto(server, wait_until="domcontentloaded", timeout=60_000)
+        wait_until_idle(page)  # the first run; every test leaves the app idle for the next
         yield page
         b.close()
 
@@ -114,7 +115,6 @@ def test_page_renders_without_errors(server, tab, title):
     path, stem, min_charts = PAGES[title]
     page = tab
     page.set_viewport_size({"width": 1600, "height": 1100})
-    wait_until_idle(page)
     # Wait for the app's own navigation (exact titles): before the first run registers it,
     # Streamlit lists pages/ by file name ("calibration doctor"), and those links open a
     # page without the app's sidebar.
