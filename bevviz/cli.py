@@ -51,7 +51,7 @@ def _doctor_options(fn):
     options = [
         click.option("--lidar/--no-lidar", default=True, show_default=True,
                      help="Use the sample's LIDAR_TOP sweep as the doctor's second witness when it has one "
-                          "(about 4 s per 6-camera sample)."),
+                          "(about 3 s per 6-camera sample on 2 cores)."),
         click.option("--sweeps", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
                      help="LiDAR sweeps to accumulate (1 = the keyframe sweep)."),
         click.option("--thorough", is_flag=True,
