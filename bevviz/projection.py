@@ -93,6 +93,24 @@ def pixels_of(p_cam: np.ndarray, K: np.ndarray) -> np.ndarray:
     return p_img[..., :2] / p_img[..., 2:3]
 
 
+def rays_of(uv: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """Camera-frame rays through pixels: ``K^-1 (u, v, 1)``, the inverse of :func:`pixels_of`.
+
+    Args:
+        uv: Pixel coordinates (u, v), shape (*P, 2).
+        K: Intrinsics, shape (3, 3).
+
+    Returns:
+        Rays (x, y, 1) in the camera frame (RDF), shape (*P, 3): the point of depth ``z``
+        seen at ``uv`` is ``z * ray``.
+
+    Convention:
+        Pixel centres at integer coordinates, as :func:`pixels_of`; see docs/conventions.md.
+    """
+    uv = np.asarray(uv, dtype=np.float64)
+    return np.concatenate([uv, np.ones(uv.shape[:-1] + (1,))], axis=-1) @ np.linalg.inv(np.asarray(K, np.float64)).T
+
+
 def project_camera(points_ego: np.ndarray, camera, min_depth: float = 0.0,
                    ego_motion: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Project ego-frame points into one camera (numpy).

@@ -9,10 +9,22 @@ from bevviz.projection import (
     REFERENCE_WIDTH_PX,
     image_extent,
     inside_image,
+    pixels_of,
     project_camera,
     project_points,
+    rays_of,
     reference_pixels,
 )
+
+
+def test_a_ray_through_a_pixel_projects_back_onto_it(rig):
+    K = rig["CAM_FRONT"].K
+    uv = np.random.default_rng(0).uniform([0, 0], [1600, 900], size=(4, 5, 2))
+    rays = rays_of(uv, K)
+    assert rays.shape == (4, 5, 3) and np.all(rays[..., 2] == 1.0)
+    np.testing.assert_allclose(pixels_of(7.5 * rays, K), uv, atol=1e-9)
+    # the principal point looks along the optical axis
+    np.testing.assert_allclose(rays_of(K[:2, 2], K), [0.0, 0.0, 1.0], atol=1e-12)
 
 
 def test_project_camera_agrees_with_project_points(rig):

@@ -49,7 +49,7 @@ import torch
 from bevviz.calibration.masks import in_mask
 from bevviz.camera import Camera
 from bevviz.lidar import MIN_RANGE_M, LidarScan
-from bevviz.projection import inside_image
+from bevviz.projection import inside_image, rays_of
 from bevviz.shapes import check_shape, field_error
 
 __all__ = [
@@ -545,7 +545,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
         m = (rel > DEPTH_JUMP_INV_REL) & clean
         fg = np.where(w[a] > w[b], a, b)[m]
         mid = 0.5 * (uv[a[m]] + uv[b[m]])
-        rays = np.concatenate([mid, np.ones((len(mid), 1))], axis=1) @ np.linalg.inv(camera.K).T
+        rays = rays_of(mid, camera.K)
         pos.append(rays * z[fg, None])
         kinds.append(np.full(len(fg), DEPTH, dtype=np.int8))
         orients.append(np.full(len(fg), orient ^ sideways, dtype=np.int8))

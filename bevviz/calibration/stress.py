@@ -52,7 +52,7 @@ from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan
-from bevviz.projection import pixels_of
+from bevviz.projection import pixels_of, rays_of
 from bevviz.threads import single_threaded
 
 __all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "StressCase", "VARIANTS", "Variant",
@@ -277,7 +277,7 @@ def _homogeneous(p: np.ndarray) -> np.ndarray:
 
 def _normalised(camera: Camera, uv: np.ndarray) -> np.ndarray:
     """``K^-1 (u, v, 1)``: normalised coordinates of pixels ``uv`` (*P, 2), (*P, 2)."""
-    return pixels_of(_homogeneous(uv), np.linalg.inv(camera.K))
+    return rays_of(uv, camera.K)[..., :2]
 
 
 def _distorted_polygon(poly: Sequence, camera: Camera, k1: float) -> list[list[float]]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bevviz.camera import Camera, Rig
-from bevviz.projection import image_extent, project_points, transform_points
+from bevviz.projection import image_extent, project_points, rays_of, transform_points
 from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
@@ -41,7 +41,7 @@ def backproject(camera: Camera, uv: np.ndarray, depth: float | np.ndarray) -> np
     """
     uv = np.asarray(uv, dtype=np.float64)
     check_shape(uv, ("...", 2), "uv", camera.name)
-    rays = np.concatenate([uv, np.ones(uv.shape[:-1] + (1,))], axis=-1) @ np.linalg.inv(camera.K).T
+    rays = rays_of(uv, camera.K)
     p_cam = rays * np.asarray(depth, dtype=np.float64)[..., None]
     return transform_points(p_cam, camera.ego_from_cam)
 

@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from bevviz.camera import Camera, Rig
+from bevviz.projection import rays_of
 from bevviz.rotations import make_transform
 from bevviz.shapes import as_float_array, check_shape, field_error
 from bevviz.synthetic.layout import SKY_HORIZON, SKY_ZENITH, SUN
@@ -100,8 +101,7 @@ def camera_rays(camera: Camera, world_from_ego: np.ndarray | None = None,
         uv = np.stack([uu.ravel(), vv.ravel()], axis=1).astype(float)
     uv = as_float_array(uv, "uv")
     check_shape(uv, (None, 2), "uv")
-    pix = np.concatenate([uv, np.ones((len(uv), 1))], axis=1)
-    d = pix @ np.linalg.inv(camera.K).T @ world_from_cam[:3, :3].T
+    d = rays_of(uv, camera.K) @ world_from_cam[:3, :3].T
     d /= np.linalg.norm(d, axis=1, keepdims=True)
     return world_from_cam[:3, 3].copy(), d
 
