@@ -33,7 +33,8 @@ from bevviz.errors import InputError
 from bevviz.limits import MAX_LIDAR_POINTS, limit_error
 from bevviz.shapes import check_shape, field_error
 
-__all__ = ["MAX_LIDAR_POINTS", "MIN_RANGE_M", "RIGID_TOL", "LidarScan", "as_lidar_scan"]
+__all__ = ["GROUND_BIN_M", "GROUND_MIN_SHARE", "GROUND_RANGE_M", "MAX_LIDAR_POINTS", "MIN_RANGE_M", "RIGID_TOL",
+           "LidarScan", "as_lidar_scan", "ground_height"]
 
 #: Returns nearer the LiDAR than this (metres) are the car itself (its roof, its mirrors) or
 #: no-returns stored as zeros: every user of a scan drops them.
@@ -41,6 +42,16 @@ MIN_RANGE_M = 1.5
 #: Largest |R R^T - I| of an ``exposure_from_keyframe`` rotation (float32-rounded poses
 #: from other tools are accepted).
 RIGID_TOL = 1e-4
+
+#: Horizontal distances (metres, from the LiDAR) of the returns :func:`ground_height` reads:
+#: near enough for the ground to dominate, beyond the car itself.
+GROUND_RANGE_M = (3.0, 25.0)
+#: Height bin (metres) of :func:`ground_height`'s histogram.
+GROUND_BIN_M = 0.05
+#: Least share of those returns the densest bin must hold: on the development frames 8-37 %
+#: (the rest: walls, cars, vegetation), 98 % on the synthetic scene; below this no plane
+#: dominates and there is no answer.
+GROUND_MIN_SHARE = 0.05
 
 _INT16_MAX = int(np.iinfo(np.int16).max)
 
@@ -279,3 +290,35 @@ def as_lidar_scan(obj: object, field: str = "lidar", origin: object = None, time
         return LidarScan(pts, None, np.zeros(n, np.int16), origin, timestamp_us, {})
     except InputError as exc:
         raise exc.within(field) from None
+
+
+def ground_height(scan: LidarScan) -> float | None:
+    """Height (ego z, metres) of the ground the LiDAR sees: the densest height among its
+    returns 3-25 m away horizontally (:data:`GROUND_RANGE_M`), where the road dominates.
+
+    Args:
+        scan: The scan (N points).
+
+    Returns:
+        The median z of the returns within 0.15 m of the densest :data:`GROUND_BIN_M` bin,
+        or None when too few returns lie in range (fewer than 100) or that bin holds less
+        than :data:`GROUND_MIN_SHARE` of them (no plane dominates).
+
+    Convention:
+        Ego frame z up. In bevviz's convention the ground is z = 0 (docs/conventions.md); a
+        rig stored in a sensor's frame (KITTI: the Velodyne's, about 1.7 m above the road)
+        reads its ground height here. The horizontal distance is measured from
+        :attr:`LidarScan.origin` (the ego origin when the scan does not say).
+    """
+    xyz = scan.xyz.astype(np.float64)
+    r = np.hypot(xyz[:, 0] - scan.origin[0], xyz[:, 1] - scan.origin[1])
+    z = xyz[(r > GROUND_RANGE_M[0]) & (r < GROUND_RANGE_M[1]), 2]
+    if len(z) < 100:
+        return None
+    lo, hi = np.percentile(z, [1, 99])
+    counts, edges = np.histogram(z, bins=np.arange(lo - GROUND_BIN_M, hi + 2 * GROUND_BIN_M, GROUND_BIN_M))
+    k = int(np.argmax(counts))
+    near = z[(z >= edges[k] - 0.15) & (z < edges[k + 1] + 0.15)]
+    if counts[k] < GROUND_MIN_SHARE * len(z):
+        return None
+    return float(np.median(near))

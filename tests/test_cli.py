@@ -106,6 +106,10 @@ def test_check_adds_up_frames_of_a_dataset_and_reads_a_frame_folder(tmp_path, ca
     doc = json.loads(k.read_text())
     assert rc == doc["exit_code"] and doc["source"]["kind"] == "frame-folder" and doc["lidar_points"] > 10_000
     assert doc["cameras"][0]["uncertainty_deg"] is not None  # the LiDAR witness ran
+    # the correctly calibrated KITTI camera is not flagged: its rig is stored in the Velodyne's
+    # frame, and its height is measured from the road the LiDAR sees (a note says so)
+    assert rc == 0 and doc["flagged"] == [] and doc["cameras"][0]["verdict"] != "miscalibrated"
+    assert any("sees the ground at z = -1.6" in n for n in doc["notes"])
 
 
 def _check_moved_cloud(tmp_path, move) -> tuple[int, dict]:

@@ -162,3 +162,32 @@ def test_as_lidar_scan_names_a_bad_origin():
 def test_max_points_constant_is_documented():
     assert lidar.MAX_LIDAR_POINTS == 5_000_000
     assert "MAX_LIDAR_POINTS" in (as_lidar_scan.__doc__ or "")
+
+
+def _ground_scan(ground_z: float, n_ground: int, n_clutter: int, origin=(0.0, 0.0, 0.0)) -> LidarScan:
+    """Ground returns at ``ground_z`` (2 cm noise) 3-25 m around ``origin`` and clutter 0-3 m above it."""
+    rng = np.random.default_rng(0)
+    r, a = rng.uniform(3.5, 24.0, n_ground + n_clutter), rng.uniform(-np.pi, np.pi, n_ground + n_clutter)
+    xyz = np.stack([origin[0] + r * np.cos(a), origin[1] + r * np.sin(a), np.full(len(r), ground_z)], axis=1)
+    xyz[:n_ground, 2] += rng.normal(0.0, 0.02, n_ground)
+    xyz[n_ground:, 2] += rng.uniform(0.3, 3.0, n_clutter)
+    pts = np.concatenate([xyz, np.zeros((len(xyz), 1))], axis=1).astype(np.float32)
+    return LidarScan(pts, None, np.zeros(len(pts), np.int16), np.asarray(origin, dtype=np.float64))
+
+
+@pytest.mark.parametrize("ground_z", [0.0, -1.73, 0.4])
+def test_the_ground_is_the_densest_height_around_the_lidar(ground_z):
+    # a fifth of the returns on the road, the rest on walls, cars and trees above it
+    assert lidar.ground_height(_ground_scan(ground_z, 2000, 8000)) == pytest.approx(ground_z, abs=0.03)
+    # measured around the scan's origin: returns near the origin but far from the LiDAR count
+    far = _ground_scan(ground_z, 2000, 8000, origin=(100.0, 0.0, 2.0))
+    assert lidar.ground_height(far) == pytest.approx(ground_z, abs=0.03)
+
+
+def test_no_ground_height_without_a_dominant_plane_or_enough_returns():
+    rng = np.random.default_rng(1)
+    spread = rng.uniform([-20, -20, -5], [20, 20, 5], (5000, 3))  # no plane: heights spread evenly
+    pts = np.concatenate([spread, np.zeros((5000, 1))], axis=1).astype(np.float32)
+    assert lidar.ground_height(as_lidar_scan(pts)) is None
+    assert lidar.ground_height(_ground_scan(-1.7, 50, 0)) is None  # 50 returns in range: too few
+    assert lidar.ground_height(as_lidar_scan(np.zeros((0, 4), np.float32))) is None

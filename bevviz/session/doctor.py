@@ -67,7 +67,7 @@ from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, ConventionScore, RawCamera, rank_conventions
 from bevviz.errors import InputError
 from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from
-from bevviz.lidar import LidarScan
+from bevviz.lidar import LidarScan, ground_height
 from bevviz.session.loaders import dataset
 from bevviz.session.report import (
     CameraCheck,
@@ -79,7 +79,13 @@ from bevviz.session.report import (
 )
 from bevviz.session.scene import Scene
 
-__all__ = ["Doctor", "Refinement", "SeamView", "check_rig", "dataset_frames"]
+__all__ = ["GROUND_SHIFT_M", "Doctor", "Refinement", "SeamView", "check_rig", "dataset_frames"]
+
+#: A LiDAR that sees the ground further than this (metres) from the ego frame's z = 0 shows
+#: the rig is stored in a sensor's frame (KITTI: the Velodyne's, 1.7 m up): the projection
+#: sanity then measures mounting heights from that ground (the development frames: nuScenes
+#: 0.00, TRI 0.09-0.11, KITTI -1.66 to -1.70 m).
+GROUND_SHIFT_M = 0.5
 
 #: Progress callback: ``(done, total, camera)``.
 Progress = Callable[[int, int, str], None]
@@ -172,6 +178,7 @@ class Doctor:
         self._refined: dict[tuple, Refinement] = {}
         self._ranking: list[ConventionScore] | None = None
         self._sanity: dict[str, CameraSanity] | None = None
+        self._ground: tuple[float | None] | None = None
         self._diagnosis: Diagnosis | None = None
         self._quick: Diagnosis | None = None
         self._offsets: dict[str, tuple[dict[str, float] | None, bool]] = {}
@@ -232,10 +239,28 @@ class Doctor:
         return ConventionCheck(stored.label, best.label, ok, tuple((r.label, float(r.score)) for r in ranked),
                                tuple(best.evidence))
 
+    def ground_z(self) -> float | None:
+        """Ego z (metres) of the ground the scene's LiDAR sees (:func:`bevviz.lidar.ground_height`),
+        or None without a scan or without a dominant ground plane."""
+        if self._ground is None:
+            self._ground = (None if self.lidar is None else ground_height(self.lidar),)
+        return self._ground[0]
+
+    def ground_note(self) -> str:
+        """A sentence when the LiDAR sees the ground more than :data:`GROUND_SHIFT_M` from z = 0
+        (the sanity then measures heights from there), else ""."""
+        g = self.ground_z()
+        if g is None or abs(g) <= GROUND_SHIFT_M:
+            return ""
+        return (f"the LiDAR sees the ground at z = {g:+.2f} m of the ego frame, not at z = 0: the rig is stored in a "
+                "sensor's frame (e.g. the LiDAR's); mounting heights are measured from that ground, while BEV "
+                "heights (pillars, the seams' ground plane) stay measured from the frame's z = 0")
+
     def sanity(self) -> dict[str, CameraSanity]:
-        """Camera name -> its projection sanity (:func:`~bevviz.session.report.projection_sanity`)."""
+        """Camera name -> its projection sanity (:func:`~bevviz.session.report.projection_sanity`),
+        from the ground the LiDAR sees when it is not the ego frame's z = 0 (:meth:`ground_note`)."""
         if self._sanity is None:
-            self._sanity = projection_sanity(self.rig)
+            self._sanity = projection_sanity(self.rig, self.ground_z() if self.ground_note() else 0.0)
         return self._sanity
 
     # ----------------------------------------------------------------------------------
@@ -458,6 +483,7 @@ class Doctor:
         notes = [*self.scene.notes, *self.scene.warnings]  # image conversions (grey, 16-bit, CMYK, alpha) too
         conv = self.conventions()
         sanity = self.sanity()
+        notes.extend(n for n in (self.ground_note(),) if n)
         scan = self.lidar
         n_points = 0 if scan is None else int(len(scan.points if isinstance(scan, LidarScan) else scan))
         cams: list[CameraCheck] = []

@@ -17,10 +17,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+import numpy as np
+
 from bevviz.calibration import BOOTSTRAP, MISCALIBRATED, OK
 from bevviz.camera import Rig
 from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints
 from bevviz.projection import inside_image
+from bevviz.rotations import make_transform
 from bevviz.shapes import field_error
 
 __all__ = [
@@ -78,7 +81,8 @@ class CameraSanity:
     """Projection sanity of one camera.
 
     Attributes:
-        height_m: Mounting height above the ground (ego z of the optical centre).
+        height_m: Mounting height above the ground (ego z of the optical centre, less the
+            ground's ego z where a LiDAR shows the ground elsewhere than z = 0).
         ground_points: Points of the ground ring (``OVERLAP_RING``) that land in the image.
         principal_point_inside: Whether (cx, cy) lies inside the image.
         neighbours: Other cameras that see some of the same ground-ring points.
@@ -219,7 +223,7 @@ def finite(x: float) -> float | None:
 # --------------------------------------------------------------------------------------
 
 
-def projection_sanity(rig: Rig) -> dict[str, CameraSanity]:
+def projection_sanity(rig: Rig, ground_z: float = 0.0) -> dict[str, CameraSanity]:
     """Per camera: does its projection make physical sense?
 
     Ground points on a ring around the rig centre (the convention ranking's
@@ -231,14 +235,21 @@ def projection_sanity(rig: Rig) -> dict[str, CameraSanity]:
 
     Args:
         rig: The rig (N_cam cameras).
+        ground_z: Ego z of the ground (metres): 0 in bevviz's convention; where a LiDAR
+            shows the rig is stored in a sensor's frame, the height it sees the ground at
+            (:func:`bevviz.lidar.ground_height`), so that heights and footprints are
+            measured from the road.
 
     Returns:
-        Camera name -> :class:`CameraSanity`, in rig order.
+        Camera name -> :class:`CameraSanity` (``height_m`` above ``ground_z``), in rig order.
 
     Convention:
-        Ground z = 0 of the ego frame; pixel bounds as :func:`bevviz.projection.project_points`
-        (``bounds="pixel"``).
+        Ground: the plane z = ``ground_z`` of the ego frame; pixel bounds as
+        :func:`bevviz.projection.project_points` (``bounds="pixel"``).
     """
+    if ground_z:
+        lift = make_transform(np.eye(3), np.array([0.0, 0.0, float(ground_z)]))  # ego from ground-level ego
+        rig = Rig([c.replace(cam_from_ego=c.cam_from_ego @ lift) for c in rig])
     valid = ground_footprints(rig).reshape(len(rig), -1)  # (N_cam, M)
     out = {}
     lo, hi = HEIGHT_RANGE

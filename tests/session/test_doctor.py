@@ -94,3 +94,22 @@ def test_the_doctor_uses_no_lidar_point_on_a_cameras_ignore_polygons(sample_data
     f = Doctor(whole, CheckSettings(replicates=4)).diagnose().by_camera(cam)
     assert f.lidar.n_points == 0 and f.verdict == "inconclusive" and "too few LiDAR edge points" in f.reason
     assert Doctor(scene, CheckSettings(replicates=4)).diagnose().by_camera(cam).lidar.n_points > 100
+
+
+def test_a_rig_stored_in_the_lidars_frame_has_its_heights_measured_from_the_ground_the_lidar_sees(sample_data,
+                                                                                                 real_doctor):
+    # KITTI's ego frame is the Velodyne's: its camera sits 0.07 m *below* z = 0, 1.6 m above the road
+    kitti = Doctor(load_scene(str(sample_data / "real_kitti")), CheckSettings(replicates=4))
+    cam = kitti.rig.names[0]
+    assert kitti.rig[cam].position[2] == pytest.approx(-0.07, abs=0.02)
+    assert kitti.ground_z() == pytest.approx(-1.68, abs=0.1)
+    assert "ground at z = -1.68 m of the ego frame" in kitti.ground_note()
+    sanity = kitti.sanity()[cam]
+    assert sanity.height_m == pytest.approx(1.61, abs=0.1) and not sanity.problems
+    assert sanity.ground_points > 0
+    # without the LiDAR the ego frame's z = 0 is the ground: the height is implausible and says so
+    blind = Doctor(load_scene(str(sample_data / "real_kitti")), CheckSettings(lidar=False, replicates=4))
+    assert blind.ground_note() == "" and "mounted -0.07 m above the ground" in blind.sanity()[cam].problems[0]
+    # a rig on the ground keeps z = 0 (the nuScenes keyframe's LiDAR sees its road at 0.00 m)
+    assert abs(real_doctor.ground_z()) < 0.1 and real_doctor.ground_note() == ""
+    assert all(not s.problems for s in real_doctor.sanity().values())
