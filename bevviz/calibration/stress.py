@@ -53,6 +53,7 @@ from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan
 from bevviz.projection import pixels_of, rays_of
+from bevviz.rotations import make_transform
 from bevviz.threads import single_threaded
 
 __all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "StressCase", "VARIANTS", "Variant",
@@ -153,6 +154,24 @@ def _moved(yaw_deg: float, dz_m: float) -> Callable:
         p[:, :3] = p[:, :3] @ rot.T.astype(p.dtype) + np.array([0.0, 0.0, dz_m], dtype=p.dtype)
         return p
     return _points(move, keep_ring=True)
+
+
+def _frame_raised(dz_m: float) -> Callable:
+    """The whole rig in a car frame ``dz_m`` metres higher: cameras, cloud, LiDAR origin and
+    ego motion alike (a rig stored in its LiDAR's frame, as KITTI's): the same geometry,
+    which must give the same verdicts."""
+    new_from_old = make_transform(np.eye(3), np.array([0.0, 0.0, -dz_m]))
+    old_from_new = make_transform(np.eye(3), np.array([0.0, 0.0, dz_m]))
+
+    def run(f: RealFrame, rng: np.random.Generator):
+        p = np.array(f.scan.points)
+        p[:, 2] -= np.float32(dz_m)
+        motion = {k: new_from_old @ T @ old_from_new for k, T in f.scan.exposure_from_keyframe.items()}
+        scan = LidarScan(p, f.scan.ring, np.zeros(len(p), np.int16), np.asarray(f.scan.origin) - [0.0, 0.0, dz_m],
+                         f.scan.timestamp_us, motion)
+        rig = Rig([c.replace(cam_from_ego=c.cam_from_ego @ old_from_new) for c in f.rig])
+        return rig, f.images, scan, f.ignore
+    return run
 
 
 def _front_half(f: RealFrame, rng: np.random.Generator):
@@ -325,6 +344,8 @@ VARIANTS: dict[str, Variant] = {
     "LiDAR turned 90 deg": ("the cloud in a frame turned 90 deg about z (a sensor frame)", _moved(90.0, 0.0)),
     "LiDAR turned 180 deg": ("the cloud turned 180 deg about z", _moved(180.0, 0.0)),
     "LiDAR 1.8 m low": ("the cloud 1.8 m below the car's frame (heights from the sensor)", _moved(0.0, -1.8)),
+    "car frame at the LiDAR": ("rig and cloud stored in a frame 1.8 m up (a sensor's frame, as KITTI's)",
+                               _frame_raised(1.8)),
     "3 cameras": ("the rig's first three cameras only (too few for a rig consensus)", _first_cameras(3)),
     "2 cameras": ("the rig's first two cameras only", _first_cameras(2)),
     "half resolution": ("images and intrinsics at half size", _resized(0.5)),

@@ -59,6 +59,12 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     assert len(scan) == n and np.all(scan.points[:, 0] > kitti.scan.origin[0])
     _, _, scan, _ = VARIANTS["LiDAR 1.8 m low"][1](kitti, rng)
     assert np.allclose(scan.points[:, 2], kitti.scan.points[:, 2] - 1.8, atol=1e-4)
+    rig, _, scan, _ = VARIANTS["car frame at the LiDAR"][1](kitti, rng)  # the same geometry, 1.8 m up
+    assert np.allclose(scan.points[:, 2], kitti.scan.points[:, 2] - 1.8, atol=1e-4)
+    assert rig["image_2"].position[2] == pytest.approx(kitti.rig["image_2"].position[2] - 1.8)
+    seen = [c.cam_from_ego[:3, :3] @ s.points_at(c).T + c.cam_from_ego[:3, 3:]
+            for c, s in ((kitti.rig["image_2"], kitti.scan), (rig["image_2"], scan))]
+    assert np.allclose(seen[0], seen[1], atol=1e-4)  # every point where the camera saw it
     _, images, _, _ = VARIANTS["dark"][1](kitti, rng)
     assert images["image_2"].mean() < 0.5 * kitti.images["image_2"].mean()
     _, images, _, _ = VARIANTS["grey"][1](kitti, rng)
@@ -68,6 +74,16 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     img = images["image_2"]
     assert not img[0, 0].any() and not img[-1, -1].any()
     assert (img[img.shape[0] // 2] == kitti.images["image_2"][img.shape[0] // 2]).all()  # the middle row kept
+
+
+def test_a_rig_stored_in_a_higher_frame_sees_every_point_where_it_did_with_its_ego_motion(sample_data):
+    tri = load_frame_folder(sample_data / "real_tri")
+    assert tri.scan.exposure_from_keyframe  # the TRI frame's cameras fire after the sweep
+    rig, _, scan, _ = VARIANTS["car frame at the LiDAR"][1](tri, np.random.default_rng(0))
+    for cam in tri.rig:
+        seen = [c.cam_from_ego[:3, :3] @ s.points_at(c).T + c.cam_from_ego[:3, 3:]
+                for c, s in ((cam, tri.scan), (rig[cam.name], scan))]
+        assert np.allclose(seen[0], seen[1], atol=1e-4), cam.name
 
 
 @pytest.mark.parametrize("variant,k", [("portrait mount", 1), ("upside-down mount", 2)])
