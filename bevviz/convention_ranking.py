@@ -39,6 +39,7 @@ from bevviz.calibration import rig_seam_cost
 from bevviz.camera import Rig, camera_from_raw
 from bevviz.errors import InputError
 from bevviz.projection import project_points
+from bevviz.rotations import make_transform
 from bevviz.shapes import field_error
 from bevviz.storage import Convention, RawCamera
 from bevviz.threads import single_threaded
@@ -92,6 +93,28 @@ def _soft(excess: np.ndarray, scale: float) -> np.ndarray:
 def _names(names: Sequence[str], limit: int = 3) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def measured_from_ground(rig: Rig, ground_z: float) -> Rig:
+    """The rig in a frame whose z = 0 is the ground at ego z = ``ground_z`` (a rig stored in a
+    sensor's frame, whose LiDAR sees the road at ``ground_z``; see
+    :func:`bevviz.lidar.ground_height`): the same cameras, heights measured from the road.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        ground_z: Ego z of the ground, metres; 0 returns ``rig`` itself.
+
+    Returns:
+        The rig with every ``cam_from_ego`` taking ground-level points (z' = z - ground_z).
+
+    Convention:
+        ``cam_from_ground = cam_from_ego @ ego_from_ground``, ``ego_from_ground`` a
+        translation by ``(0, 0, ground_z)``.
+    """
+    if not ground_z:
+        return rig
+    ego_from_ground = make_transform(np.eye(3), np.array([0.0, 0.0, float(ground_z)]))
+    return Rig([c.replace(cam_from_ego=c.cam_from_ego @ ego_from_ground) for c in rig])
 
 
 def _geometry(rig: Rig) -> dict[str, np.ndarray]:
@@ -293,7 +316,8 @@ def score_rig(rig: Rig) -> tuple[float, dict[str, float], list[str]]:
 
 
 def rank_conventions(raw_cameras: Sequence[RawCamera], images: dict | None = None,
-                     candidates: Sequence[Convention] | None = None) -> list[ConventionScore]:
+                     candidates: Sequence[Convention] | None = None,
+                     ground_z: float = 0.0) -> list[ConventionScore]:
     """Score every storage convention of a raw calibration; best first.
 
     Args:
@@ -302,6 +326,10 @@ def rank_conventions(raw_cameras: Sequence[RawCamera], images: dict | None = Non
             candidates are also scored on seam consistency (cameras agreeing on the ground
             where their footprints overlap).
         candidates: Conventions to try; default :meth:`Convention.all` (12).
+        ground_z: Ego z of the ground (0 in bevviz's convention; the road a LiDAR sees for a
+            rig stored in a sensor's frame): the physical checks (heights, ground below the
+            horizon, footprints) measure from it (:func:`measured_from_ground`); each
+            result's ``rig`` stays in the stored frame.
 
     Returns:
         One :class:`ConventionScore` per candidate, sorted by score (highest first; ties
@@ -318,10 +346,10 @@ def rank_conventions(raw_cameras: Sequence[RawCamera], images: dict | None = Non
     if not raws:
         raise field_error("raw_cameras", raws, "need at least one camera")
     with single_threaded():  # many small projections: threads only add overhead
-        return _rank(raws, images, candidates)
+        return _rank(raws, images, candidates, ground_z)
 
 
-def _rank(raws: list[RawCamera], images: dict | None, candidates) -> list[ConventionScore]:
+def _rank(raws: list[RawCamera], images: dict | None, candidates, ground_z: float = 0.0) -> list[ConventionScore]:
     cands = list(candidates) if candidates is not None else Convention.all()
     results: list[ConventionScore] = []
     for conv in cands:
@@ -331,7 +359,7 @@ def _rank(raws: list[RawCamera], images: dict | None, candidates) -> list[Conven
             results.append(ConventionScore(conv, float("-inf"),
                                            [f"The numbers cannot be read this way: {err}"]))
             continue
-        score, checks, evidence = score_rig(rig)
+        score, checks, evidence = score_rig(measured_from_ground(rig, ground_z))
         results.append(ConventionScore(conv, score, evidence, checks, rig))
 
     if images is not None:

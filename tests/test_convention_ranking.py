@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bevviz.convention_ranking import measured_from_ground
 from bevviz.conventions import Convention, ConventionScore, RawCamera, rank_conventions, raw_from_camera
 from bevviz.synthetic import nuscenes_like_rig
 
@@ -25,6 +26,25 @@ def test_true_convention_ranks_first_with_margin(rig, true):
     # The winner's rig is the original rig.
     for a, b in zip(ranked[0].rig, rig):
         np.testing.assert_allclose(a.cam_from_ego, b.cam_from_ego, atol=1e-9)
+
+
+@pytest.mark.parametrize("true", ALL[:4], ids=[c.label for c in ALL[:4]])
+def test_a_rig_stored_in_its_lidars_frame_ranks_as_on_the_ground_when_told_where_the_ground_is(rig, true):
+    up = measured_from_ground(rig, 1.8)  # every camera's frame 1.8 m higher: cameras at -0.3 m
+    assert up["CAM_FRONT"].position[2] == pytest.approx(rig["CAM_FRONT"].position[2] - 1.8)
+    grounded = rank_conventions(up.to_raw(true), ground_z=-1.8)
+    reference = rank_conventions(rig.to_raw(true))
+    # the true reading scores as the rig on the ground does (the wrong readings of shifted
+    # numbers are other wrong rigs), and still wins clearly
+    assert grounded[0].convention == true and grounded[0].score == pytest.approx(reference[0].score, abs=1e-9)
+    assert grounded[0].score - grounded[1].score > 0.1
+    for a, b in zip(grounded[0].rig, up):  # the winner's rig stays in the stored frame
+        np.testing.assert_allclose(a.cam_from_ego, b.cam_from_ego, atol=1e-9)
+    # read from z = 0 the stored frame's cameras sit below the ground: the checks say so
+    blind = rank_conventions(up.to_raw(true))
+    assert blind[0].score < grounded[0].score - 0.1
+    assert any("implausible height" in e for e in next(r for r in blind if r.convention == true).evidence)
+    assert measured_from_ground(rig, 0.0) is rig
 
 
 def test_evidence_is_readable_sentences(rig):

@@ -228,7 +228,7 @@ class Doctor:
         images (seam consistency) when every camera has one."""
         if self._ranking is None:
             images = self.scene.images if self.scene.has_all_images else None
-            self._ranking = rank_conventions(self.scene.stored, images or None)
+            self._ranking = rank_conventions(self.scene.stored, images or None, ground_z=self._ground_shift())
         return self._ranking
 
     def conventions(self) -> ConventionCheck:
@@ -253,14 +253,20 @@ class Doctor:
         if g is None or abs(g) <= GROUND_SHIFT_M:
             return ""
         return (f"the LiDAR sees the ground at z = {g:+.2f} m of the ego frame, not at z = 0: the rig is stored in a "
-                "sensor's frame (e.g. the LiDAR's); mounting heights are measured from that ground, while BEV "
-                "heights (pillars, the seams' ground plane) stay measured from the frame's z = 0")
+                "sensor's frame (e.g. the LiDAR's); the projection sanity and the convention ranking's physical "
+                "checks measure from that ground, while BEV heights (pillars, the seams' ground plane) stay "
+                "measured from the frame's z = 0")
+
+    def _ground_shift(self) -> float:
+        """Where the physical checks put the ground: the LiDAR's ground when :meth:`ground_note`
+        speaks, else the ego frame's z = 0."""
+        return float(self.ground_z()) if self.ground_note() else 0.0
 
     def sanity(self) -> dict[str, CameraSanity]:
         """Camera name -> its projection sanity (:func:`~bevviz.session.report.projection_sanity`),
         from the ground the LiDAR sees when it is not the ego frame's z = 0 (:meth:`ground_note`)."""
         if self._sanity is None:
-            self._sanity = projection_sanity(self.rig, self.ground_z() if self.ground_note() else 0.0)
+            self._sanity = projection_sanity(self.rig, self._ground_shift())
         return self._sanity
 
     # ----------------------------------------------------------------------------------

@@ -17,13 +17,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
-import numpy as np
-
 from bevviz.calibration import BOOTSTRAP, MISCALIBRATED, OK
 from bevviz.camera import Rig
-from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints
+from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints, measured_from_ground
 from bevviz.projection import inside_image
-from bevviz.rotations import make_transform
 from bevviz.shapes import field_error
 
 __all__ = [
@@ -247,9 +244,7 @@ def projection_sanity(rig: Rig, ground_z: float = 0.0) -> dict[str, CameraSanity
         Ground: the plane z = ``ground_z`` of the ego frame; pixel bounds as
         :func:`bevviz.projection.project_points` (``bounds="pixel"``).
     """
-    if ground_z:
-        lift = make_transform(np.eye(3), np.array([0.0, 0.0, float(ground_z)]))  # ego from ground-level ego
-        rig = Rig([c.replace(cam_from_ego=c.cam_from_ego @ lift) for c in rig])
+    rig = measured_from_ground(rig, ground_z)
     valid = ground_footprints(rig).reshape(len(rig), -1)  # (N_cam, M)
     out = {}
     lo, hi = HEIGHT_RANGE

@@ -107,6 +107,8 @@ def test_a_rig_stored_in_the_lidars_frame_has_its_heights_measured_from_the_grou
     sanity = kitti.sanity()[cam]
     assert sanity.height_m == pytest.approx(1.61, abs=0.1) and not sanity.problems
     assert sanity.ground_points > 0
+    conventions = kitti.conventions()  # the ranking's physical checks measure from that road too
+    assert conventions.ok and any("sit 1.6" in e and "above the ground" in e for e in conventions.evidence)
     # without the LiDAR the ego frame's z = 0 is the ground: the height is implausible and says so
     blind = Doctor(load_scene(str(sample_data / "real_kitti")), CheckSettings(lidar=False, replicates=4))
     assert blind.ground_note() == "" and "mounted -0.07 m above the ground" in blind.sanity()[cam].problems[0]
