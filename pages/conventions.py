@@ -13,6 +13,7 @@ from bevviz.convention_ranking import image_operation_checks, raw_rows
 from bevviz.conventions import NUSCENES, Convention, rank_conventions
 from bevviz.io.rig_json import parse_rig
 from bevviz.limits import escape_markdown
+from bevviz.session import ground_shift
 from bevviz.viz.cameras import CameraOverlay, camera_grid_figure
 from bevviz.viz.conventions import candidate_scores_figure, check_matrix_figure, image_op_figure
 from bevviz.viz.rig3d import rig_figure
@@ -59,14 +60,23 @@ use_images = st.toggle("Also score seam consistency with the images", value=Fals
 images = scene.images if use_images and all(n in scene.images for n in rig.names) else None
 
 
+# The loaded scene's LiDAR says where its road is (a rig stored in a sensor's frame); an
+# uploaded file's numbers may be in any frame, so they are judged from z = 0.
+ground_z = 0.0 if source == SOURCES[2] else ground_shift(scene.lidar)
+if ground_z:
+    st.caption(f"The loaded scene's LiDAR sees the road at z = {ground_z:+.2f} m of its frame (a sensor's frame, "
+               "not one on the ground): heights and the ground checks below are measured from that road, as "
+               "`bevviz check` measures them.")
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
-def ranked(raw_key: str, _raw, _images, with_images: bool) -> list:
-    return rank_conventions(_raw, images=_images if with_images else None)
+def ranked(raw_key: str, _raw, _images, with_images: bool, ground_z: float) -> list:
+    return rank_conventions(_raw, images=_images if with_images else None, ground_z=ground_z)
 
 
 raw_key = repr([(r.name, r.rotation.tolist(), r.translation.tolist(), r.K.tolist()) for r in raw])
 with st.spinner("Scoring the 12 readings ..."), shown_errors("Ranking"):
-    results = ranked(raw_key + scene.cache_key, raw, images, images is not None)
+    results = ranked(raw_key + scene.cache_key, raw, images, images is not None, ground_z)
 best = results[0]
 
 # ---------------------------------------------------------------------------------------

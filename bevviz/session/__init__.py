@@ -13,7 +13,7 @@ line and the app, which all call it, so one frame gives the same numbers everywh
 Every public name is re-exported here.
 """
 
-from bevviz.session.doctor import Doctor, check_rig
+from bevviz.session.doctor import Doctor, check_rig, ground_shift
 from bevviz.session.embedded import EMBEDDED, NAMES, embedded_path, sample_data_dir, sample_path
 from bevviz.session.loaders import (
     MAX_FRAMES,
@@ -39,7 +39,7 @@ from bevviz.session.uploads import uploaded_scene
 __all__ = [
     "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
     "ConventionCheck", "Doctor",
-    "Scene", "SceneFrame", "check_rig", "dataset", "embedded_path", "find_images", "load_scene",
+    "Scene", "SceneFrame", "check_rig", "dataset", "embedded_path", "find_images", "ground_shift", "load_scene",
     "neighbour_samples", "nuscenes_scene",
     "projection_sanity", "rig_json_scene", "sample_data_dir", "sample_path", "synthetic_scene", "uploaded_scene",
 ]

@@ -79,7 +79,7 @@ from bevviz.session.report import (
 )
 from bevviz.session.scene import Scene
 
-__all__ = ["GROUND_SHIFT_M", "Doctor", "Refinement", "SeamView", "check_rig", "dataset_frames"]
+__all__ = ["GROUND_SHIFT_M", "Doctor", "Refinement", "SeamView", "check_rig", "dataset_frames", "ground_shift"]
 
 #: A LiDAR that sees the ground further than this (metres) from the ego frame's z = 0 shows
 #: the rig is stored in a sensor's frame (KITTI: the Velodyne's, 1.7 m up): the projection
@@ -89,6 +89,21 @@ GROUND_SHIFT_M = 0.5
 
 #: Progress callback: ``(done, total, camera)``.
 Progress = Callable[[int, int, str], None]
+
+
+def ground_shift(scan: LidarScan | None) -> float:
+    """Where the physical checks (projection sanity, convention ranking) put the ground: the
+    ego z of the road ``scan`` sees (:func:`bevviz.lidar.ground_height`) when it lies more
+    than :data:`GROUND_SHIFT_M` from z = 0 (a rig stored in a sensor's frame), else 0.
+
+    Convention:
+        Ego frame z up, metres; bevviz's ground is z = 0 (docs/conventions.md).
+    """
+    return _shift(None if scan is None else ground_height(scan))
+
+
+def _shift(ground_z: float | None) -> float:
+    return float(ground_z) if ground_z is not None and abs(ground_z) > GROUND_SHIFT_M else 0.0
 
 
 @dataclass(frozen=True)
@@ -246,21 +261,20 @@ class Doctor:
             self._ground = (None if self.lidar is None else ground_height(self.lidar),)
         return self._ground[0]
 
+    def _ground_shift(self) -> float:
+        """:func:`ground_shift` of the scene's scan (computed once)."""
+        return _shift(self.ground_z())
+
     def ground_note(self) -> str:
         """A sentence when the LiDAR sees the ground more than :data:`GROUND_SHIFT_M` from z = 0
-        (the sanity then measures heights from there), else ""."""
-        g = self.ground_z()
-        if g is None or abs(g) <= GROUND_SHIFT_M:
+        (the physical checks then measure from there, :meth:`_ground_shift`), else ""."""
+        g = self._ground_shift()
+        if not g:
             return ""
         return (f"the LiDAR sees the ground at z = {g:+.2f} m of the ego frame, not at z = 0: the rig is stored in a "
                 "sensor's frame (e.g. the LiDAR's); the projection sanity and the convention ranking's physical "
                 "checks measure from that ground, while BEV heights (pillars, the seams' ground plane) stay "
                 "measured from the frame's z = 0")
-
-    def _ground_shift(self) -> float:
-        """Where the physical checks put the ground: the LiDAR's ground when :meth:`ground_note`
-        speaks, else the ego frame's z = 0."""
-        return float(self.ground_z()) if self.ground_note() else 0.0
 
     def sanity(self) -> dict[str, CameraSanity]:
         """Camera name -> its projection sanity (:func:`~bevviz.session.report.projection_sanity`),

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from bevviz.session import load_scene
+
 pytestmark = pytest.mark.slow
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "conventions.py")
@@ -79,3 +81,18 @@ def test_adopt_winner_of_a_mixup():
     assert "read as ego_to_sensor / wxyz / FLU" in scene.label
     for a, b in zip(scene.rig, rig0):  # the winning reading gives back the loaded cameras
         assert abs(a.cam_from_ego - b.cam_from_ego).max() < 1e-9
+
+
+def test_a_rig_stored_in_its_lidars_frame_is_ranked_from_the_road_its_lidar_sees(sample_data):
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["grid_res"] = 2.048
+    at.session_state["scene"] = load_scene(str(sample_data / "real_kitti"))  # the Velodyne's frame
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert any("sees the road at z = -1.68 m" in c.value for c in at.caption)
+    assert _metric(at, "Most plausible") == "sensor_to_ego / wxyz / RDF"
+    assert at.success and "ranking picks sensor_to_ego / wxyz / RDF" in at.success[0].value
+    (best,) = [e for e in at.expander if e.label.startswith("1. ")]
+    shown = [m.value.replace("\\", "") for m in best.markdown]  # markdown-escaped sentences
+    assert any("sit 1.60-1.60 m above the ground (plausible" in t for t in shown), shown
