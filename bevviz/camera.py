@@ -36,7 +36,8 @@ from bevviz.storage import Convention, RawCamera
 
 __all__ = [
     "DISPLAY_ROWS", "NUSCENES_CAMERAS", "ROTATION_TOL", "Camera", "Rig", "camera_from_raw",
-    "invert_transform", "make_transform", "raw_from_camera", "validate_intrinsics", "validate_rotation",
+    "invert_transform", "make_transform", "measured_from_ground", "raw_from_camera", "validate_intrinsics",
+    "validate_rotation",
 ]
 
 #: nuScenes camera names in ring order (clockwise from the front as seen from above).
@@ -458,3 +459,25 @@ def raw_from_camera(camera: Camera, convention: Convention, rotation_as: str = "
     """
     return RawCamera.storing(camera.name, camera.K, camera.cam_from_ego, camera.width, camera.height,
                              convention, rotation_as)
+
+
+def measured_from_ground(rig: Rig, ground_z: float) -> Rig:
+    """The rig in a frame whose z = 0 is the ground at ego z = ``ground_z`` (a rig stored in a
+    sensor's frame, whose LiDAR sees the road at ``ground_z``; see
+    :func:`bevviz.lidar.ground_height`): the same cameras, heights measured from the road.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        ground_z: Ego z of the ground, metres; 0 returns ``rig`` itself.
+
+    Returns:
+        The rig with every ``cam_from_ego`` taking ground-level points (z' = z - ground_z).
+
+    Convention:
+        ``cam_from_ground = cam_from_ego @ ego_from_ground``, ``ego_from_ground`` a
+        translation by ``(0, 0, ground_z)``.
+    """
+    if not ground_z:
+        return rig
+    ego_from_ground = make_transform(np.eye(3), np.array([0.0, 0.0, float(ground_z)]))
+    return Rig([c.replace(cam_from_ego=c.cam_from_ego @ ego_from_ground) for c in rig])

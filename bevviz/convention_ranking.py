@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.calibration import rig_seam_cost
-from bevviz.camera import Rig, camera_from_raw
+from bevviz.camera import Rig, camera_from_raw, measured_from_ground
 from bevviz.errors import InputError
 from bevviz.projection import project_points
-from bevviz.rotations import make_transform
 from bevviz.shapes import field_error
 from bevviz.storage import Convention, RawCamera
 from bevviz.threads import single_threaded
@@ -93,28 +92,6 @@ def _soft(excess: np.ndarray, scale: float) -> np.ndarray:
 def _names(names: Sequence[str], limit: int = 3) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-def measured_from_ground(rig: Rig, ground_z: float) -> Rig:
-    """The rig in a frame whose z = 0 is the ground at ego z = ``ground_z`` (a rig stored in a
-    sensor's frame, whose LiDAR sees the road at ``ground_z``; see
-    :func:`bevviz.lidar.ground_height`): the same cameras, heights measured from the road.
-
-    Args:
-        rig: The rig (N_cam cameras).
-        ground_z: Ego z of the ground, metres; 0 returns ``rig`` itself.
-
-    Returns:
-        The rig with every ``cam_from_ego`` taking ground-level points (z' = z - ground_z).
-
-    Convention:
-        ``cam_from_ground = cam_from_ego @ ego_from_ground``, ``ego_from_ground`` a
-        translation by ``(0, 0, ground_z)``.
-    """
-    if not ground_z:
-        return rig
-    ego_from_ground = make_transform(np.eye(3), np.array([0.0, 0.0, float(ground_z)]))
-    return Rig([c.replace(cam_from_ego=c.cam_from_ego @ ego_from_ground) for c in rig])
 
 
 def _geometry(rig: Rig) -> dict[str, np.ndarray]:

@@ -50,10 +50,10 @@ from bevviz.calibration.evaluate import DEFAULT_DATAROOT, evaluate_frames, load_
 from bevviz.calibration.frame_folder import RealFrame
 from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
-from bevviz.camera import Camera, Rig
+from bevviz.camera import Camera, Rig, measured_from_ground
 from bevviz.lidar import LidarScan
 from bevviz.projection import pixels_of, rays_of
-from bevviz.rotations import make_transform
+from bevviz.rotations import invert_transform, make_transform
 from bevviz.threads import single_threaded
 
 __all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "StressCase", "VARIANTS", "Variant",
@@ -161,7 +161,7 @@ def _frame_raised(dz_m: float) -> Callable:
     ego motion alike (a rig stored in its LiDAR's frame, as KITTI's): the same geometry,
     which must give the same verdicts."""
     new_from_old = make_transform(np.eye(3), np.array([0.0, 0.0, -dz_m]))
-    old_from_new = make_transform(np.eye(3), np.array([0.0, 0.0, dz_m]))
+    old_from_new = invert_transform(new_from_old)
 
     def run(f: RealFrame, rng: np.random.Generator):
         p = np.array(f.scan.points)
@@ -169,8 +169,7 @@ def _frame_raised(dz_m: float) -> Callable:
         motion = {k: new_from_old @ T @ old_from_new for k, T in f.scan.exposure_from_keyframe.items()}
         scan = LidarScan(p, f.scan.ring, np.zeros(len(p), np.int16), np.asarray(f.scan.origin) - [0.0, 0.0, dz_m],
                          f.scan.timestamp_us, motion)
-        rig = Rig([c.replace(cam_from_ego=c.cam_from_ego @ old_from_new) for c in f.rig])
-        return rig, f.images, scan, f.ignore
+        return measured_from_ground(f.rig, dz_m), f.images, scan, f.ignore
     return run
 
 
