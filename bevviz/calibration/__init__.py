@@ -77,7 +77,7 @@ from bevviz.calibration.lidar import (
     hypothesis_matrix,
     lidar_evidence,
 )
-from bevviz.calibration.lidar_edges import LidarEdges, intensity_ranks, lidar_edges, view_edges
+from bevviz.calibration.lidar_edges import LidarEdges, intensity_ranks, lidar_edges, return_ranks, view_edges
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.perturbations import (
@@ -163,7 +163,8 @@ __all__ = [
     # LiDAR witness
     "AXES", "BOOTSTRAP", "SEARCH_RADIUS_DEG", "CameraEvidence", "EdgeAlignment", "LidarEdges", "LidarFrame",
     "as_lidar_frames", "attraction_maps", "camera_evidence", "edge_mask", "edge_strength", "hypothesis_matrix",
-    "lidar_edges", "lidar_evidence", "refine_with_lidar", "view_edges", "intensity_ranks", "oriented_attraction_maps",
+    "lidar_edges", "lidar_evidence", "refine_with_lidar", "view_edges", "intensity_ranks", "return_ranks",
+    "oriented_attraction_maps",
     "ignore_masks",
     # real frame folders
     "RealFrame", "load_frame_folder",

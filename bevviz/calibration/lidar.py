@@ -58,8 +58,8 @@ from bevviz.calibration.lidar_edges import (
     DEPTH,
     REFLECTIVITY,
     LidarEdges,
-    intensity_ranks,
     lidar_edges,
+    return_ranks,
     view_axes,
     view_edges,
     with_rings,
@@ -180,7 +180,8 @@ class LidarFrame:
         scan: The scan (ego frame at its keyframe time, with the exposure motion). Without
             a ring index each camera finds its edges in its own view
             (:func:`~bevviz.calibration.lidar_edges.view_edges`): no ring or point order needed.
-        ranks: Per-scan intensity ranks, (N,), or None when the scan has no usable intensity.
+        ranks: Per-scan intensity ranks among the returns (:func:`~bevviz.calibration.lidar_edges.return_ranks`),
+            (N,), or None when the scan has no usable intensity.
         ignore: Camera name -> (H, W) bool mask at the calibrated size, True where the image
             does not show the world (the car's own body); cameras without one use all pixels.
         ring_edges: The scan's edges along its rings
@@ -230,7 +231,7 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
         else:
             scan = with_rings(scan)
         rings = lidar_edges(scan) if scan.ring is not None else None
-        out.append(LidarFrame(imgs, scan, intensity_ranks(scan.intensity), dict(ignore or {}), rings))
+        out.append(LidarFrame(imgs, scan, return_ranks(scan), dict(ignore or {}), rings))
     return out
 
 

@@ -65,6 +65,7 @@ __all__ = [
     "firing_period",
     "in_scan_order",
     "intensity_ranks",
+    "return_ranks",
     "lidar_edges",
     "view_axes",
     "view_edges",
@@ -373,6 +374,26 @@ def intensity_ranks(intensity: np.ndarray) -> np.ndarray | None:
     return (np.bincount(inverse, ranks) / np.bincount(inverse))[inverse]
 
 
+def return_ranks(scan: LidarScan) -> np.ndarray | None:
+    """:func:`intensity_ranks` among the scan's returns only, (N,) float64 (NaN for the
+    points within ``MIN_RANGE_M`` of the LiDAR, which no edge uses); None when the returns
+    carry no usable intensity.
+
+    An organised cloud (a range image flattened: Ouster, Waymo) stores its no-returns as
+    points at the sensor with intensity 0. Ranked with the returns, a third of the scan at
+    the bottom squeezes every real return's rank into the top two thirds, and the rank jumps
+    of lane markings and signs fall under ``RANK_JUMP``: on a TRI frame, a third more points
+    at the LiDAR named 4 of 12 faults instead of 8.
+    """
+    far = scan.far_from_origin(MIN_RANGE_M)
+    ranks = intensity_ranks(scan.intensity[far])
+    if ranks is None:
+        return None
+    out = np.full(len(far), np.nan)
+    out[far] = ranks
+    return out
+
+
 def _next_neighbours(along: np.ndarray, across: np.ndarray, max_step: float, tol: float) -> np.ndarray:
     """Index of each point's nearest neighbour further along one image axis, or -1, (M,).
 
@@ -493,7 +514,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
         ignore: Optional (H, W) bool mask at the camera's calibrated size, True where the
             image does not show the world (the car's own body): points projecting there are
             dropped.
-        ranks: Precomputed :func:`intensity_ranks` of the whole scan, (N,); computed when None.
+        ranks: Precomputed :func:`return_ranks` of the scan, (N,); computed when None.
 
     Returns:
         :class:`LidarEdges` in the ego frame at the scan's keyframe time, with ``camera``
@@ -518,7 +539,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
     # silhouette and move the link's midpoint off the edge; edges the camera cannot see are
     # dropped later (bevviz.calibration.lidar.EdgeAlignment).
     if ranks is None:
-        ranks = intensity_ranks(scan.intensity)
+        ranks = return_ranks(scan)
     seen_ranks = None if ranks is None else ranks[near]
     idx = np.flatnonzero(inside)
     axes = view_axes(camera)

@@ -144,6 +144,21 @@ def _fewer_beams(f: RealFrame, rng: np.random.Generator):
     return f.rig, f.images, _scan(f.scan, p[np.mod(elevation, BEAM_PERIOD_DEG) < BEAM_BAND_DEG]), f.ignore
 
 
+def _no_returns(f: RealFrame, rng: np.random.Generator):
+    """A third more points at the LiDAR with intensity 0, spread through the storage order,
+    each on the ring of the return after it (an organised cloud, a range image flattened,
+    keeps its no-returns so)."""
+    p = np.asarray(f.scan.points)
+    at = np.sort(rng.integers(0, len(p) + 1, len(p) // 3))  # the return each hole precedes
+    hole = np.zeros((len(at), p.shape[1]), p.dtype)
+    hole[:, :3] = np.asarray(f.scan.origin, dtype=p.dtype)
+    pts = np.insert(p, at, hole, axis=0)
+    ring = None
+    if f.scan.ring is not None:
+        ring = np.insert(f.scan.ring, at, f.scan.ring[np.minimum(at, len(p) - 1)])
+    return f.rig, f.images, _scan(f.scan, pts, ring), f.ignore
+
+
 def _moved(yaw_deg: float, dz_m: float) -> Callable:
     """The LiDAR points turned about the ego z axis and raised: a cloud in another frame than
     the car's (a sensor frame turned 90 deg, or at the sensor's height)."""
@@ -335,6 +350,8 @@ VARIANTS: dict[str, Variant] = {
     "intensity 0..1": ("intensity divided by its maximum", _points(_unit_intensity, keep_ring=True)),
     "intensity log x1000": ("another sensor's unit: 1000 log(1 + i)", _points(_log_intensity, keep_ring=True)),
     "4x denser cloud": ("the scan and 3 copies jittered by 2 cm, no order", _four_times_denser),
+    "no-returns at the LiDAR": ("a third more points at the sensor, intensity 0, through the order (an organised "
+                                "cloud)", _no_returns),
     "1/4 of the points": ("a sparser sensor: a random quarter of the points", _points(_sparser)),
     "16 beams": ("a LiDAR of fewer beams: every other ring, or one 0.45 deg elevation band in 2 deg",
                  _fewer_beams),

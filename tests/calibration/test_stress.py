@@ -41,6 +41,10 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     assert len(scan.points) == 4 * n
     _, _, scan, _ = VARIANTS["1/4 of the points"][1](kitti, rng)
     assert len(scan.points) == n // 4
+    _, _, scan, _ = VARIANTS["no-returns at the LiDAR"][1](kitti, rng)
+    holes = np.all(scan.points == np.append(kitti.scan.origin, 0.0).astype(np.float32), axis=1)
+    assert len(scan.points) == n + n // 3 and holes.sum() >= n // 3
+    np.testing.assert_array_equal(scan.points[~holes], kitti.scan.points)  # the returns in their order
     _, _, scan, _ = VARIANTS["intensity 0..1"][1](kitti, rng)
     assert scan.intensity.max() == pytest.approx(1.0)
     rig, images, _, _ = VARIANTS["half resolution"][1](kitti, rng)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bevviz.calibration.edge_maps import oriented_attraction_maps
-from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, intensity_ranks, view_axes, view_edges
+from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY, intensity_ranks, return_ranks, view_axes, view_edges
 from bevviz.calibration.masks import ignore_masks
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan
@@ -41,6 +41,26 @@ def test_intensity_ranks_do_not_depend_on_the_scale_and_a_constant_intensity_has
     assert intensity_ranks(np.zeros(500)) is None  # an (N, 3) array stored with zeros: depth edges alone
     ranks = intensity_ranks(np.repeat(np.arange(10.0), 50))
     assert np.allclose(ranks[:50], ranks[0])  # ties share one rank
+
+
+def test_no_returns_stored_at_the_sensor_leave_the_edges_and_their_ranks_as_they_are():
+    """An organised cloud (a range image flattened) keeps its no-returns as points at the
+    LiDAR with intensity 0: ranked with the returns, they would squeeze every real rank."""
+    rng = np.random.default_rng(3)
+    xyz, paint = _ground(rng)
+    intensity = np.where(paint, 0.9, 0.1) + rng.uniform(0.0, 0.01, len(xyz))
+    plain = _scan(xyz, intensity)
+    k = len(xyz) // 2
+    holes = _scan(np.concatenate([xyz, np.zeros((k, 3))]), np.concatenate([intensity, np.zeros(k)]))
+    ranks = return_ranks(holes)
+    assert np.all(np.isnan(ranks[len(xyz):]))
+    np.testing.assert_allclose(ranks[: len(xyz)], intensity_ranks(plain.intensity))
+    a, b = view_edges(plain, _camera()), view_edges(holes, _camera())
+    assert a.n_reflectivity >= 10
+    np.testing.assert_array_equal(a.kind, b.kind)
+    np.testing.assert_allclose(a.points, b.points)
+    squeezed = view_edges(holes, _camera(), None, intensity_ranks(holes.intensity))  # ranked with the holes
+    assert squeezed.n_reflectivity < a.n_reflectivity
 
 
 def test_the_ground_makes_no_depth_edges_however_steeply_its_depth_changes():
