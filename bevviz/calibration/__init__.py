@@ -5,7 +5,8 @@ A package of one concept per module. The LiDAR witness: :mod:`~bevviz.calibratio
 :mod:`~bevviz.calibration.edge_maps` (image edge attraction per gradient orientation),
 :mod:`~bevviz.calibration.masks` (per-camera ignore polygons),
 :mod:`~bevviz.calibration.frame_folder` (real frames on disk),
-:mod:`~bevviz.calibration.lidar` (per-camera alignment with a bootstrap),
+:mod:`~bevviz.calibration.alignment` (the edge alignment score, its search and bootstrap),
+:mod:`~bevviz.calibration.lidar` (per-camera evidence: optimum, spread, halves, timing),
 :mod:`~bevviz.calibration.consensus` (what all cameras share: the LiDAR's own error),
 :mod:`~bevviz.calibration.verdicts` ("miscalibrated" / "ok" / "inconclusive"),
 :mod:`~bevviz.calibration.lidar_refine` (refinement with a held-out check) and
@@ -60,23 +61,21 @@ Convention:
     positive to the left), composed ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 """
 
+from bevviz.calibration.alignment import (
+    AXES,
+    BOOTSTRAP,
+    SEARCH_RADIUS_DEG,
+    EdgeAlignment,
+    LidarFrame,
+    as_lidar_frames,
+    hypothesis_matrix,
+)
 from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.diagnose import DIAGNOSE_LEVELS, CameraFinding, Diagnosis, diagnose, refine_extrinsics, standout
 from bevviz.calibration.edge_maps import attraction_maps, edge_mask, edge_strength, oriented_attraction_maps
 from bevviz.calibration.frame_folder import RealFrame, load_frame_folder
 from bevviz.calibration.ground_truth import GroundTruth
-from bevviz.calibration.lidar import (
-    AXES,
-    BOOTSTRAP,
-    SEARCH_RADIUS_DEG,
-    CameraEvidence,
-    EdgeAlignment,
-    LidarFrame,
-    as_lidar_frames,
-    camera_evidence,
-    hypothesis_matrix,
-    lidar_evidence,
-)
+from bevviz.calibration.lidar import CameraEvidence, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar_edges import LidarEdges, intensity_ranks, lidar_edges, return_ranks, view_edges
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.masks import ignore_masks

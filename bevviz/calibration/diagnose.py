@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
+from bevviz.calibration.alignment import AXES, BOOTSTRAP, as_lidar_frames
 from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.ground_truth import GroundTruth
-from bevviz.calibration.lidar import AXES, BOOTSTRAP, CameraEvidence, as_lidar_frames, lidar_evidence
+from bevviz.calibration.lidar import CameraEvidence, lidar_evidence
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.pyramid import Sampler, as_pyramids

@@ -48,10 +48,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bevviz.calibration.alignment import AXES, EdgeAlignment, as_lidar_frames
 from bevviz.calibration.consensus import rig_consensus
 from bevviz.calibration.diagnose import diagnose, refine_extrinsics
 from bevviz.calibration.frame_folder import RealFrame, load_frame_folder
-from bevviz.calibration.lidar import AXES, CameraEvidence, EdgeAlignment, as_lidar_frames, camera_evidence
+from bevviz.calibration.lidar import CameraEvidence, camera_evidence
 from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG, refine_with_lidar
 from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.perturbations import camera_delta, perturb_camera, perturb_rig

@@ -49,16 +49,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from bevviz.calibration.alignment import AXES, EdgeAlignment, LidarFrame, as_lidar_frames
 from bevviz.calibration.consensus import rig_consensus
-from bevviz.calibration.lidar import (
-    AXES,
-    CameraEvidence,
-    EdgeAlignment,
-    LidarFrame,
-    as_lidar_frames,
-    camera_evidence,
-    lidar_evidence,
-)
+from bevviz.calibration.lidar import CameraEvidence, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.perturbations import camera_delta, perturb_camera
 from bevviz.calibration.refine import RefineHistory, RefineStep

@@ -60,7 +60,7 @@ RIG_SHARE = 2 / 3
 RIG_GAIN_Z = 0.2
 
 
-class _Alignment(Protocol):  # bevviz.calibration.lidar.EdgeAlignment (which imports this module)
+class _Alignment(Protocol):  # bevviz.calibration.alignment.EdgeAlignment, as bevviz.calibration.lidar uses it
     levels: int
 
     def refine_many(self, starts_deg: np.ndarray, level: int, weights: np.ndarray | None = None,
@@ -172,7 +172,7 @@ def timing_fit(al: _Alignment, best_deg: np.ndarray, best_score: float, forward_
     rotation-only optimum as it moves) and from the stored pose; the better is kept.
 
     Args:
-        al: The camera's :class:`~bevviz.calibration.lidar.EdgeAlignment`.
+        al: The camera's :class:`~bevviz.calibration.alignment.EdgeAlignment`.
         best_deg: The rotation-only optimum as a hypothesis (minus the offset), (3,) degrees.
         best_score: Its finest-level score.
         forward_cam: The car's forward axis (ego +x) in the camera frame, (3,) unit vector.

@@ -62,8 +62,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bevviz.calibration.alignment import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG
 from bevviz.calibration.consensus import RigConsensus
-from bevviz.calibration.lidar import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG, CameraEvidence
+from bevviz.calibration.lidar import CameraEvidence
 from bevviz.calibration.seams import SEAM_TRUST_COST
 
 __all__ = [
@@ -104,7 +105,7 @@ CONFIDENCE = 0.9
 #: Fewest visible edge points, and image cells holding them, for a LiDAR verdict.
 MIN_EDGE_POINTS = 60
 # The fewest visible edge points per frame for a "miscalibrated" verdict, MIN_VERDICT_POINTS,
-# lives in bevviz.calibration.lidar (where it also picks the edges a camera is scored on).
+# lives in bevviz.calibration.alignment (where it also picks the edges a camera is scored on).
 
 #: Other cameras that must line up with the LiDAR at their stored pose before one camera of a
 #: rig is called miscalibrated (fewer when the rig has fewer other cameras with evidence). A

@@ -8,14 +8,9 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import camera_delta, diagnose, lidar_refine, perturb_rig, refine_extrinsics
+from bevviz.calibration.alignment import MIN_VERDICT_POINTS, EdgeAlignment, as_lidar_frames, hypothesis_matrix
 from bevviz.calibration.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
-from bevviz.calibration.lidar import (
-    MIN_VERDICT_POINTS,
-    EdgeAlignment,
-    as_lidar_frames,
-    camera_evidence,
-    hypothesis_matrix,
-)
+from bevviz.calibration.lidar import camera_evidence
 from bevviz.calibration.lidar_edges import REFLECTIVITY, view_edges
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
+from bevviz.calibration.alignment import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames
 from bevviz.calibration.consensus import rig_consensus
 from bevviz.calibration.evaluate import Case, _lidar_placement, random_faults
 from bevviz.calibration.evaluate import main as evaluate_main
 from bevviz.calibration.evaluate import summary as evaluate_summary
 from bevviz.calibration.frame_folder import load_frame_folder
-from bevviz.calibration.lidar import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames, camera_evidence, lidar_evidence
+from bevviz.calibration.lidar import camera_evidence, lidar_evidence
 from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG
 from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.stress import denser

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import diagnose
-from bevviz.calibration.lidar import EdgeAlignment, as_lidar_frames, camera_evidence
+from bevviz.calibration.alignment import EdgeAlignment, as_lidar_frames
+from bevviz.calibration.lidar import camera_evidence
 from bevviz.calibration.sync import MAX_SHIFT_M, SHIFT_STEP_M, TimingFit, rig_timing, timing_fit
 from bevviz.calibration.verdicts import MISCALIBRATED, TOLERANCE_DEG
 
