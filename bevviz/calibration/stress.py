@@ -56,8 +56,8 @@ from bevviz.projection import pixels_of, rays_of
 from bevviz.rotations import invert_transform, make_transform
 from bevviz.threads import single_threaded
 
-__all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "StressCase", "VARIANTS", "Variant",
-           "denser", "distorted", "main", "stress_frames", "summary"]
+__all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "SHUTTER_PAN_DEG", "StressCase",
+           "VARIANTS", "Variant", "denser", "distorted", "main", "stress_frames", "summary"]
 
 Images = dict[str, np.ndarray]
 Ignore = dict[str, list]
@@ -257,6 +257,32 @@ def _images(transform: Callable[[np.ndarray], np.ndarray]) -> Callable:
     return run
 
 
+#: Pan (degrees) across the image height of a rolling shutter on a turning car: 20 deg/s of
+#: yaw during a 30 ms readout.
+SHUTTER_PAN_DEG = 0.6
+
+
+def _rolling_shutter(pan_deg: float) -> Callable:
+    """Each image row read a little later while the car turns: the rows shift sideways by
+    ``pan_deg`` (at the camera's focal length) from the top to the bottom, the middle row
+    where it was (the LiDAR's time); ignore polygons shift with them."""
+    def run(f: RealFrame, rng: np.random.Generator):
+        images, ignore = {}, {}
+        for cam in f.rig:
+            img = f.images[cam.name]
+            h, w = img.shape[:2]
+            pan = np.radians(pan_deg) * cam.K[0, 0]  # calibrated pixels, top row to bottom row
+            shift = pan * w / cam.width  # the image's pixels
+            warp = np.float32([[1.0, shift / h, -shift * (h - 1) / (2 * h)], [0.0, 1.0, 0.0]])
+            images[cam.name] = cv2.warpAffine(img, warp, (w, h), flags=cv2.INTER_LINEAR,
+                                              borderMode=cv2.BORDER_REPLICATE)
+            if cam.name in f.ignore:
+                ignore[cam.name] = [[[u + pan * (v - (cam.height - 1) / 2) / cam.height, v] for u, v in poly]
+                                    for poly in f.ignore[cam.name]]
+        return f.rig, images, f.scan, ignore
+    return run
+
+
 def _blur(img: np.ndarray) -> np.ndarray:
     return cv2.GaussianBlur(img, (0, 0), 2.0)
 
@@ -372,6 +398,8 @@ VARIANTS: dict[str, Variant] = {
                                   "pinhole)", _distortion_left_in(BARREL_K1)),
     "pincushion distortion left in": (f"images with radial distortion k1 = {-BARREL_K1:+g} not removed",
                                       _distortion_left_in(-BARREL_K1)),
+    "rolling shutter on a turn": (f"rows shifted sideways by {SHUTTER_PAN_DEG:g} deg from top to bottom (a turning "
+                                  "car during the readout)", _rolling_shutter(SHUTTER_PAN_DEG)),
     "blur": ("Gaussian blur, sigma 2 px", _images(_blur)),
     "JPEG q15": ("JPEG at quality 15", _images(_jpeg)),
     "dark": ("gamma 2.2 and half the brightness", _images(_dark)),

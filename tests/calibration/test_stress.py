@@ -15,6 +15,7 @@ from bevviz.calibration.stress import (
     BEAM_BAND_DEG,
     BEAM_PERIOD_DEG,
     PAIR_BREAKING,
+    SHUTTER_PAN_DEG,
     VARIANTS,
     StressCase,
     distorted,
@@ -130,6 +131,26 @@ def test_the_fewer_beams_variant_keeps_every_other_ring_or_elevation_bands(kitti
     ringed = replace(kitti, scan=replace(kitti.scan, ring=ring))
     _, _, scan, _ = VARIANTS["16 beams"][1](ringed, rng)
     assert len(scan) == int(np.count_nonzero(ring % 2 == 0)) and set(np.unique(scan.ring) % 2) == {0}
+
+
+def test_a_rolling_shutter_on_a_turn_shifts_rows_by_the_pan_and_the_ignore_polygons_with_them(kitti):
+    cam = kitti.rig["image_2"]
+    img = np.zeros((cam.height, cam.width, 3), np.uint8)
+    u = 600
+    img[:, u] = 255  # a vertical line
+    frame = replace(kitti, images={"image_2": img}, ignore={"image_2": [[[u, 0], [u, cam.height - 1], [u + 40, 0]]]})
+    rig, images, scan, ignore = VARIANTS["rolling shutter on a turn"][1](frame, np.random.default_rng(0))
+    assert rig is kitti.rig and scan is kitti.scan
+    out = images["image_2"][..., 0].astype(np.float64)
+    pan = np.radians(SHUTTER_PAN_DEG) * cam.K[0, 0]  # pixels from the top row to the bottom row
+    cols = np.arange(cam.width)
+    middle = (cam.height - 1) / 2
+    for v in (0, round(middle), cam.height - 1):
+        expected = u + pan * (v - middle) / cam.height
+        assert np.average(cols, weights=out[v]) == pytest.approx(expected, abs=0.05)
+    (poly,) = ignore["image_2"]
+    assert poly[0] == pytest.approx([u - pan * middle / cam.height, 0.0])
+    assert poly[1][0] == pytest.approx(u + pan * middle / cam.height)
 
 
 @pytest.mark.parametrize("variant,k1", [("barrel distortion left in", BARREL_K1),
