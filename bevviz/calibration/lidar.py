@@ -1,39 +1,21 @@
 """LiDAR evidence: how far each camera's rotation is from where the LiDAR's edges put it.
 
-Idea (after Levinson & Thrun, RSS 2013): where a camera's extrinsics are right, the LiDAR's
-edge points (:mod:`~bevviz.calibration.lidar_edges`: depth silhouettes and reflectivity
-jumps, found in each camera's own view, or along the rings of a scan that has them where
-the view holds too few, ``MIN_VERDICT_POINTS``) project onto image edges across their link.
-The *alignment score* of a hypothesis is the mean edge attraction
-(:mod:`~bevviz.calibration.edge_maps`, one channel per gradient orientation) at the
-projected edge points; this module finds the small body-frame rotation of the camera that
-maximises it and says how sure it is.
+Per camera, :class:`~bevviz.calibration.alignment.EdgeAlignment` (the LiDAR's edge points
+against the image's edges, after Levinson & Thrun: see that module) gives the *score
+landscape* on a grid of rotations, its best separated peaks refined, a cluster bootstrap of
+the best ``BOOTSTRAP_CANDIDATES`` optima and the per-axis profiles. This module turns them
+into a :class:`CameraEvidence`:
 
-Steps, per camera:
+* the optimum and the stored pose in robust z within the landscape (its median and robust
+  spread), which the verdict compares;
+* the bootstrap replicates: two near-equal optima show up as a spread, not as a confident
+  pick. The spread measures noise, not bias, so
+* the left and the right image half are each refined on their own from the optimum, and
+  what each gains over the stored pose is kept;
+* the timing fit (:mod:`~bevviz.calibration.sync`): the rotation fitted together with a
+  displacement of the LiDAR along the car's axis.
 
-1. Edge points are found in the camera's view of the scan moved to the ego frame at the
-   camera's exposure (:meth:`bevviz.lidar.LidarScan.points_at`: a moving car's cameras fire
-   tens of ms before the lidar timestamp) and kept where the camera can see them: in the
-   image and not behind nearer LiDAR points (a coarse depth buffer, because the LiDAR and
-   the camera look from different places).
-2. Search: the score on a grid of rotations (+-``SEARCH_RADIUS_DEG`` in roll, pitch and yaw,
-   ``GRID_STEP_DEG`` apart, coarse attraction): the *score landscape*, whose median and
-   robust spread are kept (the verdict measures the optimum and the stored pose in robust z
-   within it); the best ``N_STARTS`` separated peaks plus the stored calibration are refined
-   by a pattern search through the attraction scales.
-3. Uncertainty: a cluster bootstrap. Edge points are grouped in image cells (points of one
-   object are not independent); each replicate redraws the cells and lets the best
-   ``BOOTSTRAP_CANDIDATES`` optima compete again, so two near-equal optima show up as a
-   spread, not as a confident pick. The spread measures noise, not bias: the verdict also
-   asks the left and the right image half, each refined on its own.
-4. Per-axis profiles: the score along each axis through the optimum (+-3 degrees), for
-   display.
-
-The alignment itself (edge points and maps, score, search, bootstrap, profiles) is
-:class:`~bevviz.calibration.alignment.EdgeAlignment`; this module runs it for each camera, adds
-the image halves and the timing fit (:mod:`~bevviz.calibration.sync`), and keeps the
-result as a :class:`CameraEvidence` per camera; :mod:`~bevviz.calibration.consensus`
-compares the cameras with each other.
+:mod:`~bevviz.calibration.consensus` then compares the cameras with each other.
 
 Convention:
     Rotations are body-frame (FLU: roll about the optical axis, pitch positive looking down,
