@@ -25,7 +25,7 @@ gradients across that link (:func:`bevviz.calibration.edge_maps.oriented_attract
 index (a spinning LiDAR's own scan lines, as a nuScenes ``.bin`` stores them; a ring whose
 points are not stored in scan order is put in azimuth order, :func:`in_scan_order`). The
 doctor scores a camera on them where its own view holds too few edges for a verdict
-(:data:`bevviz.calibration.lidar.MIN_VERDICT_POINTS`): a sparse LiDAR, where they are the
+(:data:`bevviz.calibration.alignment.MIN_VERDICT_POINTS`): a sparse LiDAR, where they are the
 stronger witness (on the real nuScenes keyframe, 32 beams, the views hold 120-265 edges a
 camera; the rings name 10 of 12 injected 1-2 deg faults, the views 0 of 12; no false alarm
 either way). Their intensities are read on one reference scale (``REFERENCE_*``), so any unit
@@ -150,7 +150,7 @@ class LidarEdges:
         orient: (M,) int8: 0 for an edge found between two points along an image row or a
             ring (it crosses rows: scored on horizontal gradients), 1 along a column
             (vertical gradients). All 0 for ring edges (a camera mounted a quarter turn on
-            its side scores them on its columns: :class:`~bevviz.calibration.lidar.EdgeAlignment`).
+            its side scores them on its columns: :class:`~bevviz.calibration.alignment.EdgeAlignment`).
     """
 
     points: np.ndarray
@@ -537,7 +537,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
         inside[inside] = ~in_mask(ignore, uv[inside])
     # No depth buffer before linking: it would hide the background right next to a
     # silhouette and move the link's midpoint off the edge; edges the camera cannot see are
-    # dropped later (bevviz.calibration.lidar.EdgeAlignment).
+    # dropped later (bevviz.calibration.alignment.EdgeAlignment).
     if ranks is None:
         ranks = return_ranks(scan)
     seen_ranks = None if ranks is None else ranks[near]

@@ -116,12 +116,12 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         rig: The rig; every camera but ``camera`` is held fixed.
         images: One frame (camera name -> uint8 RGB (H, W, 3)) or a list of frames.
         camera: Camera to refine.
-        lidar: One scan per frame (see :func:`bevviz.calibration.lidar.as_lidar_frames`).
+        lidar: One scan per frame (see :func:`bevviz.calibration.alignment.as_lidar_frames`).
         evidence: Precomputed evidence for every camera of ``rig`` (computed when None;
             the consensus needs all cameras).
         progress: Optional ``callback(step, total_steps, loss)``.
         rule: The verdict's constants (the stored pose must be rejected under them).
-        alignment: The camera's :class:`~bevviz.calibration.lidar.EdgeAlignment` on these
+        alignment: The camera's :class:`~bevviz.calibration.alignment.EdgeAlignment` on these
             frames, when already built.
 
     Returns:
