@@ -133,7 +133,7 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("source", metavar="SOURCE")
+@click.argument("sources", metavar="SOURCE [FRAME_FOLDER ...]", nargs=-1, required=True)
 @click.option("--images", metavar="DIR",
               help="JSON rig: folder of its images (default: the JSON file's folder). Each camera's image is "
                    "the path the JSON names under DIR, else that file name in DIR, else <camera name>.jpg "
@@ -150,7 +150,7 @@ def _print_check(report: CheckReport, strict: bool) -> None:
                    "'inconclusive'; several decide more often.")
 @_doctor_options
 @click.pass_context
-def check(ctx: click.Context, source: str, images: str | None, version: str, sample: str | None,
+def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, version: str, sample: str | None,
           json_path: str | None, html_path: str | None, strict: bool, frames: int, lidar: bool, sweeps: int,
           thorough: bool, estimate: bool) -> int:
     """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
@@ -165,6 +165,9 @@ def check(ctx: click.Context, source: str, images: str | None, version: str, sam
       a nuScenes dataroot  (a folder holding <version>/sample.json); --version, --sample
       an embedded sample   rig | nuscenes | real-nuscenes (a path of that name that
                            exists is checked instead)
+    Several frame folders of one rig (the same cameras, calibration and ignore polygons:
+    consecutive frames of a drive) are checked together: the LiDAR witness adds their
+    evidence up, as --frames N does for a nuScenes dataroot.
 
     A check that cannot run the doctor (a camera without its image) exits 2 and names
     the cameras and what was looked for.
@@ -183,8 +186,8 @@ def check(ctx: click.Context, source: str, images: str | None, version: str, sam
     settings = _settings(lidar, thorough, estimate, sweeps)
     if ctx.obj.get("parse_only"):
         return EXIT_OK
-    scene = load_scene(source, images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps,
-                       frames=frames)
+    scene = load_scene(sources[0], images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps,
+                       frames=frames, more=sources[1:])
     scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
     report = Doctor(scene, settings).check()
     _print_check(report, strict)

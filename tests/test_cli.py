@@ -110,6 +110,12 @@ def test_check_adds_up_frames_of_a_dataset_and_reads_a_frame_folder(tmp_path, ca
     # frame, and its height is measured from the road the LiDAR sees (a note says so)
     assert rc == 0 and doc["flagged"] == [] and doc["cameras"][0]["verdict"] != "miscalibrated"
     assert any("sees the ground at z = -1.6" in n for n in doc["notes"])
+    # several frame folders of one rig are checked together (here the frame and a copy of it)
+    shutil.copytree(SAMPLE / "real_kitti", tmp_path / "again")
+    both = tmp_path / "both.json"
+    rc = main(["check", str(SAMPLE / "real_kitti"), str(tmp_path / "again"), "--no-estimate", "--json", str(both)])
+    doc = json.loads(both.read_text())
+    assert rc == doc["exit_code"] and doc["source"]["frames"] == 2 and "2 frames" in capsys.readouterr().out
 
 
 def _check_moved_cloud(tmp_path, move) -> tuple[int, dict]:
@@ -153,6 +159,8 @@ def test_check_says_when_the_lidar_itself_looks_off(tmp_path, capsys):
     (["check", "rig", "--frames", "2"], "--frames"),
     (["check", "nuscenes", "--frames", "0"], "--frames"),
     (["check", "sample_data/real_kitti", "--frames", "3"], "--frames"),
+    (["check", "rig", "sample_data/real_kitti"], "SOURCE"),
+    (["check", "sample_data/real_kitti", "sample_data/real_tri"], "SOURCE"),
     (["check", "rig", "--bogus"], "--bogus"),
     (["check", "nuscenes", "--sample", "nope"], "sample"),
     (["check", "nuscenes", "--version", "v2"], "version"),

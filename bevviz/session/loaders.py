@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 
 import numpy as np
@@ -160,30 +160,64 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
                  ignore=dict(rig_file.ignore))
 
 
+#: Most frames the doctor adds up (``bevviz check --frames N``, or several frame folders),
+#: each a sample's images and scan.
+MAX_FRAMES = 10
+
+
 def is_frame_folder(path: Path) -> bool:
     """Whether ``path`` is a frame folder (``rig.json`` and ``lidar_ego.npy``,
     :mod:`bevviz.calibration.frame_folder`)."""
     return path.is_dir() and (path / "rig.json").is_file() and (path / "lidar_ego.npy").is_file()
 
 
-def frame_folder_scene(path: str | Path, name: str | None = None) -> Scene:
+def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence[str | Path] = ()) -> Scene:
     """A frame folder: a JSON rig with its images, the LiDAR sweep taken with them (any
     point order, intensity in any scale or none), the ego motion to each camera's exposure
     and the cameras' ignore polygons (:func:`bevviz.calibration.load_frame_folder`).
 
+    Args:
+        path: The folder.
+        name: What the user called it.
+        more: Further frame folders of the same rig (``bevviz check DIR DIR ...``: consecutive
+            frames of one drive): the LiDAR witness adds their evidence up. Each must hold
+            the same cameras with the same calibration and ignore polygons; at most
+            ``MAX_FRAMES`` frames in all.
+
     Raises:
-        InputError: naming the file and what is wrong with it.
+        InputError: naming the file and what is wrong with it, or the further folder whose
+            rig differs and how.
     """
     folder = Path(path)
     frame = load_frame_folder(folder)
     rig_file = load_rig_file(folder / "rig.json")
+    if 1 + len(more) > MAX_FRAMES:
+        raise field_error("SOURCE", f"{1 + len(more)} frame folders", f"at most MAX_FRAMES = {MAX_FRAMES}")
+    others = []
+    for extra in more:
+        other = load_frame_folder(extra)
+        if other.rig.names != frame.rig.names:
+            raise field_error("SOURCE", str(extra), f"holds cameras {list(other.rig.names)}, not those of {folder} "
+                              f"({list(frame.rig.names)}): several frame folders must be one rig")
+        changed = [n for n in frame.rig.names if other.rig[n].fingerprint != frame.rig[n].fingerprint]
+        if changed:
+            raise field_error("SOURCE", str(extra), f"calibrates {', '.join(changed)} differently from {folder}: "
+                              "several frame folders must be one rig with one calibration")
+        if dict(other.ignore) != dict(frame.ignore):
+            raise field_error("SOURCE", str(extra), f"has other ignore polygons than {folder}: several frame folders "
+                              "must be one rig, its body in the same place")
+        others.append(SceneFrame(f"frame folder {Path(extra).name}", freeze(other.images), other.scan))
     digest = hashlib.sha1((folder / "rig.json").read_bytes()).hexdigest()[:12]
-    key = f"frames:{folder.resolve()}:{digest}"
-    return Scene(key=key, label=f"Frame folder {folder.name}", rig=frame.rig, images=freeze(frame.images),
+    key = ":".join([f"frames:{folder.resolve()}:{digest}", *(str(Path(m).resolve()) for m in more)])
+    label = f"Frame folder {folder.name}"
+    if others:
+        label += f" + {len(others)} more frame folder{'s' if len(others) > 1 else ''} for the LiDAR witness"
+    return Scene(key=key, label=label, rig=frame.rig, images=freeze(frame.images),
                  raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
                  image_files={k: v for k, v in rig_file.image_files.items() if v}, lidar=frame.scan, lidar_key=key,
-                 source={"kind": "frame-folder", "path": str(folder), "name": name or str(folder)},
-                 ignore=dict(frame.ignore))
+                 source={"kind": "frame-folder", "path": str(folder), "name": name or str(folder),
+                         **({"frames": 1 + len(others), "more": [str(m) for m in more]} if others else {})},
+                 ignore=dict(frame.ignore), more_frames=tuple(others))
 
 
 # --------------------------------------------------------------------------------------
@@ -252,10 +286,6 @@ def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ..
     err = rec.get("rotation_error", {})
     return (f"Known miscalibration: {rec.get('camera')} stored with a {err.get('degrees')} deg rotation "
             f"error ({err.get('description', '')}); its images use the true calibration.",)
-
-
-#: Most frames ``bevviz check --frames N`` adds up (each is a sample's images and scan).
-MAX_FRAMES = 10
 
 
 def neighbour_samples(nusc, token: str, count: int) -> list[str]:
@@ -360,7 +390,8 @@ def is_dataroot(path: Path) -> bool:
 
 
 def load_scene(source: str, *, images: str | Path | None = None, version: str = "v1.0-mini",
-               sample: str | None = None, lidar: bool = True, sweeps: int = 1, frames: int = 1) -> Scene:
+               sample: str | None = None, lidar: bool = True, sweeps: int = 1, frames: int = 1,
+               more: Sequence[str] = ()) -> Scene:
     """Load what ``bevviz check SOURCE`` names.
 
     Args:
@@ -374,6 +405,8 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
         sweeps: LiDAR sweeps to accumulate.
         frames: nuScenes: frames (this sample and its neighbours in the scene) whose LiDAR
             evidence the doctor adds up.
+        more: Further frame folders of the same rig when ``source`` is a frame folder
+            (:func:`frame_folder_scene`); any other source takes none.
 
     Returns:
         The :class:`Scene`.
@@ -384,6 +417,13 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     """
     name = str(source)
     path = embedded.embedded_path(name) or Path(name)
+    for extra in more:
+        if not is_frame_folder(Path(extra)):
+            raise field_error("SOURCE", str(extra), "is not a frame folder (rig.json, lidar_ego.npy): only several "
+                              "frame folders of one rig can be checked together")
+    if more and not is_frame_folder(path):
+        raise field_error("SOURCE", name, "is not a frame folder (rig.json, lidar_ego.npy): only several frame "
+                          "folders of one rig can be checked together (a nuScenes dataroot: --frames N)")
     if path.is_file():
         if sample is not None:
             raise field_error("--sample", sample, "applies to a nuScenes dataroot only")
@@ -395,8 +435,9 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     if is_frame_folder(path):
         if sample is not None or frames != 1:
             raise field_error("--sample" if sample is not None else "--frames", sample or frames,
-                              "applies to a nuScenes dataroot only (a frame folder holds one frame)")
-        return frame_folder_scene(path, name)
+                              "applies to a nuScenes dataroot only (a frame folder holds one frame: name several frame "
+                              "folders of the rig to add them up)")
+        return frame_folder_scene(path, name, more)
     if is_dataroot(path):
         nusc = dataset(str(path), version)
         if sample is None:

@@ -11,7 +11,7 @@ import pytest
 
 from bevviz.errors import InputError
 from bevviz.io.rig_json import load_rig_file
-from bevviz.session import dataset, embedded, find_images, load_scene, neighbour_samples, nuscenes_scene
+from bevviz.session import MAX_FRAMES, dataset, embedded, find_images, load_scene, neighbour_samples, nuscenes_scene
 
 
 @pytest.fixture
@@ -148,6 +148,39 @@ def test_a_frame_folder_is_a_source_with_its_lidar_and_ignore_polygons(tmp_path,
     (folder / "ignore.json").write_text(json.dumps({cam["name"]: [[[0, 0], [1, 1]]]}))
     with pytest.raises(InputError, match="ignore.json.*polygon 0 must hold at least three"):
         load_scene(str(folder))
+
+
+def test_several_frame_folders_of_one_rig_are_one_source_and_any_other_is_named(tmp_path, sample_data):
+    first, second = tmp_path / "t0", tmp_path / "t1"
+    shutil.copytree(sample_data / "real_kitti", first)
+    shutil.copytree(sample_data / "real_kitti", second)
+    points = np.load(second / "lidar_ego.npy")
+    points[:, 0] += 0.5  # another moment of the drive: another scan
+    np.save(second / "lidar_ego.npy", points)
+    scene = load_scene(str(first), more=[str(second)])
+    assert scene.source["frames"] == 2 and scene.source["more"] == [str(second)]
+    assert "+ 1 more frame folder" in scene.label and scene.key != load_scene(str(first)).key
+    (frame,) = scene.complete_frames
+    np.testing.assert_array_equal(frame.lidar.points, points)
+    assert frame.images.keys() == scene.images.keys()
+    with pytest.raises(InputError, match="'SOURCE'.*not a frame folder"):
+        load_scene(str(first), more=[str(sample_data / "rig.json")])
+    with pytest.raises(InputError, match="'SOURCE'.*only several frame folders"):
+        load_scene(str(sample_data / "real_nuscenes"), more=[str(first)])
+    with pytest.raises(InputError, match="holds cameras"):
+        load_scene(str(first), more=[str(sample_data / "real_tri")])
+    rig = json.loads((second / "rig.json").read_text())
+    rig["cameras"][0]["K"][0][0] += 5.0
+    (second / "rig.json").write_text(json.dumps(rig))
+    with pytest.raises(InputError, match="calibrates image_2 differently"):
+        load_scene(str(first), more=[str(second)])
+    rig["cameras"][0]["K"][0][0] -= 5.0
+    rig["cameras"][0]["ignore"] = [[[0, 300], [1241, 300], [1241, 374]]]
+    (second / "rig.json").write_text(json.dumps(rig))
+    with pytest.raises(InputError, match="other ignore polygons"):
+        load_scene(str(first), more=[str(second)])
+    with pytest.raises(InputError, match="MAX_FRAMES"):
+        load_scene(str(first), more=[str(first)] * MAX_FRAMES)
 
 
 @pytest.mark.parametrize(("file", "content", "named"), [
