@@ -106,3 +106,15 @@ def test_a_displaced_lidar_is_reported_for_the_rig(real_sample):
     assert [f.camera for f in found if f.verdict == MISCALIBRATED] == []
     assert "out of sync" in found.timing and "-0.3 m" in found.timing, found.timing
     assert diagnose(rig, images, lidar=scan, replicates=16).timing == ""
+
+
+def test_a_lidar_displaced_as_far_as_the_fit_looks_is_not_called_a_miscalibration(real_sample):
+    # 0.8 m (16 m/s and half a sweep): the other cameras' evidence is displaced too, so the
+    # rig consensus puts CAM_FRONT_LEFT at pitch +0.9; the displacement puts it where the
+    # LiDAR itself does, which the verdict accepts as an explanation as well
+    rig, images, scan = real_sample
+    pts = np.array(scan.points)
+    pts[:, 0] += MAX_SHIFT_M
+    found = diagnose(rig, images, lidar=dataclasses.replace(scan, points=pts), replicates=16)
+    assert [f.camera for f in found if f.verdict == MISCALIBRATED] == []
+    assert any("where the LiDAR itself puts it" in f.reason for f in found), [f.reason for f in found]
