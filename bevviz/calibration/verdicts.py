@@ -28,9 +28,9 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       (path A), no axis beyond the tolerance whose return to its stored value costs the
       score ``axis_drop`` (path A: the optimum slides along a flat valley), an offset within the
       tolerance of where the *other* cameras alone put
-      it under some plausible consensus model, or a camera within the tolerance once the
-      LiDAR may be displaced along the car's axis (a timing error,
-      :mod:`~bevviz.calibration.sync`);
+      it under some plausible consensus model, or a camera within the tolerance (of the
+      consensus, or of the LiDAR itself) once the LiDAR may be displaced along the car's
+      axis (a timing error, :mod:`~bevviz.calibration.sync`);
     * at least ``CONFIDENCE`` of the replicates within the tolerance on every axis: ok;
       otherwise inconclusive (the evidence is split or not pinned down);
     * a camera that is ok on its own but whose raw offset (against the LiDAR) is beyond
