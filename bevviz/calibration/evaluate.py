@@ -77,8 +77,9 @@ DEGREES = (-2.0, -1.0, 1.0, 2.0)
 QUICK_CASES = (("CAM_FRONT", "yaw", 2.0), ("CAM_BACK_LEFT", "pitch", -2.0), ("CAM_BACK", "roll", 2.0),
                ("CAM_FRONT_RIGHT", "pitch", 1.0))
 #: Displacements (metres, ego +x) of the LiDAR points of the unperturbed rig: timing errors
-#: (0.3 m: 10 m/s and 30 ms; 0.8 m, as far as the timing fit looks: 16 m/s and half a sweep).
-TIMING_SHIFTS_M = (-0.8, -0.3, 0.3, 0.8)
+#: (0.3 m: 10 m/s and 30 ms; 0.8 m: 16 m/s and half a sweep; 1.5 m: 30 m/s and half a sweep,
+#: short of the timing fit's ``MAX_SHIFT_M``).
+TIMING_SHIFTS_M = (-1.5, -0.8, -0.3, 0.3, 0.8, 1.5)
 #: Random faults: magnitude range (degrees) and faults per camera.
 FAULT_RANGE_DEG = (1.0, 2.0)
 FAULTS_PER_CAMERA = 2
