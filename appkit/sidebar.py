@@ -30,11 +30,16 @@ from bevviz.shapes import field_error
 
 SOURCE_SAMPLE = "Embedded sample"
 SOURCE_NUSCENES = "nuScenes dataroot"
+SOURCE_FRAMES = "Frame folders"
 SOURCE_UPLOAD = "JSON rig upload"
-SOURCES = (SOURCE_SAMPLE, SOURCE_NUSCENES, SOURCE_UPLOAD)
+SOURCES = (SOURCE_SAMPLE, SOURCE_NUSCENES, SOURCE_FRAMES, SOURCE_UPLOAD)
 
 SAMPLE_RIG_OPTION = "Sample rig (rig.json)"
 REAL_SAMPLE_OPTION = "Real nuScenes keyframe (scene-0061, with LiDAR and boxes)"
+REAL_TRI_OPTION = "Real TRI frame (6 cameras, merged LiDAR, the car body in view)"
+REAL_KITTI_OPTION = "Real KITTI frame (1 camera and its LiDAR)"
+#: The embedded real frame folders offered beside the samples: option -> path.
+REAL_FRAME_OPTIONS = {REAL_TRI_OPTION: sources.REAL_TRI, REAL_KITTI_OPTION: sources.REAL_KITTI}
 #: Session-state key through which bytes can be handed to the upload path without a
 #: browser (AppTest cannot drive st.file_uploader): a dict with ``json_name``,
 #: ``json_bytes``, ``images`` (file name -> bytes) and, optionally, ``lidar_name`` and
@@ -101,14 +106,19 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
         r = real[0]
         scenes[REAL_SAMPLE_OPTION] = SceneInfo(r["name"], r["token"], r["description"], int(r["nbr_samples"]))
         options.append(REAL_SAMPLE_OPTION)
+    options += [o for o, p in REAL_FRAME_OPTIONS.items() if p.is_dir()]
     choice = st.selectbox("Sample", options, key="sample_choice",
                           help="The embedded sample: a rendered street with a known ground truth. "
                                "Its nuScenes-format copy has a calibrated scene and a miscalibrated one. "
                                "The real keyframe: six photos, the LiDAR sweep and 69 boxes of nuScenes "
-                               "(CC BY-NC-SA 4.0).")
+                               "(CC BY-NC-SA 4.0). The real TRI and KITTI frames: other rigs, with their own "
+                               "calibration, for the Calibration Doctor (non-commercial licences: see their README).")
     if choice == SAMPLE_RIG_OPTION:
         path = str(embedded.sample_path("rig"))
         return ("rigjson", path), lambda: sources.rig_json_scene(path), "the sample rig"
+    if choice in REAL_FRAME_OPTIONS:
+        folder = str(REAL_FRAME_OPTIONS[choice])
+        return ("frames", folder, ()), lambda: sources.frame_folder_scene(folder), choice
     root = embedded.sample_path("real-nuscenes" if choice == REAL_SAMPLE_OPTION else "nuscenes")
     key = "real_sample_index" if choice == REAL_SAMPLE_OPTION else "sample_index"
     with st.spinner("Opening the embedded nuScenes sample ..."):
@@ -168,6 +178,25 @@ def _nuscenes_controls():
     if by_name[name].description:
         st.caption(escape_markdown(by_name[name].description))
     return _nuscenes_sample_picker(dataroot, version, by_name[name], "ns_sample")
+
+
+def _frame_folder_controls():
+    folder = st.text_input("Frame folder", key="ff_folder",
+                           help="A folder on the machine running the app holding rig.json (the JSON rig), its "
+                                "images, lidar_ego.npy (the LiDAR sweep in the ego frame) and, optionally, "
+                                "exposure.json (the ego motion to each camera's exposure): the format of "
+                                "'bevviz check FOLDER'.").strip()
+    more_text = st.text_area("More frame folders of the same rig (optional, one per line)", key="ff_more",
+                             height=80, help=f"Consecutive frames of one drive, the same cameras, calibration and "
+                                             f"ignore polygons: the Calibration Doctor adds up their LiDAR evidence "
+                                             f"(at most {MAX_FRAMES} frames in all). One frame may be inconclusive "
+                                             f"where several decide.")
+    more = tuple(line.strip() for line in more_text.splitlines() if line.strip())
+    if not folder:
+        st.info("Name a frame folder; the current rig stays until then.")
+        return None, None, ""
+    what = f"the frame folder {folder}" + (f" and {len(more)} more" if more else "")
+    return ("frames", folder, more), lambda: sources.frame_folder_scene(folder, more), what
 
 
 def _upload_controls():
@@ -301,14 +330,16 @@ def render_sidebar() -> None:
             request, loader, what = _sample_controls()
         elif source == SOURCE_NUSCENES:
             request, loader, what = _nuscenes_controls()
+        elif source == SOURCE_FRAMES:
+            request, loader, what = _frame_folder_controls()
         else:
             request, loader, what = _upload_controls()
         apply_request(request, loader, what)
         scene = current_scene()
         extras = ([f"LiDAR {len(scene.lidar):,} points"] if scene.lidar is not None else []) + \
             ([f"{len(scene.boxes)} boxes"] if scene.boxes else [])
-        st.caption(f"Loaded: **{escape_markdown(scene.label)}** — {len(scene.rig)} cameras"
-                   + "".join(f", {e}" for e in extras))
+        cameras = f"{len(scene.rig)} camera{'' if len(scene.rig) == 1 else 's'}"
+        st.caption(f"Loaded: **{escape_markdown(scene.label)}** — {cameras}" + "".join(f", {e}" for e in extras))
         for warning in scene.warnings:
             st.warning(escape_markdown(warning))
         if scene.attribution:

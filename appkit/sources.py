@@ -33,11 +33,12 @@ from bevviz.session.uploads import (
 )
 
 __all__ = [
-    "MAX_IMAGE_BYTES", "MAX_POINTCLOUD_BYTES", "MAX_RIG_JSON_BYTES", "MAX_TOTAL_BYTES", "NUSCENES_VERSIONS",
-    "REAL_NUSCENES", "REAL_NUSCENES_ATTRIBUTION", "SAMPLE_NUSCENES", "SAMPLE_RIG", "Scene", "check_upload_sizes",
-    "default_scene", "embedded_scene_table", "nuscenes_samples", "nuscenes_scene", "nuscenes_scenes",
-    "open_nuscenes", "rig_json_scene", "sample_available", "sample_texture", "synthetic_scene", "upload_digest",
-    "upload_limits_text", "uploaded_scene",
+    "FRAME_FOLDER_FIELD", "MAX_IMAGE_BYTES", "MAX_POINTCLOUD_BYTES", "MAX_RIG_JSON_BYTES", "MAX_TOTAL_BYTES",
+    "MORE_FOLDERS_FIELD", "NUSCENES_VERSIONS", "REAL_KITTI", "REAL_NUSCENES", "REAL_NUSCENES_ATTRIBUTION",
+    "REAL_TRI", "SAMPLE_NUSCENES", "SAMPLE_RIG", "Scene", "check_upload_sizes", "default_scene",
+    "embedded_scene_table", "frame_folder_scene", "nuscenes_samples", "nuscenes_scene", "nuscenes_scenes",
+    "open_nuscenes", "rig_json_scene", "sample_available", "sample_texture", "synthetic_scene",
+    "upload_digest", "upload_limits_text", "uploaded_scene",
 ]
 
 #: The embedded samples (paths from :mod:`bevviz.session.embedded`, for the pages' pickers).
@@ -45,6 +46,10 @@ SAMPLE_RIG = embedded.sample_path("rig")
 SAMPLE_NUSCENES = embedded.sample_path("nuscenes")
 #: One real nuScenes keyframe (scene-0061) with its LiDAR sweep and boxes, in v1.0-mini format.
 REAL_NUSCENES = embedded.sample_path("real-nuscenes")
+#: Real frame folders: a TRI 6-camera rig (its car body in the side and rear images) and a KITTI
+#: camera-LiDAR pair.
+REAL_TRI = embedded.sample_path("real-tri")
+REAL_KITTI = embedded.sample_path("real-kitti")
 
 
 @st.cache_resource(show_spinner=False)
@@ -98,6 +103,18 @@ def nuscenes_scene(dataroot: str, version: str, sample_token: str, frames: int =
     with ``frames`` > 1 also the next samples of the scene for the doctor."""
     return loaders.nuscenes_scene(open_nuscenes(dataroot, version), dataroot, version, sample_token,
                                   texture=sample_texture(), frames=frames)
+
+
+#: What the sidebar's frame-folder boxes are called in errors.
+FRAME_FOLDER_FIELD = "Frame folder"
+MORE_FOLDERS_FIELD = "More frame folders"
+
+
+def frame_folder_scene(path: str, more: tuple[str, ...] = ()) -> Scene:
+    """A frame folder, and further frame folders of the same rig whose LiDAR evidence the doctor
+    adds up (:func:`bevviz.session.frame_folder_scene`, as ``bevviz check FOLDER [FOLDER ...]``);
+    not cached: a user's folder may change between loads, and the sidebar loads once per request."""
+    return loaders.frame_folder_scene(path, more=more, field=FRAME_FOLDER_FIELD, more_field=MORE_FOLDERS_FIELD)
 
 
 def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],

@@ -163,8 +163,8 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
                            ego frame, intensity in any scale), optional exposure.json,
                            ignore.json (docs/api.md): the doctor with the LiDAR
       a nuScenes dataroot  (a folder holding <version>/sample.json); --version, --sample
-      an embedded sample   rig | nuscenes | real-nuscenes (a path of that name that
-                           exists is checked instead)
+      an embedded sample   rig | nuscenes | real-nuscenes | real-tri | real-kitti (a path
+                           of that name that exists is checked instead)
     Several frame folders of one rig (the same cameras, calibration and ignore polygons:
     consecutive frames of a drive) are checked together: the LiDAR witness adds their
     evidence up, as --frames N does for a nuScenes dataroot.

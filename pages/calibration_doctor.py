@@ -85,7 +85,7 @@ st.caption(doctor.SEAM_COST_TEXT)
 
 if scene.lidar is not None:
     st.subheader("Which camera is off? The LiDAR witness")
-    frames = "" if doc.n_frames == 1 else f" in this sample; the evidence of {doc.n_frames} frames is added up"
+    frames = "" if doc.n_frames == 1 else f" in this frame; the evidence of {doc.n_frames} frames is added up"
     st.caption(f"{len(scene.lidar):,} LiDAR points{frames}. {doctor.LIDAR_TEXT}")
     if st.button("Run the LiDAR diagnosis", type="primary", key="cd_lidar_run"):
         with st.status("Aligning every camera with the LiDAR edges ...", expanded=True) as run_status, \

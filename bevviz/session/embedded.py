@@ -1,7 +1,8 @@
 """Where the embedded samples are, written once: a folder of package data found with importlib.resources.
 
 The samples (``sample_data/`` of the repository: the synthetic rig and its nuScenes-format
-copy, and one real nuScenes keyframe) travel inside the installed package as
+copy, one real nuScenes keyframe, and one real frame folder each of a TRI 6-camera rig and
+of KITTI) travel inside the installed package as
 ``bevviz/sample_data/`` (the wheel's build copies the whole folder, every subfolder
 included; see setup.py). In a source checkout (an editable install, or the repository on
 ``sys.path``) the package has no such folder and the repository's ``sample_data/`` beside
@@ -24,16 +25,25 @@ from bevviz.io.images import read_image
 from bevviz.sample_location import locate
 
 __all__ = [
-    "EMBEDDED", "NAMES", "REAL_NUSCENES_ATTRIBUTION", "SAMPLE_DATA", "attribution", "embedded_path",
+    "ATTRIBUTIONS", "EMBEDDED", "NAMES", "REAL_KITTI_ATTRIBUTION", "REAL_NUSCENES_ATTRIBUTION",
+    "REAL_TRI_ATTRIBUTION", "SAMPLE_DATA", "attribution", "embedded_path",
     "ground_truth", "is_embedded", "sample_data_dir", "sample_path", "sample_texture",
 ]
 
 #: Names of the embedded samples -> their path under the samples' folder.
-NAMES = {"rig": "rig.json", "nuscenes": "nuscenes", "real-nuscenes": "real_nuscenes"}
-#: What to show while the real keyframe (or any data under it) is loaded: its licence asks
-#: for the attribution (sample_data/real_nuscenes/README.md).
+NAMES = {"rig": "rig.json", "nuscenes": "nuscenes", "real-nuscenes": "real_nuscenes",
+         "real-tri": "real_tri", "real-kitti": "real_kitti"}
+#: What to show while a real sample (or any data under it) is loaded: their licences ask for
+#: the attribution (the README.md beside each).
 REAL_NUSCENES_ATTRIBUTION = ("Data: nuScenes (Motional), https://www.nuscenes.org, licensed CC BY-NC-SA 4.0 "
                              "(non-commercial use only).")
+REAL_TRI_ATTRIBUTION = ("Data: Toyota Research Institute (TRI-ML/dgp test scene, most likely from DDAD), "
+                        "treated as CC BY-NC-SA 4.0 (non-commercial use only).")
+REAL_KITTI_ATTRIBUTION = ("Data: KITTI (Geiger, Lenz, Stiller, Urtasun, IJRR 2013), "
+                          "https://www.cvlibs.net/datasets/kitti, licensed CC BY-NC-SA 3.0 (non-commercial use only).")
+#: Embedded sample name -> the attribution its data asks for.
+ATTRIBUTIONS = {"real-nuscenes": REAL_NUSCENES_ATTRIBUTION, "real-tri": REAL_TRI_ATTRIBUTION,
+                "real-kitti": REAL_KITTI_ATTRIBUTION}
 #: The folder of the embedded samples (it may be missing: a trimmed copy; callers check
 #: what they need). Found once, at import.
 SAMPLE_DATA = locate()
@@ -58,7 +68,7 @@ def embedded_path(name: str) -> Path | None:
     sample: the caller gets None and reads the user's data.
 
     Args:
-        name: ``"rig"``, ``"nuscenes"`` or ``"real-nuscenes"`` (anything else: None).
+        name: A key of :data:`NAMES`, e.g. ``"rig"`` or ``"real-tri"`` (anything else: None).
 
     Returns:
         The sample's path under :func:`sample_data_dir`, or None.
@@ -84,10 +94,14 @@ def is_embedded(path: str | Path, name: str) -> bool:
         return False
 
 
-def attribution(dataroot: str | Path) -> str:
-    """The licence line to show for data under ``dataroot``: the real keyframe's, or ""."""
-    root, real = Path(dataroot).resolve(), sample_path("real-nuscenes").resolve()
-    return REAL_NUSCENES_ATTRIBUTION if root == real or real in root.parents else ""
+def attribution(path: str | Path) -> str:
+    """The licence line to show for data at or under ``path``: a real sample's, or ""."""
+    root = Path(path).resolve()
+    for name, line in ATTRIBUTIONS.items():
+        real = sample_path(name).resolve()
+        if root == real or real in root.parents:
+            return line
+    return ""
 
 
 def sample_texture() -> tuple[np.ndarray, tuple[float, float], tuple[float, float]] | None:

@@ -171,7 +171,8 @@ def is_frame_folder(path: Path) -> bool:
     return path.is_dir() and (path / "rig.json").is_file() and (path / "lidar_ego.npy").is_file()
 
 
-def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence[str | Path] = ()) -> Scene:
+def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence[str | Path] = (), *,
+                       field: str = "SOURCE", more_field: str = "SOURCE") -> Scene:
     """A frame folder: a JSON rig with its images, the LiDAR sweep taken with them (any
     point order, intensity in any scale or none), the ego motion to each camera's exposure
     and the cameras' ignore polygons (:func:`bevviz.calibration.load_frame_folder`).
@@ -183,28 +184,38 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
             frames of one drive): the LiDAR witness adds their evidence up. Each must hold
             the same cameras with the same calibration and ignore polygons; at most
             ``MAX_FRAMES`` frames in all.
+        field: What the caller calls ``path`` in its errors (``bevviz check``: its SOURCE;
+            the app: its "Frame folder" box).
+        more_field: What it calls the further folders.
 
     Raises:
-        InputError: naming the file and what is wrong with it, or the further folder whose
-            rig differs and how.
+        InputError: naming the file and what is wrong with it, or the folder (``field`` /
+            ``more_field``) that is none, or whose rig differs and how.
     """
     folder = Path(path)
+    for f, p in [(field, folder), *((more_field, Path(m)) for m in more)]:
+        if not is_frame_folder(p):
+            raise field_error(f, str(p), "is not a frame folder (a folder holding rig.json and lidar_ego.npy)")
     frame = load_frame_folder(folder)
     rig_file = load_rig_file(folder / "rig.json")
     if 1 + len(more) > MAX_FRAMES:
-        raise field_error("SOURCE", f"{1 + len(more)} frame folders", f"at most MAX_FRAMES = {MAX_FRAMES}")
+        raise field_error(more_field, f"{1 + len(more)} frame folders", f"at most MAX_FRAMES = {MAX_FRAMES}")
     others = []
+    seen = {folder.resolve()}
     for extra in more:
+        if Path(extra).resolve() in seen:  # the same frame twice would count its evidence twice
+            raise field_error(more_field, str(extra), "is named twice: each frame folder counts once")
+        seen.add(Path(extra).resolve())
         other = load_frame_folder(extra)
         if other.rig.names != frame.rig.names:
-            raise field_error("SOURCE", str(extra), f"holds cameras {list(other.rig.names)}, not those of {folder} "
+            raise field_error(more_field, str(extra), f"holds cameras {list(other.rig.names)}, not those of {folder} "
                               f"({list(frame.rig.names)}): several frame folders must be one rig")
         changed = [n for n in frame.rig.names if other.rig[n].fingerprint != frame.rig[n].fingerprint]
         if changed:
-            raise field_error("SOURCE", str(extra), f"calibrates {', '.join(changed)} differently from {folder}: "
+            raise field_error(more_field, str(extra), f"calibrates {', '.join(changed)} differently from {folder}: "
                               "several frame folders must be one rig with one calibration")
         if dict(other.ignore) != dict(frame.ignore):
-            raise field_error("SOURCE", str(extra), f"has other ignore polygons than {folder}: several frame folders "
+            raise field_error(more_field, str(extra), f"has other ignore polygons than {folder}: several frame folders "
                               "must be one rig, its body in the same place")
         others.append(SceneFrame(f"frame folder {Path(extra).name}", freeze(other.images), other.scan))
     digest = hashlib.sha1((folder / "rig.json").read_bytes()).hexdigest()[:12]
@@ -217,7 +228,7 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
                  image_files={k: v for k, v in rig_file.image_files.items() if v}, lidar=frame.scan, lidar_key=key,
                  source={"kind": "frame-folder", "path": str(folder), "name": name or str(folder),
                          **({"frames": 1 + len(others), "more": [str(m) for m in more]} if others else {})},
-                 ignore=dict(frame.ignore), more_frames=tuple(others))
+                 ignore=dict(frame.ignore), more_frames=tuple(others), attribution=embedded.attribution(folder))
 
 
 # --------------------------------------------------------------------------------------

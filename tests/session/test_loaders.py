@@ -33,6 +33,16 @@ def test_the_embedded_samples_are_found_with_importlib_resources(sample_data):
     assert embedded.EMBEDDED["rig"] == embedded.sample_path("rig")
 
 
+@pytest.mark.parametrize(("name", "cameras", "licence"), [("real-tri", 6, embedded.REAL_TRI_ATTRIBUTION),
+                                                          ("real-kitti", 1, embedded.REAL_KITTI_ATTRIBUTION)])
+def test_the_real_frame_folders_are_embedded_samples_with_their_attribution(sample_data, name, cameras, licence):
+    scene = load_scene(name)
+    assert scene.source["kind"] == "frame-folder" and len(scene.rig) == cameras and scene.lidar is not None
+    assert scene.attribution == licence and "non-commercial" in licence
+    assert load_scene(str(embedded.sample_path(name))).attribution == licence
+    assert embedded.attribution(sample_data / "rig.json") == ""
+
+
 def test_images_are_found_by_json_path_then_file_name_then_camera_name(tmp_path, sample_rig, sample_data):
     images = tmp_path / "pics"
     (images / "images").mkdir(parents=True)
@@ -163,6 +173,8 @@ def test_several_frame_folders_of_one_rig_are_one_source_and_any_other_is_named(
     (frame,) = scene.complete_frames
     np.testing.assert_array_equal(frame.lidar.points, points)
     assert frame.images.keys() == scene.images.keys()
+    with pytest.raises(InputError, match="'SOURCE': is named twice: each frame folder counts once"):
+        load_scene(str(first), more=[str(second), str(second / ".." / "t0")])  # its evidence would count twice
     with pytest.raises(InputError, match="'SOURCE'.*not a frame folder"):
         load_scene(str(first), more=[str(sample_data / "rig.json")])
     with pytest.raises(InputError, match="'SOURCE'.*only several frame folders"):
