@@ -6,6 +6,7 @@ with the field and the value, and the previous rig stays."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,18 @@ def test_a_bad_frame_folder_is_refused_and_the_rig_stays(tmp_path, folder, more,
     (error,) = [shown(e.value) for e in at.error]
     assert fill(says) in error and f"Keeping the previous rig: {before}." in error
     assert at.session_state["scene"].label == before
+
+
+@pytest.fixture(scope="module")
+def tri_app():
+    at = make_app(sample_choice=REAL_TRI_OPTION)
+    no_exception(at)
+    return at
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (Path(__file__).resolve().parents[2] / "pages").glob("*.py")))
+def test_every_page_runs_on_a_frame_folder(tri_app, page):
+    at = tri_app
+    at.switch_page(f"pages/{page}").run()
+    no_exception(at)
+    assert at.title and loaded(at).startswith("Loaded: Frame folder real_tri — 6 cameras")
