@@ -36,28 +36,31 @@ def lidar_table(at):
     return table
 
 
-def test_the_real_tri_frame_loads_and_the_doctor_judges_its_six_cameras():
-    at = make_app(sample_choice=REAL_TRI_OPTION)
+def lidar_diagnosis(option: str, caption: str, licence: str):
+    """The app on an embedded real frame: its sidebar caption and licence line, then the
+    Calibration Doctor's LiDAR diagnosis run."""
+    at = make_app(sample_choice=option)
     no_exception(at)
-    assert loaded(at) == "Loaded: Frame folder real_tri — 6 cameras, LiDAR 47,230 points"
-    assert REAL_TRI_ATTRIBUTION in [c.value for c in at.sidebar.caption]
+    assert loaded(at) == caption
+    assert licence in [c.value for c in at.sidebar.caption]
     at.switch_page(DOCTOR).run()
     no_exception(at)
     at.button(key="cd_lidar_run").click().run()
     no_exception(at)
+    return at
+
+
+def test_the_real_tri_frame_loads_and_the_doctor_judges_its_six_cameras():
+    at = lidar_diagnosis(REAL_TRI_OPTION, "Loaded: Frame folder real_tri — 6 cameras, LiDAR 47,230 points",
+                         REAL_TRI_ATTRIBUTION)
     assert any(shown(m.value).startswith("Miscalibrated: no camera") for m in at.markdown)
     table = lidar_table(at)
     assert len(table) == 6 and set(table["verdict"]) <= {"ok", "inconclusive"}
 
 
 def test_the_real_kitti_frame_is_judged_as_a_camera_lidar_pair():
-    at = make_app(sample_choice=REAL_KITTI_OPTION)
-    no_exception(at)
-    assert loaded(at) == "Loaded: Frame folder real_kitti — 1 camera, LiDAR 41,450 points"
-    assert REAL_KITTI_ATTRIBUTION in [c.value for c in at.sidebar.caption]
-    at.switch_page(DOCTOR).run()
-    at.button(key="cd_lidar_run").click().run()
-    no_exception(at)
+    at = lidar_diagnosis(REAL_KITTI_OPTION, "Loaded: Frame folder real_kitti — 1 camera, LiDAR 41,450 points",
+                         REAL_KITTI_ATTRIBUTION)
     assert len(lidar_table(at)) == 1
     page = " ".join(shown(x.value) for x in [*at.markdown, *at.caption, *at.info, *at.warning])
     assert PAIR_NOTE in page
