@@ -192,8 +192,9 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
         InputError: naming the file and what is wrong with it, or the folder (``field`` /
             ``more_field``) that is none, or whose rig differs and how.
     """
-    folder = Path(path)
-    for f, p in [(field, folder), *((more_field, Path(m)) for m in more)]:
+    folder = Path(path).expanduser()  # the app's boxes get what a user pastes: "~/drive/t0"
+    more = [Path(m).expanduser() for m in more]
+    for f, p in [(field, folder), *((more_field, m) for m in more)]:
         if not is_frame_folder(p):
             raise field_error(f, str(p), "is not a frame folder (a folder holding rig.json and lidar_ego.npy)")
     frame = load_frame_folder(folder)
@@ -203,9 +204,9 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
     others = []
     seen = {folder.resolve()}
     for extra in more:
-        if Path(extra).resolve() in seen:  # the same frame twice would count its evidence twice
+        if extra.resolve() in seen:  # the same frame twice would count its evidence twice
             raise field_error(more_field, str(extra), "is named twice: each frame folder counts once")
-        seen.add(Path(extra).resolve())
+        seen.add(extra.resolve())
         other = load_frame_folder(extra)
         if other.rig.names != frame.rig.names:
             raise field_error(more_field, str(extra), f"holds cameras {list(other.rig.names)}, not those of {folder} "
@@ -217,9 +218,9 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
         if dict(other.ignore) != dict(frame.ignore):
             raise field_error(more_field, str(extra), f"has other ignore polygons than {folder}: several frame folders "
                               "must be one rig, its body in the same place")
-        others.append(SceneFrame(f"frame folder {Path(extra).name}", freeze(other.images), other.scan))
+        others.append(SceneFrame(f"frame folder {extra.name}", freeze(other.images), other.scan))
     digest = hashlib.sha1((folder / "rig.json").read_bytes()).hexdigest()[:12]
-    key = ":".join([f"frames:{folder.resolve()}:{digest}", *(str(Path(m).resolve()) for m in more)])
+    key = ":".join([f"frames:{folder.resolve()}:{digest}", *(str(m.resolve()) for m in more)])
     label = f"Frame folder {folder.name}"
     if others:
         label += f" + {len(others)} more frame folder{'s' if len(others) > 1 else ''} for the LiDAR witness"

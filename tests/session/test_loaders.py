@@ -11,7 +11,16 @@ import pytest
 
 from bevviz.errors import InputError
 from bevviz.io.rig_json import load_rig_file
-from bevviz.session import MAX_FRAMES, dataset, embedded, find_images, load_scene, neighbour_samples, nuscenes_scene
+from bevviz.session import (
+    MAX_FRAMES,
+    dataset,
+    embedded,
+    find_images,
+    load_scene,
+    neighbour_samples,
+    nuscenes_scene,
+)
+from bevviz.session.loaders import frame_folder_scene
 
 
 @pytest.fixture
@@ -158,6 +167,14 @@ def test_a_frame_folder_is_a_source_with_its_lidar_and_ignore_polygons(tmp_path,
     (folder / "ignore.json").write_text(json.dumps({cam["name"]: [[[0, 0], [1, 1]]]}))
     with pytest.raises(InputError, match="ignore.json.*polygon 0 must hold at least three"):
         load_scene(str(folder))
+
+
+def test_a_frame_folder_under_home_may_be_named_with_a_tilde(tmp_path, sample_data, monkeypatch):
+    shutil.copytree(sample_data / "real_kitti", tmp_path / "t0")
+    monkeypatch.setenv("HOME", str(tmp_path))  # what a user pastes into the app's box
+    assert frame_folder_scene("~/t0").source["path"] == str(tmp_path / "t0")
+    with pytest.raises(InputError, match="'More frame folders': is named twice"):
+        frame_folder_scene("~/t0", more=[str(tmp_path / "t0")], more_field="More frame folders")
 
 
 def test_several_frame_folders_of_one_rig_are_one_source_and_any_other_is_named(tmp_path, sample_data):
