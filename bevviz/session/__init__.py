@@ -19,6 +19,7 @@ from bevviz.session.loaders import (
     MAX_FRAMES,
     dataset,
     find_images,
+    frame_folder_scene,
     load_scene,
     neighbour_samples,
     nuscenes_scene,
@@ -39,7 +40,8 @@ from bevviz.session.uploads import uploaded_scene
 __all__ = [
     "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
     "ConventionCheck", "Doctor",
-    "Scene", "SceneFrame", "check_rig", "dataset", "embedded_path", "find_images", "ground_shift", "load_scene",
+    "Scene", "SceneFrame", "check_rig", "dataset", "embedded_path", "find_images", "frame_folder_scene", "ground_shift",
+    "load_scene",
     "neighbour_samples", "nuscenes_scene",
     "projection_sanity", "rig_json_scene", "sample_data_dir", "sample_path", "synthetic_scene", "uploaded_scene",
 ]

@@ -16,11 +16,11 @@ from bevviz.session import (
     dataset,
     embedded,
     find_images,
+    frame_folder_scene,
     load_scene,
     neighbour_samples,
     nuscenes_scene,
 )
-from bevviz.session.loaders import frame_folder_scene
 
 
 @pytest.fixture
