@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 import numpy as np
@@ -34,11 +35,18 @@ from bevviz.limits import MAX_LIDAR_POINTS, limit_error
 from bevviz.shapes import check_shape, field_error
 
 __all__ = ["GROUND_BIN_M", "GROUND_MIN_SHARE", "GROUND_RANGE_M", "MAX_LIDAR_POINTS", "MIN_RANGE_M", "RIGID_TOL",
-           "LidarScan", "as_lidar_scan", "ground_height"]
+           "STACK_MIN_POINTS", "LidarScan", "as_lidar_scan", "ground_height", "stacked"]
 
 #: Returns nearer the LiDAR than this (metres) are the car itself (its roof, its mirrors) or
 #: no-returns stored as zeros: every user of a scan drops them.
 MIN_RANGE_M = 1.5
+#: Fewest points at one exact position (bit-identical x, y, z) that make it a *stack*: the
+#: no-returns of an organised cloud (a range image flattened), stored at the sensor and moved
+#: into the ego frame by one transform, land on one position wherever the sensor is, and a
+#: frame folder does not say where that is (its origin is the ego origin). Real returns never
+#: coincide so often: the development clouds hold at most 14 points at one position (on
+#: nuScenes' roof, within 0.5 m of its LiDAR).
+STACK_MIN_POINTS = 64
 #: Largest |R R^T - I| of an ``exposure_from_keyframe`` rotation (float32-rounded poses
 #: from other tools are accepted).
 RIGID_TOL = 1e-4
@@ -213,6 +221,21 @@ class LidarScan:
         T = self.exposure_from_keyframe.get(name)
         return np.eye(4) if T is None else np.array(T)
 
+    @cached_property
+    def _stacked(self) -> np.ndarray:
+        return stacked(self.points[:, :3])
+
+    def returns(self, min_range: float = MIN_RANGE_M) -> np.ndarray:
+        """Which points are the LiDAR's returns: further than ``min_range`` from
+        :attr:`origin` (:meth:`far_from_origin`) and not on a stack of no-returns
+        (:func:`stacked`, wherever the sensor is). Every user of a scan's geometry or
+        intensity keeps these only.
+
+        Returns:
+            (N,) bool.
+        """
+        return self.far_from_origin(min_range) & ~self._stacked
+
     def far_from_origin(self, min_range: float = MIN_RANGE_M) -> np.ndarray:
         """Which points lie further than ``min_range`` metres from :attr:`origin`: the rest
         are the car itself or no-returns (see :data:`MIN_RANGE_M`).
@@ -238,6 +261,25 @@ class LidarScan:
         """
         T = self.exposure(camera)
         return self.xyz @ T[:3, :3].T + T[:3, 3]
+
+
+def stacked(xyz: np.ndarray, min_points: int = STACK_MIN_POINTS) -> np.ndarray:
+    """Which points share their exact position with at least ``min_points - 1`` others.
+
+    Args:
+        xyz: Positions, (N, 3) (compared as float32 bits, as a scan stores them).
+        min_points: Fewest points at one position that make a stack.
+
+    Returns:
+        (N,) bool: True for points on a stack (no-returns, see :data:`STACK_MIN_POINTS`).
+    """
+    pts = np.ascontiguousarray(np.asarray(xyz, dtype=np.float32).reshape(-1, 3))
+    if len(pts) < min_points:
+        return np.zeros(len(pts), dtype=bool)
+    pts = pts + np.float32(0.0)  # -0.0 and 0.0 are one position
+    _, inverse, counts = np.unique(pts.view(np.dtype((np.void, 12))).ravel(), return_inverse=True,
+                                   return_counts=True)
+    return counts[inverse.ravel()] >= min_points
 
 
 def as_lidar_scan(obj: object, field: str = "lidar", origin: object = None, timestamp_us: int = 0) -> LidarScan:

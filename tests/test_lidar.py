@@ -191,3 +191,22 @@ def test_no_ground_height_without_a_dominant_plane_or_enough_returns():
     assert lidar.ground_height(as_lidar_scan(pts)) is None
     assert lidar.ground_height(_ground_scan(-1.7, 50, 0)) is None  # 50 returns in range: too few
     assert lidar.ground_height(as_lidar_scan(np.zeros((0, 4), np.float32))) is None
+
+
+def test_a_stack_of_no_returns_is_not_a_return_wherever_the_sensor_is():
+    rng = np.random.default_rng(0)
+    xyz = rng.uniform(-30.0, 30.0, (1000, 3))
+    stack = np.tile([0.9, 0.0, 1.8], (lidar.STACK_MIN_POINTS, 1))  # a roof LiDAR's no-returns
+    few = np.tile([5.0, 5.0, 0.0], (lidar.STACK_MIN_POINTS - 1, 1))  # one short of a stack
+    signed = np.tile([-0.0, 7.0, 0.0], (lidar.STACK_MIN_POINTS // 2, 1))  # -0.0 and 0.0: one position
+    unsigned = np.tile([0.0, 7.0, 0.0], (lidar.STACK_MIN_POINTS // 2, 1))
+    pts = np.concatenate([xyz, stack, few, signed, unsigned])
+    scan = as_lidar_scan(np.concatenate([pts, np.ones((len(pts), 1))], axis=1))  # origin (0, 0, 0)
+    expected = np.ones(len(pts), bool)
+    expected[1000:1000 + len(stack)] = False
+    expected[-len(signed) - len(unsigned):] = False
+    np.testing.assert_array_equal(lidar.stacked(pts), ~expected)
+    near = np.linalg.norm(pts, axis=1) <= lidar.MIN_RANGE_M
+    np.testing.assert_array_equal(scan.returns(), expected & ~near)
+    assert not lidar.stacked(np.zeros((lidar.STACK_MIN_POINTS - 1, 3))).any()
+    assert lidar.stacked(np.zeros((0, 3))).shape == (0,)

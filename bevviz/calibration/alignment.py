@@ -294,7 +294,7 @@ class EdgeAlignment:
             inside = (pc[:, 2] > MIN_DEPTH_M) & inside_image(uv[:, 0], uv[:, 1], camera.width, camera.height)
             if edges is fr.ring_edges and mask is not None and inside.any():  # view edges drop these themselves
                 inside[inside] = ~in_mask(mask, uv[inside])
-            near = fr.scan.far_from_origin()
+            near = fr.scan.returns()
             occ = fr.scan.xyz[near] @ Rx.T + tx
             keep = inside & visible(uv, pc[:, 2], _project(occ, camera.K), occ[:, 2], camera.size,
                                     DEPTH_CELL_RAD * focal)

@@ -248,7 +248,7 @@ def lidar_edges(scan: LidarScan) -> LidarEdges:
         raise field_error("ring", None, "the scan has no ring index; scan it per camera with view_edges")
     xyz = scan.xyz.astype(np.float64) - scan.origin
     r = np.linalg.norm(xyz, axis=1)
-    keep = r > MIN_RANGE_M
+    keep = scan.returns(MIN_RANGE_M)
     ring = scan.ring[keep].astype(np.int64)
     xyz, r = xyz[keep], r[keep]
     log_i = _log_intensity(scan.intensity[keep])
@@ -375,17 +375,19 @@ def intensity_ranks(intensity: np.ndarray) -> np.ndarray | None:
 
 
 def return_ranks(scan: LidarScan) -> np.ndarray | None:
-    """:func:`intensity_ranks` among the scan's returns only, (N,) float64 (NaN for the
-    points within ``MIN_RANGE_M`` of the LiDAR, which no edge uses); None when the returns
-    carry no usable intensity.
+    """:func:`intensity_ranks` among the scan's returns only (:meth:`LidarScan.returns`), (N,)
+    float64 (NaN for the points within ``MIN_RANGE_M`` of the LiDAR or on a stack of
+    no-returns, which no edge uses); None when the returns carry no usable intensity.
 
     An organised cloud (a range image flattened: Ouster, Waymo) stores its no-returns as
     points at the sensor with intensity 0. Ranked with the returns, a third of the scan at
     the bottom squeezes every real return's rank into the top two thirds, and the rank jumps
     of lane markings and signs fall under ``RANK_JUMP``: on a TRI frame, a third more points
-    at the LiDAR named 4 of 12 faults instead of 8.
+    at the LiDAR named 4 of 12 faults instead of 8. Where the scan does not know where its
+    sensor is (a frame folder's origin is the ego origin), the no-returns still sit on one
+    position, a stack, and are left out as well.
     """
-    far = scan.far_from_origin(MIN_RANGE_M)
+    far = scan.returns(MIN_RANGE_M)
     ranks = intensity_ranks(scan.intensity[far])
     if ranks is None:
         return None
@@ -526,7 +528,7 @@ def view_edges(scan: LidarScan, camera: Camera, ignore: np.ndarray | None = None
     """
     exposure = scan.exposure(camera.name)
     R, t = camera.cam_from_ego[:3, :3], camera.cam_from_ego[:3, 3]
-    near = scan.far_from_origin()
+    near = scan.returns()
     pe = scan.xyz[near] @ exposure[:3, :3].T + exposure[:3, 3]
     pc = pe @ R.T + t
     z = pc[:, 2]

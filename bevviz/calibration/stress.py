@@ -56,8 +56,8 @@ from bevviz.projection import pixels_of, rays_of
 from bevviz.rotations import invert_transform, make_transform
 from bevviz.threads import single_threaded
 
-__all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "SHUTTER_PAN_DEG", "StressCase",
-           "VARIANTS", "Variant", "denser", "distorted", "main", "stress_frames", "summary"]
+__all__ = ["BARREL_K1", "BEAM_BAND_DEG", "BEAM_PERIOD_DEG", "PAIR_BREAKING", "SHUTTER_PAN_DEG", "UNLOCATED_SENSOR_M",
+           "VARIANTS", "StressCase", "Variant", "denser", "distorted", "main", "stress_frames", "summary"]
 
 Images = dict[str, np.ndarray]
 Ignore = dict[str, list]
@@ -144,19 +144,27 @@ def _fewer_beams(f: RealFrame, rng: np.random.Generator):
     return f.rig, f.images, _scan(f.scan, p[np.mod(elevation, BEAM_PERIOD_DEG) < BEAM_BAND_DEG]), f.ignore
 
 
-def _no_returns(f: RealFrame, rng: np.random.Generator):
-    """A third more points at the LiDAR with intensity 0, spread through the storage order,
-    each on the ring of the return after it (an organised cloud, a range image flattened,
-    keeps its no-returns so)."""
-    p = np.asarray(f.scan.points)
-    at = np.sort(rng.integers(0, len(p) + 1, len(p) // 3))  # the return each hole precedes
-    hole = np.zeros((len(at), p.shape[1]), p.dtype)
-    hole[:, :3] = np.asarray(f.scan.origin, dtype=p.dtype)
-    pts = np.insert(p, at, hole, axis=0)
-    ring = None
-    if f.scan.ring is not None:
-        ring = np.insert(f.scan.ring, at, f.scan.ring[np.minimum(at, len(p) - 1)])
-    return f.rig, f.images, _scan(f.scan, pts, ring), f.ignore
+def _no_returns(offset_m: Sequence[float] = (0.0, 0.0, 0.0)) -> Callable:
+    """A third more points with intensity 0 at the scan's origin plus ``offset_m`` (ego
+    metres), spread through the storage order, each on the ring of the return after it (an
+    organised cloud, a range image flattened, keeps its no-returns so, at its sensor; with an
+    offset, a sensor the scan does not locate: a frame folder's origin is the ego origin)."""
+    def run(f: RealFrame, rng: np.random.Generator):
+        p = np.asarray(f.scan.points)
+        at = np.sort(rng.integers(0, len(p) + 1, len(p) // 3))  # the return each hole precedes
+        hole = np.zeros((len(at), p.shape[1]), p.dtype)
+        hole[:, :3] = (np.asarray(f.scan.origin) + np.asarray(offset_m)).astype(p.dtype)
+        pts = np.insert(p, at, hole, axis=0)
+        ring = None
+        if f.scan.ring is not None:
+            ring = np.insert(f.scan.ring, at, f.scan.ring[np.minimum(at, len(p) - 1)])
+        return f.rig, f.images, _scan(f.scan, pts, ring), f.ignore
+    return run
+
+
+#: Where ``no-returns, sensor not located`` stacks its no-returns, from the scan's origin
+#: (ego metres): a roof LiDAR above a car frame at the rear axle on the ground.
+UNLOCATED_SENSOR_M = (0.9, 0.0, 1.8)
 
 
 def _moved(yaw_deg: float, dz_m: float) -> Callable:
@@ -377,7 +385,10 @@ VARIANTS: dict[str, Variant] = {
     "intensity log x1000": ("another sensor's unit: 1000 log(1 + i)", _points(_log_intensity, keep_ring=True)),
     "4x denser cloud": ("the scan and 3 copies jittered by 2 cm, no order", _four_times_denser),
     "no-returns at the LiDAR": ("a third more points at the sensor, intensity 0, through the order (an organised "
-                                "cloud)", _no_returns),
+                                "cloud)", _no_returns()),
+    "no-returns, sensor not located": ("the same at a roof LiDAR 2 m from the scan's origin, which the scan "
+                                       "does not locate (a frame folder's origin is the ego origin)",
+                                       _no_returns(UNLOCATED_SENSOR_M)),
     "1/4 of the points": ("a sparser sensor: a random quarter of the points", _points(_sparser)),
     "16 beams": ("a LiDAR of fewer beams: every other ring, or one 0.45 deg elevation band in 2 deg",
                  _fewer_beams),

@@ -150,7 +150,7 @@ def lidar_in_cameras(rig: Rig, scan: LidarScan, max_points: int | None = MAX_LID
         Each camera takes :meth:`~bevviz.lidar.LidarScan.points_at` itself (the car moves
         between the cameras' exposures). See the module docstring.
     """
-    far = scan.far_from_origin(min_range)
+    far = scan.returns(min_range)
     return {cam.name: camera_lidar(cam, scan.points_at(cam)[far], scan.intensity[far], max_points=max_points,
                                    **kwargs) for cam in rig}
 

@@ -16,6 +16,7 @@ from bevviz.calibration.stress import (
     BEAM_PERIOD_DEG,
     PAIR_BREAKING,
     SHUTTER_PAN_DEG,
+    UNLOCATED_SENSOR_M,
     VARIANTS,
     StressCase,
     distorted,
@@ -23,6 +24,7 @@ from bevviz.calibration.stress import (
     stress_frames,
     summary,
 )
+from bevviz.lidar import MIN_RANGE_M
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +48,11 @@ def test_each_variant_changes_what_it_says_and_keeps_the_calibration(kitti):
     holes = np.all(scan.points == np.append(kitti.scan.origin, 0.0).astype(np.float32), axis=1)
     assert len(scan.points) == n + n // 3 and holes.sum() >= n // 3
     np.testing.assert_array_equal(scan.points[~holes], kitti.scan.points)  # the returns in their order
+    _, _, scan, _ = VARIANTS["no-returns, sensor not located"][1](kitti, rng)
+    sensor = np.append(kitti.scan.origin + np.asarray(UNLOCATED_SENSOR_M), 0.0).astype(np.float32)
+    holes = np.all(scan.points == sensor, axis=1)
+    assert holes.sum() == n // 3 and np.linalg.norm(UNLOCATED_SENSOR_M) > MIN_RANGE_M  # beyond the origin's reach
+    assert not scan.returns()[holes].any() and scan.returns()[~holes].sum() == kitti.scan.returns().sum()
     _, _, scan, _ = VARIANTS["intensity 0..1"][1](kitti, rng)
     assert scan.intensity.max() == pytest.approx(1.0)
     rig, images, _, _ = VARIANTS["half resolution"][1](kitti, rng)
