@@ -518,12 +518,16 @@ def _run(case: StressCase, frame: RealFrame, make: Callable, seed: int, faults: 
         case.error = str(exc)
 
 
+#: Width of the variant column: the longest name.
+NAME_WIDTH = max(len(name) for name in VARIANTS)
+
+
 def _row(c: StressCase) -> str:
     what = f"ERROR: {c.error}" if c.error else f"skipped: {c.skipped}" if c.skipped else \
         f"accused {len(c.named)} ({', '.join(c.named) or '-'}), inconclusive {c.inconclusive}/{c.cameras}"
     if c.faults and not c.error:
         what += f"; faults named {c.faults_named}/{c.faults}, wrong {len(c.wrong)} ({', '.join(c.wrong) or '-'})"
-    return f"{c.frame:<16} {c.variant:<22} {what} ({c.seconds:.1f} s)"
+    return f"{c.frame:<16} {c.variant:<{NAME_WIDTH}} {what} ({c.seconds:.1f} s)"
 
 
 def summary(cases: Sequence[StressCase]) -> tuple[list[str], bool]:
@@ -531,14 +535,15 @@ def summary(cases: Sequence[StressCase]) -> tuple[list[str], bool]:
     stored calibration, and, where faults were injected, no camera named beside a fault's own)."""
     with_faults = any(c.faults for c in cases)
     extra = f" {'faults':>6} {'named':>5} {'wrong':>5}" if with_faults else ""
-    rows = [f"{'variant':<22} {'frames':>6} {'cameras':>7} {'accused':>7} {'inconclusive':>12} {'errors':>6} "
+    rows = [f"{'variant':<{NAME_WIDTH}} {'frames':>6} {'cameras':>7} {'accused':>7} {'inconclusive':>12} {'errors':>6} "
             f"{'skipped':>7} {'max s':>6}{extra}"]
     for name in dict.fromkeys(c.variant for c in cases):
         cs = [c for c in cases if c.variant == name]
         ran = [c for c in cs if not c.skipped]
         more = (f" {sum(c.faults for c in cs):>6} {sum(c.faults_named for c in cs):>5} "
                 f"{sum(len(c.wrong) for c in cs):>5}") if with_faults else ""
-        rows.append(f"{name:<22} {len(ran):>6} {sum(c.cameras for c in ran):>7} {sum(len(c.named) for c in cs):>7} "
+        rows.append(f"{name:<{NAME_WIDTH}} {len(ran):>6} {sum(c.cameras for c in ran):>7} "
+                    f"{sum(len(c.named) for c in cs):>7} "
                     f"{sum(c.inconclusive for c in cs):>12} {sum(bool(c.error) for c in cs):>6} "
                     f"{len(cs) - len(ran):>7} {max(c.seconds for c in cs):>6.1f}{more}")
     accused = sum(len(c.named) for c in cases)
