@@ -124,7 +124,10 @@ class TimingFit:
     def at_end(self) -> bool:
         """Whether the joint optimum is the largest displacement tried: the score may keep
         rising beyond it, so it is no optimum (False when not fitted)."""
-        return self.fitted and abs(self.shift_m) >= float(np.max(np.abs(self.shifts_m))) - 1e-9 > 0
+        if not self.fitted:
+            return False
+        end = float(np.max(np.abs(self.shifts_m)))
+        return end > 0 and abs(self.shift_m) >= end - 1e-9
 
     @property
     def gain(self) -> float:
