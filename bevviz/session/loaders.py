@@ -429,11 +429,7 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     """
     name = str(source)
     path = embedded.embedded_path(name) or Path(name)
-    for extra in more:
-        if not is_frame_folder(Path(extra)):
-            raise field_error("SOURCE", str(extra), "is not a frame folder (rig.json, lidar_ego.npy): only several "
-                              "frame folders of one rig can be checked together")
-    if more and not is_frame_folder(path):
+    if more and not is_frame_folder(path):  # the further folders: frame_folder_scene checks them
         raise field_error("SOURCE", name, "is not a frame folder (rig.json, lidar_ego.npy): only several frame "
                           "folders of one rig can be checked together (a nuScenes dataroot: --frames N)")
     if path.is_file():
