@@ -53,6 +53,9 @@ HELP = {
     "cd_quality": "accurate: 3 levels down to 0.2 m cells and half-size images; fast: 2 coarser levels.",
     "cd_translation": "Seams constrain translation only weakly (a few cm move the ground by a few cm).",
     "adopt": "Replace the loaded rig for every page (until another source is loaded).",
+    "adopt_proposal": ("Replace the loaded rig for every page with the proposed correction: every check passed, but "
+                       "the LiDAR places this rig's calibrated cameras less accurately than an applied correction "
+                       "promises, so expect the camera about that far from its true pose."),
     "from_loaded": "Rotation between the refined camera and the camera as loaded (before your perturbation).",
 }
 SEAM_COST_TEXT = ("Seam cost = 1 - correlation of the normalised gradient fields of the two cameras' ground "

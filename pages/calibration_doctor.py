@@ -154,6 +154,15 @@ if scene.lidar is not None:
                           help=HELP["adopt"])
                 a2.download_button("Refined rig (JSON)", downloads.rig_json(lres.rig, dict(scene.image_files) or None),
                                    file_name="rig_refined.json", mime="application/json", key="cd_lidar_dl")
+            elif (proposed := lres.proposed_rig) is not None:
+                st.warning(f"{esc(lh.check[:1].upper() + lh.check[1:])}. The rig is left as it is.")
+                st.metric("Proposed correction", f"{lh.delta.angle_deg:.2f} deg", help=f"roll {lh.delta.roll_deg:+.2f}, "
+                          f"pitch {lh.delta.pitch_deg:+.2f}, yaw {lh.delta.yaw_deg:+.2f} deg")
+                p1, p2 = st.columns(2)
+                p1.button("Apply the proposal anyway", key="cd_lidar_apply_proposal", on_click=adopt,
+                          args=(proposed, look), help=HELP["adopt_proposal"])
+                p2.download_button("Proposed rig (JSON)", downloads.rig_json(proposed, dict(scene.image_files) or None),
+                                   file_name="rig_proposed.json", mime="application/json", key="cd_lidar_dl_proposal")
             else:
                 st.warning(f"Not accepted (the rig is left as it is): {esc(lh.check)}")
 

@@ -49,13 +49,12 @@ from pathlib import Path
 import numpy as np
 
 from bevviz.calibration.alignment import AXES, EdgeAlignment, as_lidar_frames
-from bevviz.calibration.consensus import rig_consensus
 from bevviz.calibration.diagnose import diagnose, refine_extrinsics
 from bevviz.calibration.frame_folder import RealFrame, load_frame_folder
-from bevviz.calibration.lidar import CameraEvidence, camera_evidence
-from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG, refine_with_lidar
+from bevviz.calibration.lidar import camera_evidence
+from bevviz.calibration.lidar_refine import FLOOR_MEDIAN_DEG, TARGET_DEG, lidar_placement, refine_with_lidar
 from bevviz.calibration.masks import ignore_masks
-from bevviz.calibration.perturbations import camera_delta, perturb_camera, perturb_rig
+from bevviz.calibration.perturbations import camera_delta, perturb_rig
 from bevviz.calibration.rule_search import RULE_GRID, Stored, leave_one_rig_out, rig_key, stored
 from bevviz.calibration.seams import analyze_seams, seam_grid
 from bevviz.calibration.verdicts import MIN_EDGE_POINTS, MISCALIBRATED, RULE, VerdictRule
@@ -90,7 +89,7 @@ class Targets:
     """Issue targets the summary checks."""
 
     lidar_named_share: float = 0.70
-    refine_within_deg: float = 0.3
+    refine_within_deg: float = TARGET_DEG
     refine_within_share: float = 0.90
 
 
@@ -116,6 +115,8 @@ class Case:
         lidar_end_vs_lidar_deg: The refined camera's distance from where the LiDAR puts the
             unperturbed camera (nan where the LiDAR does not pin that camera down): what a
             refinement can at best reach, whatever the dataset's calibration says.
+        lidar_proposal_end_deg: The error of the correction the LiDAR refinement proposed but
+            did not apply (its rig's floor was above the target), nan without one.
         cameras: Cameras in the rig.
     """
 
@@ -137,25 +138,12 @@ class Case:
     lidar_check: str = ""
     seams_check: str = ""
     lidar_end_vs_lidar_deg: float = float("nan")
+    lidar_proposal_end_deg: float = float("nan")
     cameras: int = 0
 
 
 def _angle(a: Rig, b: Rig, name: str) -> float:
     return float(camera_delta(a[name], b[name]).angle_deg)
-
-
-def _lidar_placement(rig: Rig, evidence: dict[str, CameraEvidence], name: str) -> Camera | None:
-    """Where the LiDAR puts camera ``name`` of the unperturbed ``rig``: the stored camera turned
-    by minus its residual against the other cameras' consensus (what a refinement aims at).
-    None where the LiDAR does not pin the camera down: too few edge points, or a bootstrap
-    spread above ``MAX_SPREAD_DEG`` on some axis (the refinement's own limit)."""
-    if evidence[name].n_points < MIN_EDGE_POINTS or len(evidence[name].replicates_deg) < 2:
-        return None
-    consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=name)
-    res = consensus.residual(evidence[name])
-    if np.max(res.std(axis=0)) > MAX_SPREAD_DEG:
-        return None
-    return perturb_camera(rig[name], *(-np.median(res, axis=0)))
 
 
 def _displaced(scan: LidarScan, shift_m: float) -> LidarScan:
@@ -297,8 +285,10 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
                         refine_extrinsics(bad, images, grid, cam, [f.scan for f in group], evidence=ev, rule=rule)
                     case.lidar_accepted, case.lidar_check = hist.accepted, hist.check
                     case.lidar_end_deg = _angle(frame.rig, new, cam)
+                    if hist.proposal is not None:
+                        case.lidar_proposal_end_deg = _angle(frame.rig, bad.replace(hist.proposal), cam)
                     if cam not in placements:
-                        placements[cam] = _lidar_placement(frame.rig, base_ev, cam)
+                        placements[cam] = lidar_placement(frame.rig, base_ev, cam)
                     placed = placements[cam]
                     if placed is not None:
                         case.lidar_end_vs_lidar_deg = float(camera_delta(placed, new[cam]).angle_deg)
@@ -356,6 +346,8 @@ def _row(c: Case) -> str:
     if c.camera is None:
         return f"{c.frame:<14} {'unperturbed rig':<30} named with LiDAR: {c.lidar_named or 'none'}"
     lid = f"{'ACC' if c.lidar_accepted else 'rej'} {c.start_deg:4.2f}->{c.lidar_end_deg:4.2f}"
+    if np.isfinite(c.lidar_proposal_end_deg):
+        lid += f" (proposed ->{c.lidar_proposal_end_deg:4.2f})"
     wrong = [n for n in c.lidar_named if n != c.camera]
     fault = ", ".join(f"{a} {v:+.2f}" for a, v in zip(AXES, c.fault_deg))
     return (f"{c.frame:<14} {c.camera:<16} ({fault}) | {c.lidar_verdict:<13}"
@@ -380,16 +372,18 @@ def _counts(cases: Sequence[Case]) -> dict:
         "named": sum(c.camera in c.lidar_named for c in faults),
         "wrong": sum(len([n for n in c.lidar_named if n != c.camera]) for c in faults),
         "accepted": len(acc),
-        "within": sum(c.lidar_end_deg <= 0.3 for c in acc),
+        "within": sum(c.lidar_end_deg <= TARGET_DEG for c in acc),
+        "proposed": sum(np.isfinite(c.lidar_proposal_end_deg) for c in faults),
         "worse": sum(c.lidar_end_deg > c.start_deg + 1e-6 for c in faults if np.isfinite(c.lidar_end_deg)),
     }
 
 
 def frame_table(cases: Sequence[Case]) -> list[str]:
     """Per frame and in total: false alarms on the unperturbed rig and with its LiDAR displaced
-    (timing), faults named, wrong cameras named, refinements accepted / within 0.3 deg / worse."""
+    (timing), faults named, wrong cameras named, refinements accepted / within 0.3 deg / worse,
+    corrections proposed but not applied."""
     head = (f"{'frame':<16} {'clean cams':>10} {'false alarms':>12} {'timing FA':>9} {'faults':>6} {'named':>12} "
-            f"{'wrong':>5} {'refine acc':>10} {'<=0.3 deg':>9} {'worse':>5}")
+            f"{'wrong':>5} {'refine acc':>10} {'<=0.3 deg':>9} {'worse':>5} {'proposed':>8}")
     rows = [head, "-" * len(head)]
     frames = list(dict.fromkeys(c.frame for c in cases))
     for name in [*frames, None]:
@@ -400,7 +394,7 @@ def frame_table(cases: Sequence[Case]) -> list[str]:
         rows.append(f"{label:<16} {k['clean_cameras']:>10} {k['false_alarms']:>12} {k['timing_false_alarms']:>9} "
                     f"{k['faults']:>6} "
                     f"{k['named']:>4} ({share:4.0%}) {k['wrong']:>5} {k['accepted']:>10} {k['within']:>9} "
-                    f"{k['worse']:>5}")
+                    f"{k['worse']:>5} {k['proposed']:>8}")
     return rows
 
 
@@ -457,11 +451,19 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
                     f"max {ends.max():.3f} deg")
         placed = np.array([c.lidar_end_vs_lidar_deg for c in acc if np.isfinite(c.lidar_end_vs_lidar_deg)])
         if len(placed):
-            rows.append(f"      precision: {int(np.sum(placed <= 0.3))}/{len(placed)} end within 0.3 deg of where the "
+            rows.append(f"      precision: {int(np.sum(placed <= TARGET_DEG))}/{len(placed)} end within "
+                        f"{TARGET_DEG:g} deg of where the "
                         f"LiDAR puts the unperturbed camera (median {np.median(placed):.3f}, max {placed.max():.3f} "
                         f"deg; {len(acc) - len(placed)} whose unperturbed camera the LiDAR does not pin down left "
                         "out); the rest of the end error is the LiDAR's disagreement with the dataset's calibration "
                         "(not a target)")
+    proposals = np.array([c.lidar_proposal_end_deg for c in faults if np.isfinite(c.lidar_proposal_end_deg)])
+    if len(proposals):
+        rows.append(f"      proposed, not applied (the LiDAR places the rig's calibrated cameras a median of more than "
+                    f"{FLOOR_MEDIAN_DEG:.2f} deg from their stored poses): {len(proposals)}, end error median "
+                    f"{np.median(proposals):.3f} deg, max {proposals.max():.3f} deg, "
+                    f"{int(np.sum(proposals <= targets.refine_within_deg))} within {targets.refine_within_deg:g} deg "
+                    "(not a target)")
     for key, label, limit in (("diagnose_lidar_s", "one 6-camera diagnose with LiDAR", 10.0),):
         if key in timings:
             rows.append(f"time  {label}: {timings[key]:.2f} s (budget {limit:g} s on 2 cores; a benchmark, "

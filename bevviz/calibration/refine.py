@@ -34,7 +34,7 @@ from bevviz.calibration.seams import (
     seam_grid,
     seam_neighbours,
 )
-from bevviz.camera import Rig
+from bevviz.camera import Camera, Rig
 from bevviz.shapes import field_error
 from bevviz.threads import on_one_thread
 
@@ -160,6 +160,9 @@ class RefineHistory:
             and each improves the other). :func:`bevviz.calibration.refine_extrinsics`
             returns the input rig when False.
         check: The check's outcome in words.
+        proposal: LiDAR: the corrected camera when every check passed but the accuracy the
+            LiDAR shows on the rig's calibrated cameras is short of what an applied
+            correction promises (not applied; the user may apply it), else None.
         term_losses: Seams: each (frame, neighbour) seam's cost before and after, on the
             finest level: list of (neighbour, before, after).
     """
@@ -174,6 +177,7 @@ class RefineHistory:
     search_start_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     accepted: bool = False
     check: str = ""
+    proposal: Camera | None = None
     term_losses: list[tuple[str, float, float]] = field(default_factory=list)
 
     @property

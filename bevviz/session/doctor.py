@@ -154,6 +154,13 @@ class Refinement:
         """The correction of every camera as JSON (:func:`bevviz.calibration.deltas_json`)."""
         return deltas_json(self.rig_in, self.rig)
 
+    @property
+    def proposed_rig(self) -> Rig | None:
+        """``rig_in`` with the correction the refinement proposed but did not apply
+        (``history.proposal``), else None."""
+        proposal = self.history.proposal
+        return None if proposal is None else self.rig_in.replace(proposal)
+
 
 class Doctor:
     """The calibration questions of one scene, each answered once.

@@ -12,7 +12,7 @@ from bevviz.calibration.alignment import MIN_VERDICT_POINTS, EdgeAlignment, as_l
 from bevviz.calibration.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
 from bevviz.calibration.lidar import camera_evidence
 from bevviz.calibration.lidar_edges import REFLECTIVITY, view_edges
-from bevviz.calibration.lidar_refine import refine_with_lidar
+from bevviz.calibration.lidar_refine import FLOOR_MEDIAN_DEG, MIN_FLOOR_CAMERAS, placement_floor, refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS
 from bevviz.lidar import LidarScan
 
@@ -64,17 +64,42 @@ def test_a_lidar_in_the_wrong_frame_accuses_no_camera(real_sample):
     assert diagnose(rig, images, lidar=scan, replicates=8).lidar_doubt == ""  # the scan as it is: no doubt
 
 
-def test_refinement_with_lidar_brings_the_camera_back_and_says_why(real_sample, real_evidence):
+def test_on_the_keyframe_the_lidar_proposes_the_correction_but_does_not_apply_it(real_sample, real_evidence):
+    """Every check passes and the proposal brings CAM_BACK back within 0.3 deg, but the LiDAR
+    puts the keyframe's calibrated cameras 0.07 to 0.53 deg from the dataset's calibration
+    (median 0.37): too coarse for the accuracy an applied correction promises. The rig comes
+    back unchanged and the proposal says so."""
     rig, images, scan = real_sample
     bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
     ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], as_lidar_frames(images, scan)))
     new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
-    assert hist.accepted, hist.check
+    assert not hist.accepted and new is bad
+    assert hist.proposal is not None and camera_delta(rig["CAM_BACK"], hist.proposal).angle_deg < 0.3
+    assert hist.check.startswith("proposed, not applied") and "both halves agree" in hist.check, hist.check
+    floor = placement_floor(bad, ev, "CAM_BACK")
+    assert set(floor) <= set(rig.names) - {"CAM_BACK"} and len(floor) >= MIN_FLOOR_CAMERAS
+    assert np.median(list(floor.values())) > FLOOR_MEDIAN_DEG
+    assert f"median {np.median(list(floor.values())):.2f}" in hist.check
+
+
+def test_a_rig_whose_calibrated_cameras_the_lidar_places_well_gets_the_correction_applied(real_sample, real_evidence,
+                                                                                         monkeypatch):
+    """The same correction, on a rig where the LiDAR puts the other cameras within 0.1 deg of
+    their stored poses, is applied, and only CAM_BACK changes."""
+    rig, images, scan = real_sample
+    bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
+    ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], as_lidar_frames(images, scan)))
+    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera: {"A": 0.05, "B": 0.1, "C": 0.3})
+    new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
+    assert hist.accepted and hist.proposal is None, hist.check
     assert camera_delta(rig["CAM_BACK"], new["CAM_BACK"]).angle_deg < 0.3
-    assert "both halves agree" in hist.check
+    assert "3 calibrated cameras of the rig sit 0.05 to 0.30 deg (median 0.10)" in hist.check, hist.check
     for name in rig.names:
         if name != "CAM_BACK":
             assert new[name] == bad[name]
+    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera: {"A": 0.5})
+    new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
+    assert hist.accepted, hist.check  # one camera's placement is its own error as much as the LiDAR's
 
 
 def test_a_correction_the_two_kinds_of_edge_do_not_share_is_refused(real_sample, real_evidence):
@@ -84,13 +109,13 @@ def test_a_correction_the_two_kinds_of_edge_do_not_share_is_refused(real_sample,
     ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], frames))
     al = EdgeAlignment(bad["CAM_BACK"], frames)
     new, hist = refine_with_lidar(bad, None, "CAM_BACK", frames, evidence=ev, alignment=al)
-    assert hist.accepted and "depth and reflectivity edges agree within" in hist.check, hist.check
+    assert hist.proposal is not None and "depth and reflectivity edges agree within" in hist.check, hist.check
     # the reflectivity edges turned 1.5 deg down: the two witnesses part
     refl = al.kind == REFLECTIVITY
     al.points[refl] = al.points[refl] @ hypothesis_matrix(np.array([0.0, 1.5, 0.0])).T
     al._points32 = al.points.astype(np.float32)
     new, hist = refine_with_lidar(bad, None, "CAM_BACK", frames, evidence=ev, alignment=al)
-    assert not hist.accepted and new is bad
+    assert not hist.accepted and hist.proposal is None and new is bad
     assert "the depth edges and the reflectivity edges disagree" in hist.check, hist.check
 
 

@@ -15,12 +15,12 @@ import pytest
 from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
 from bevviz.calibration.alignment import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames
 from bevviz.calibration.consensus import rig_consensus
-from bevviz.calibration.evaluate import Case, _lidar_placement, random_faults
+from bevviz.calibration.evaluate import Case, random_faults
 from bevviz.calibration.evaluate import main as evaluate_main
 from bevviz.calibration.evaluate import summary as evaluate_summary
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.calibration.lidar import camera_evidence, lidar_evidence
-from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG
+from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG, lidar_placement
 from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.stress import denser
 from bevviz.calibration.verdicts import (
@@ -163,7 +163,7 @@ def test_the_evaluation_measures_refinement_precision_against_where_the_lidar_pu
     to correct, so the measure is the refinement's own precision, apart from that
     disagreement. Where the LiDAR does not pin a camera down, there is no placement."""
     rig, images, scan = real_sample
-    placed = _lidar_placement(rig, real_evidence, "CAM_FRONT")
+    placed = lidar_placement(rig, real_evidence, "CAM_FRONT")
     assert 0.3 < camera_delta(rig["CAM_FRONT"], placed).angle_deg < 0.7
     moved = rig.replace(placed)
     again = dict(real_evidence, CAM_FRONT=camera_evidence(placed, as_lidar_frames(images, scan)))
@@ -172,12 +172,12 @@ def test_the_evaluation_measures_refinement_precision_against_where_the_lidar_pu
     assert np.max(np.abs(residual)) < 0.15, residual
     frame, ev = kitti  # a one-camera rig: the placement is the camera turned by minus its offset
     own = ev["image_2"]
-    placed = _lidar_placement(frame.rig, ev, "image_2")
+    placed = lidar_placement(frame.rig, ev, "image_2")
     if np.max(own.replicates_deg.std(axis=0)) <= MAX_SPREAD_DEG:
         assert placed is not None
     wide = own.replicates_deg.mean(axis=0) + 5.0 * (own.replicates_deg - own.replicates_deg.mean(axis=0))
     loose = {"image_2": dataclasses.replace(own, replicates_deg=wide)}  # bootstrap spread 5x as wide
-    assert np.max(wide.std(axis=0)) > MAX_SPREAD_DEG and _lidar_placement(frame.rig, loose, "image_2") is None
+    assert np.max(wide.std(axis=0)) > MAX_SPREAD_DEG and lidar_placement(frame.rig, loose, "image_2") is None
     cases = [Case(None, None, 0.0, frame="f"),
              Case("C", "random", 1.5, frame="f", lidar_named=["C"], start_deg=1.5, lidar_accepted=True,
                   lidar_end_deg=0.5, lidar_end_vs_lidar_deg=0.05),
