@@ -77,7 +77,13 @@ from bevviz.calibration.frame_folder import RealFrame, load_frame_folder
 from bevviz.calibration.ground_truth import GroundTruth
 from bevviz.calibration.lidar import CameraEvidence, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar_edges import LidarEdges, intensity_ranks, lidar_edges, return_ranks, view_edges
-from bevviz.calibration.lidar_refine import refine_with_lidar
+from bevviz.calibration.lidar_refine import (
+    FLOOR_MEDIAN_DEG,
+    TARGET_DEG,
+    lidar_placement,
+    placement_floor,
+    refine_with_lidar,
+)
 from bevviz.calibration.masks import ignore_masks
 from bevviz.calibration.perturbations import (
     PERTURBATION_KEYS,
@@ -162,7 +168,8 @@ __all__ = [
     # LiDAR witness
     "AXES", "BOOTSTRAP", "SEARCH_RADIUS_DEG", "CameraEvidence", "EdgeAlignment", "LidarEdges", "LidarFrame",
     "as_lidar_frames", "attraction_maps", "camera_evidence", "edge_mask", "edge_strength", "hypothesis_matrix",
-    "lidar_edges", "lidar_evidence", "refine_with_lidar", "view_edges", "intensity_ranks", "return_ranks",
+    "lidar_edges", "lidar_evidence", "refine_with_lidar", "lidar_placement", "placement_floor", "FLOOR_MEDIAN_DEG",
+    "TARGET_DEG", "view_edges", "intensity_ranks", "return_ranks",
     "oriented_attraction_maps",
     "ignore_masks",
     # real frame folders
