@@ -105,6 +105,12 @@ def active_perturbations(perturbed: Mapping[str, Mapping[str, float]]) -> str:
                                           for k, v in p.items()) for c, p in active.items() if p)
 
 
+def correction_metric(delta) -> tuple[str, str]:
+    """A correction's (value, help) for a metric: its angle, and each axis in the help."""
+    return (f"{delta.angle_deg:.2f} deg",
+            f"roll {delta.roll_deg:+.2f}, pitch {delta.pitch_deg:+.2f}, yaw {delta.yaw_deg:+.2f} deg")
+
+
 def seam_grid_of(radius: float, cell: float) -> BEVGrid | None:
     """The seam grid of ``radius`` and ``cell`` metres; None when it is the library's default
     (the doctor is then the one ``bevviz check`` makes, with the same numbers)."""

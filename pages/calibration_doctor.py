@@ -147,8 +147,8 @@ if scene.lidar is not None:
             lh = lres.history
             if lh.accepted:
                 st.success(f"Accepted: {esc(lh.check)}")
-                st.metric("Correction", f"{lh.delta.angle_deg:.2f} deg", help=f"roll {lh.delta.roll_deg:+.2f}, "
-                          f"pitch {lh.delta.pitch_deg:+.2f}, yaw {lh.delta.yaw_deg:+.2f} deg")
+                value, why = doctor.correction_metric(lh.delta)
+                st.metric("Correction", value, help=why)
                 a1, a2 = st.columns(2)
                 a1.button("Apply to the session rig", key="cd_lidar_apply", on_click=adopt, args=(lres.rig, look),
                           help=HELP["adopt"])
@@ -156,8 +156,8 @@ if scene.lidar is not None:
                                    file_name="rig_refined.json", mime="application/json", key="cd_lidar_dl")
             elif (proposed := lres.proposed_rig) is not None:
                 st.warning(f"{esc(lh.check[:1].upper() + lh.check[1:])}. The rig is left as it is.")
-                st.metric("Proposed correction", f"{lh.delta.angle_deg:.2f} deg", help=f"roll {lh.delta.roll_deg:+.2f}, "
-                          f"pitch {lh.delta.pitch_deg:+.2f}, yaw {lh.delta.yaw_deg:+.2f} deg")
+                value, why = doctor.correction_metric(lh.delta)
+                st.metric("Proposed correction", value, help=why)
                 p1, p2 = st.columns(2)
                 p1.button("Apply the proposal anyway", key="cd_lidar_apply_proposal", on_click=adopt,
                           args=(proposed, look), help=HELP["adopt_proposal"])

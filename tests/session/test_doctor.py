@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from bevviz.calibration import perturb_rig
+from bevviz.calibration import RefineHistory, perturb_rig
 from bevviz.errors import InputError
 from bevviz.session import CheckSettings, Doctor, load_scene
 from bevviz.session import doctor as doctor_module
@@ -115,3 +115,25 @@ def test_a_rig_stored_in_the_lidars_frame_has_its_heights_measured_from_the_grou
     # a rig on the ground keeps z = 0 (the nuScenes keyframe's LiDAR sees its road at 0.00 m)
     assert abs(real_doctor.ground_z()) < 0.1 and real_doctor.ground_note() == ""
     assert all(not s.problems for s in real_doctor.sanity().values())
+
+
+def test_a_proposed_lidar_correction_is_kept_as_a_rig_the_user_may_apply(real_doctor, monkeypatch):
+    """A correction held back as a proposal leaves ``Refinement.rig`` as it was; its
+    ``proposed_rig`` is that rig with only the proposed camera replaced."""
+    turned = perturb_rig(real_doctor.rig, "CAM_FRONT", yaw_deg=1.0)["CAM_FRONT"]
+
+    def refine(rig, images, grid, camera, lidar=None, **kwargs):
+        return rig, RefineHistory(camera, proposal=turned)
+
+    monkeypatch.setattr(doctor_module, "refine_extrinsics", refine)
+    kept = real_doctor.refine_lidar("CAM_FRONT")
+    assert kept.rig is real_doctor.rig and kept.history.accepted is False
+    assert kept.proposed_rig["CAM_FRONT"] == turned
+    assert all(kept.proposed_rig[n] == real_doctor.rig[n] for n in real_doctor.rig.names if n != "CAM_FRONT")
+    assert real_doctor.refined("lidar", "CAM_FRONT") is kept
+
+    def plain(rig, images, grid, camera, lidar=None, **kwargs):
+        return rig, RefineHistory(camera)
+
+    monkeypatch.setattr(doctor_module, "refine_extrinsics", plain)
+    assert real_doctor.refine_lidar("CAM_FRONT").proposed_rig is None
