@@ -89,7 +89,6 @@ class Targets:
     """Issue targets the summary checks."""
 
     lidar_named_share: float = 0.70
-    refine_within_deg: float = TARGET_DEG
     refine_within_share: float = 0.90
 
 
@@ -398,6 +397,13 @@ def frame_table(cases: Sequence[Case]) -> list[str]:
     return rows
 
 
+def _end_errors(ends: Sequence[float], limit: float = TARGET_DEG) -> str:
+    """How many, the median and largest end error, and how many end within ``limit`` (degrees)."""
+    v = np.asarray(ends, dtype=np.float64)
+    return (f"{len(v)}, end error median {np.median(v):.3f} deg, max {v.max():.3f} deg, "
+            f"{int(np.sum(v <= limit))} within {limit:g} deg")
+
+
 def summary(cases: list[Case], timings: dict, targets: Targets | None = None) -> tuple[list[str], bool]:
     """Lines of the summary and whether every target passed."""
     targets = Targets() if targets is None else targets
@@ -429,11 +435,12 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
           "no timing case was run")
     refined = [c for c in faults if np.isfinite(c.lidar_end_deg)]
     wshare = k["within"] / max(len(acc), 1)
+    within = f"accepted LiDAR refinements end within {TARGET_DEG:g} deg"
     if not refined:
-        check("accepted LiDAR refinements end within 0.3 deg", None, "no refinement was run (--no-refine)")
+        check(within, None, "no refinement was run (--no-refine)")
         check("LiDAR refinement never worse", None, "no refinement was run (--no-refine)")
     else:
-        check("accepted LiDAR refinements end within 0.3 deg", wshare >= targets.refine_within_share if acc else True,
+        check(within, wshare >= targets.refine_within_share if acc else True,
               f"{k['within']}/{len(acc)} = {wshare:.1%} ({len(acc)}/{len(faults)} cases accepted; "
               f"target >= {targets.refine_within_share:.0%})" if acc else
               f"none of the {len(refined)} refinements was accepted: nothing to judge")
@@ -446,9 +453,7 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
         check("seams only names a wrong camera", wrong_s == 0, f"{wrong_s} times (target 0)")
         check("seam refinement never worse", worse_s == 0, f"{worse_s} ended further than they started")
     if acc:
-        ends = np.array([c.lidar_end_deg for c in acc])
-        rows.append(f"      accepted LiDAR refinements: end error median {np.median(ends):.3f} deg, "
-                    f"max {ends.max():.3f} deg")
+        rows.append(f"      accepted LiDAR refinements: {_end_errors([c.lidar_end_deg for c in acc])}")
         placed = np.array([c.lidar_end_vs_lidar_deg for c in acc if np.isfinite(c.lidar_end_vs_lidar_deg)])
         if len(placed):
             rows.append(f"      precision: {int(np.sum(placed <= TARGET_DEG))}/{len(placed)} end within "
@@ -457,13 +462,10 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
                         f"deg; {len(acc) - len(placed)} whose unperturbed camera the LiDAR does not pin down left "
                         "out); the rest of the end error is the LiDAR's disagreement with the dataset's calibration "
                         "(not a target)")
-    proposals = np.array([c.lidar_proposal_end_deg for c in faults if np.isfinite(c.lidar_proposal_end_deg)])
-    if len(proposals):
+    proposals = [c.lidar_proposal_end_deg for c in faults if np.isfinite(c.lidar_proposal_end_deg)]
+    if proposals:
         rows.append(f"      proposed, not applied (the LiDAR places the rig's calibrated cameras a median of more than "
-                    f"{FLOOR_MEDIAN_DEG:.2f} deg from their stored poses): {len(proposals)}, end error median "
-                    f"{np.median(proposals):.3f} deg, max {proposals.max():.3f} deg, "
-                    f"{int(np.sum(proposals <= targets.refine_within_deg))} within {targets.refine_within_deg:g} deg "
-                    "(not a target)")
+                    f"{FLOOR_MEDIAN_DEG:.2f} deg from their stored poses): {_end_errors(proposals)} (not a target)")
     for key, label, limit in (("diagnose_lidar_s", "one 6-camera diagnose with LiDAR", 10.0),):
         if key in timings:
             rows.append(f"time  {label}: {timings[key]:.2f} s (budget {limit:g} s on 2 cores; a benchmark, "
