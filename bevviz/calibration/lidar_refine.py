@@ -59,7 +59,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from bevviz.calibration.alignment import AXES, EdgeAlignment, LidarFrame, as_lidar_frames
-from bevviz.calibration.consensus import rig_consensus
+from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar import CameraEvidence, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar_edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.perturbations import camera_delta, perturb_camera
@@ -114,7 +114,8 @@ def _align_half(al: EdgeAlignment, weights: np.ndarray, starts: Sequence[np.ndar
     return ds[int(np.argmax(ss))]
 
 
-def lidar_placement(rig: Rig, evidence: Mapping[str, CameraEvidence], name: str) -> Camera | None:
+def lidar_placement(rig: Rig, evidence: Mapping[str, CameraEvidence], name: str,
+                    consensus: RigConsensus | None = None) -> Camera | None:
     """Where the LiDAR puts camera ``name``: the stored camera turned by minus its residual
     against the consensus of the *other* cameras in ``evidence`` (what a refinement aims at).
 
@@ -122,6 +123,7 @@ def lidar_placement(rig: Rig, evidence: Mapping[str, CameraEvidence], name: str)
         rig: The rig the evidence was measured on.
         evidence: Camera name -> :class:`CameraEvidence`; only these cameras form the consensus.
         name: The camera to place.
+        consensus: ``rig_consensus(rig, evidence, leave_out=name)`` when already fitted.
 
     Returns:
         The placed camera, or None where the LiDAR does not pin it down: too few edge points,
@@ -134,28 +136,35 @@ def lidar_placement(rig: Rig, evidence: Mapping[str, CameraEvidence], name: str)
     ev = evidence[name]
     if ev.n_points < MIN_EDGE_POINTS or len(ev.replicates_deg) < 2:
         return None
-    res = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=name).residual(ev)  # (B, 3)
+    if consensus is None:
+        consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=name)
+    res = consensus.residual(ev)  # (B, 3)
     if np.max(res.std(axis=0)) > MAX_SPREAD_DEG:
         return None
     return perturb_camera(rig[name], *(-np.median(res, axis=0)))
 
 
-def placement_floor(rig: Rig, evidence: Mapping[str, CameraEvidence], camera: str) -> dict[str, float]:
-    """How far the LiDAR puts the rig's *other* cameras from their stored poses.
+def placement_floor(rig: Rig, evidence: Mapping[str, CameraEvidence], camera: str,
+                    rule: VerdictRule = RULE) -> dict[str, float]:
+    """How far the LiDAR puts the rig's *other*, calibrated cameras from their stored poses.
 
     Each other camera the LiDAR pins down (:func:`lidar_placement`, with ``camera`` left out
     of every consensus: its own error must not move the others) gives the rotation angle
-    between its stored pose and its placement. When those cameras are calibrated, that is
-    the accuracy to expect of ``camera`` corrected by the LiDAR: the LiDAR cannot place a
-    camera better than it places the calibrated ones.
+    between its stored pose and its placement; a camera the LiDAR verdict calls
+    "miscalibrated" is left out (its placement is its own error, not the LiDAR's accuracy).
+    That is the accuracy to expect of ``camera`` corrected by the LiDAR: the LiDAR cannot
+    place a camera better than it places the calibrated ones.
 
     Returns:
-        Other camera -> degrees (rotation angle), for the cameras the LiDAR pins down.
+        Other camera -> degrees (rotation angle), for the calibrated cameras the LiDAR pins down.
     """
     others = {n: ev for n, ev in evidence.items() if n != camera and n in rig.names}
     out: dict[str, float] = {}
     for n in others:
-        placed = lidar_placement(rig, others, n)
+        consensus = rig_consensus(rig, others, min_points=MIN_EDGE_POINTS, leave_out=n)
+        if lidar_verdict(others[n], consensus, rule=rule).verdict == MISCALIBRATED:
+            continue
+        placed = lidar_placement(rig, others, n, consensus=consensus)
         if placed is not None:
             out[n] = float(camera_delta(rig[n], placed).angle_deg)
     return out
@@ -269,7 +278,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             after = dict(evidence, **{camera: camera_evidence(new_cam, frames)})
             again = lidar_verdict(after[camera], rig_consensus(rig.replace(new_cam), after, min_points=MIN_EDGE_POINTS,
                                                                leave_out=camera), rule=rule)
-            floor = placement_floor(rig, evidence, camera)
+            floor = placement_floor(rig, evidence, camera, rule=rule)
             typical = float(np.median(list(floor.values()))) if len(floor) >= MIN_FLOOR_CAMERAS else 0.0
             agree = f"; depth and reflectivity edges agree within {kind_gap:.2f} deg" if len(kinds) == 2 else ""
             passed = (f"both halves agree within {np.max(gap):.2f} deg and each improves the other (score gains "

@@ -89,7 +89,7 @@ def test_a_rig_whose_calibrated_cameras_the_lidar_places_well_gets_the_correctio
     rig, images, scan = real_sample
     bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
     ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], as_lidar_frames(images, scan)))
-    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera: {"A": 0.05, "B": 0.1, "C": 0.3})
+    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera, rule: {"A": 0.05, "B": 0.1, "C": 0.3})
     new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
     assert hist.accepted and hist.proposal is None, hist.check
     assert camera_delta(rig["CAM_BACK"], new["CAM_BACK"]).angle_deg < 0.3
@@ -97,7 +97,7 @@ def test_a_rig_whose_calibrated_cameras_the_lidar_places_well_gets_the_correctio
     for name in rig.names:
         if name != "CAM_BACK":
             assert new[name] == bad[name]
-    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera: {"A": 0.5})
+    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera, rule: {"A": 0.5})
     new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
     assert hist.accepted, hist.check  # one camera's placement is its own error as much as the LiDAR's
 
@@ -203,3 +203,17 @@ def test_a_plain_array_in_firing_order_is_read_along_its_rings(real_sample):
     perm = np.random.default_rng(0).permutation(len(scan))
     shuffled = dataclasses.replace(scan, points=scan.points[perm], ring=None, sweep=scan.sweep[perm])
     assert as_lidar_frames(images, shuffled)[0].ring_edges is None
+
+
+def test_a_second_miscalibrated_camera_does_not_count_in_the_floor(real_sample, real_evidence):
+    """The floor is the LiDAR's accuracy on the rig's *calibrated* cameras: with CAM_FRONT
+    turned 2 deg too, the LiDAR calls it miscalibrated and it is left out, so it cannot
+    hold back CAM_BACK's correction with its own error."""
+    rig, images, scan = real_sample
+    frames = as_lidar_frames(images, scan)
+    bad = perturb_rig(perturb_rig(rig, "CAM_BACK", yaw_deg=2.0), "CAM_FRONT", yaw_deg=2.0)
+    ev = dict(real_evidence, **{n: camera_evidence(bad[n], frames) for n in ("CAM_BACK", "CAM_FRONT")})
+    one = dict(real_evidence, CAM_BACK=ev["CAM_BACK"])
+    floor, single = placement_floor(bad, ev, "CAM_BACK"), placement_floor(bad, one, "CAM_BACK")
+    assert "CAM_FRONT" in single and "CAM_FRONT" not in floor
+    assert set(floor) == set(single) - {"CAM_FRONT"} and max(floor.values()) < 1.0, floor
