@@ -89,7 +89,8 @@ def test_a_rig_whose_calibrated_cameras_the_lidar_places_well_gets_the_correctio
     rig, images, scan = real_sample
     bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
     ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], as_lidar_frames(images, scan)))
-    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera, rule: {"A": 0.05, "B": 0.1, "C": 0.3})
+    floor = {"A": 0.05, "B": 0.1, "C": 0.3}
+    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera, rule: floor)
     new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
     assert hist.accepted and hist.proposal is None, hist.check
     assert camera_delta(rig["CAM_BACK"], new["CAM_BACK"]).angle_deg < 0.3
