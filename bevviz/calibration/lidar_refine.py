@@ -278,7 +278,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             after = dict(evidence, **{camera: camera_evidence(new_cam, frames)})
             again = lidar_verdict(after[camera], rig_consensus(rig.replace(new_cam), after, min_points=MIN_EDGE_POINTS,
                                                                leave_out=camera), rule=rule)
-            floor = placement_floor(rig, evidence, camera, rule=rule)
+            floor = placement_floor(rig, evidence, camera, rule=rule) if again.verdict == OK else {}
             typical = float(np.median(list(floor.values()))) if len(floor) >= MIN_FLOOR_CAMERAS else 0.0
             agree = f"; depth and reflectivity edges agree within {kind_gap:.2f} deg" if len(kinds) == 2 else ""
             passed = (f"both halves agree within {np.max(gap):.2f} deg and each improves the other (score gains "
