@@ -200,7 +200,9 @@ def test_a_plain_array_in_firing_order_is_read_along_its_rings(real_sample):
     assert len(view) < MIN_VERDICT_POINTS < len(EdgeAlignment(rig["CAM_FRONT"], frames).points)  # scored on the rings
     plain = as_lidar_frames(images, dataclasses.replace(scan, ring=None))[0].ring_edges
     assert plain is not None
-    np.testing.assert_array_equal(plain.points, with_index.points)
+    # the same points; a multi-threaded BLAS may round them differently in the last bit (2e-14 m)
+    np.testing.assert_allclose(plain.points, with_index.points, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(plain.kind, with_index.kind)
     perm = np.random.default_rng(0).permutation(len(scan))
     shuffled = dataclasses.replace(scan, points=scan.points[perm], ring=None, sweep=scan.sweep[perm])
     assert as_lidar_frames(images, shuffled)[0].ring_edges is None
