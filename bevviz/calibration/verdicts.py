@@ -12,9 +12,12 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       ``FLAT_CONTRAST``): inconclusive;
     * the stored pose is rejected in one of two ways, and the rejection survives every
       doubt below: miscalibrated.
-        (A) *located*: on the axes the evidence pins down (bootstrap spread at most
-            ``max_sd_deg``; a wide camera seldom pins its roll), at least ``CONFIDENCE`` of
-            the bootstrap replicates put the camera more than ``TOLERANCE_DEG`` off;
+        (A) *located*: on the directions the evidence pins down (principal directions of
+            the bootstrap spread at most ``max_sd_deg``; a wide camera seldom pins its roll,
+            a side camera often only a mix of roll and pitch,
+            :mod:`~bevviz.calibration.pinned`), at least ``CONFIDENCE`` of the bootstrap
+            replicates put the camera more than ``TOLERANCE_DEG`` off on some axis however
+            the unpinned rest lies;
         (B) *rejected*: the stored pose stands ``z_reject`` robust z below the optimum in
             the score landscape and each image half alone prefers the optimum by
             ``half_reject``, though where the camera points stays uncertain (the offset is
@@ -65,6 +68,7 @@ import numpy as np
 from bevviz.calibration.alignment import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG
 from bevviz.calibration.consensus import RigConsensus
 from bevviz.calibration.lidar import CameraEvidence
+from bevviz.calibration.pinned import pinned_offset
 from bevviz.calibration.seams import SEAM_TRUST_COST
 
 __all__ = [
@@ -189,8 +193,9 @@ class VerdictRule:
         edge_margin_deg: An optimum within this of the search's edge (``SEARCH_RADIUS_DEG``)
             is no optimum: the landscape keeps rising outside the search.
         confidence: Share of bootstrap replicates beyond the tolerance needed.
-        max_sd_deg: Largest bootstrap spread (degrees) of an axis that takes part in a
-            *located* verdict (path A): an axis known no better than this says nothing.
+        max_sd_deg: Largest bootstrap spread (degrees) of a principal direction that takes
+            part in a *located* verdict (path A): a direction known no better than this says
+            nothing (:func:`~bevviz.calibration.pinned.pinned_offset`).
         z_reject: Smallest drop (robust z) from the optimum to the stored pose that rejects
             it without locating the camera (path B).
         half_reject: Smallest gain (robust z) of the optimum over the stored pose within
@@ -203,7 +208,7 @@ class VerdictRule:
             of the landscape is no evidence on that axis, however tight its bootstrap (the
             bootstrap measures noise, not bias): with radial distortion k1 = +0.05 left in the
             nuScenes keyframe's images, CAM_BACK_RIGHT went to roll +1.39 +- 0.35 deg, roll
-            alone beyond the tolerance, and putting roll back cost 0.40 z. On the 37 faults
+            alone beyond the tolerance, and putting roll back cost 0.40 z. On the 38 faults
             of the development frames named with ``--faults 2 --seed 0``, the smallest such
             drop was 0.99 (KITTI 000008). The leave-one-rig-out search tries 0.5 and 0.75.
     """
@@ -306,10 +311,11 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
     own = f"its own offset {format_axes(med, unc)} deg"
     raw = evidence.central_offset_deg
     gap = z_best - z_stored
-    # (A) located: the offset on the axes the evidence pins down (bootstrap spread at most
-    # max_sd_deg) is beyond the tolerance in `confidence` of the replicates.
-    pinned = unc <= rule.max_sd_deg
-    located = bool(pinned.any()) and float(np.mean(np.max(np.abs(res[:, pinned]), axis=1) > tolerance)) >= confidence
+    # (A) located: even the smallest offset that agrees with what the bootstrap pins down
+    # (its directions of spread at most max_sd_deg; the rest left free) is beyond the
+    # tolerance in `confidence` of the replicates.
+    pinned = pinned_offset(res, rule.max_sd_deg)
+    located = pinned.directions.shape[1] > 0 and float(np.mean(pinned.least_deg > tolerance)) >= confidence
     # (B) rejected: the stored pose stands far below the optimum in the landscape and each
     # image half on its own prefers the optimum, though where the camera is stays uncertain.
     # The gap is measured against the LiDAR: what the rig consensus explains (the residual
@@ -390,9 +396,8 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
             return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                                 f"{name}: the LiDAR alignment moves it ({own}), but {doubt}; {support}")
         if located:
-            axes = ", ".join(a for a, k in zip(AXES, pinned) if k)
-            how = (f"off by more than {tolerance:g} deg on the axes it pins down ({axes}) in at least "
-                   f"{confidence:.0%} of the bootstrap replicates")
+            how = (f"off by more than {tolerance:g} deg on some axis in at least {confidence:.0%} of the bootstrap "
+                   f"replicates, wherever it lies along what the evidence leaves free (it pins down {pinned.words()})")
         else:
             how = (f"the stored pose stands {gap:.1f} robust z below the best alignment (at least {rule.z_reject:g}) "
                    f"and each image half alone prefers the best one by at least {rule.half_reject:g}; where the camera "

@@ -160,9 +160,30 @@ def test_a_located_verdict_goes_by_the_axes_the_evidence_pins_down():
     ev = _ev([0.0, 0.0, 1.2], stored=0.78)
     ev.replicates_deg = np.array([0.0, 0.0, 1.2]) + rng.normal(0, 1, (24, 3)) * [1.5, 0.05, 0.05]
     v = lidar_verdict(ev, NONE)
-    assert v.verdict == MISCALIBRATED and "pins down (pitch, yaw)" in v.reason
+    assert v.verdict == MISCALIBRATED and "pins down all but roll (spread 1." in v.reason, v.reason
     ev.replicates_deg[:, 2] = rng.normal(0, 0.05, 24)  # only the unpinned roll would be off
     assert lidar_verdict(ev, NONE).verdict == INCONCLUSIVE
+
+
+def test_a_located_verdict_goes_by_the_directions_the_evidence_pins_down():
+    """A side camera slides along a valley of roll and pitch together (TRI): no axis is known
+    to 0.7 deg, but the offset across the valley is. Offset 0.8 deg across it (roll +0.57,
+    pitch -0.57, plus 1.5 deg slid along it): the smallest offset that agrees with what is
+    pinned down is 0.57 deg on some axis, so it convicts; 0.5 deg across it (0.35 per axis
+    at the least) does not."""
+    rng = np.random.default_rng(2)
+    along, across = np.array([1.0, 1.0, 0.0]) / np.sqrt(2), np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
+    for offset, verdict in ((0.8, MISCALIBRATED), (0.5, INCONCLUSIVE)):
+        centre = offset * across + 1.5 * along
+        ev = _ev(list(centre), stored=0.78)
+        ev.replicates_deg = (centre + np.outer(rng.normal(0, 2.0, 24), along)
+                             + np.outer(rng.normal(0, 0.05, 24), across) + rng.normal(0, 0.05, (24, 1)) * [0, 0, 1])
+        assert np.all(ev.replicates_deg[:, :2].std(axis=0) > 0.7)  # no axis pinned down
+        v = lidar_verdict(ev, NONE)
+        assert v.verdict == verdict, v.reason
+        if verdict == MISCALIBRATED:
+            free = "pins down all but 0.7"
+            assert free in v.reason and " roll + 0.7" in v.reason and "pitch (spread " in v.reason, v.reason
 
 
 def test_a_stored_pose_far_below_the_optimum_in_both_halves_is_rejected_without_locating_it():
