@@ -68,7 +68,7 @@ import numpy as np
 from bevviz.calibration.alignment import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG
 from bevviz.calibration.consensus import RigConsensus
 from bevviz.calibration.lidar import CameraEvidence
-from bevviz.calibration.pinned import pinned_offset
+from bevviz.calibration.pinned import PinnedOffset, pinned_offset
 from bevviz.calibration.seams import SEAM_TRUST_COST
 
 __all__ = [
@@ -265,6 +265,14 @@ def lidar_doubt(consensus: RigConsensus | None) -> str:
             "time?), so no camera is judged against it")
 
 
+def _pinned_part(pinned: PinnedOffset) -> str:
+    """What the bootstrap pins down of an offset it does not locate, in words."""
+    if pinned.directions.shape[1] == 0:
+        return "it pins down no direction"
+    return (f"it pins down {pinned.words()}, and along that the camera may be as little as "
+            f"{float(np.median(pinned.least_deg)):.2f} deg off")
+
+
 def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: float | None = None,
                   confidence: float | None = None, rule: VerdictRule = RULE) -> LidarVerdict:
     """The LiDAR witness's verdict on one camera (rules in the module docstring).
@@ -411,7 +419,8 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
         return LidarVerdict(INCONCLUSIVE, med, unc, beyond,
                             f"{name}: the LiDAR alignment moves it ({own}), but the offset is not pinned down: its "
                             f"bootstrap spread is {np.max(unc):.2f} deg on {AXES[int(np.argmax(unc))]} (at most "
-                            f"{rule.max_sd_deg:g}) and the stored pose is not rejected either (robust z {z_stored:.1f} "
+                            f"{rule.max_sd_deg:g}; {_pinned_part(pinned)}) and the stored pose is not "
+                            f"rejected either (robust z {z_stored:.1f} "
                             f"vs {z_best:.1f}: a drop of {rule.z_reject:g} with both halves agreeing is needed); "
                             f"{support}")
     if within >= confidence:

@@ -146,7 +146,8 @@ def test_witnesses_that_disagree_give_inconclusive():
     (dict(half_gain=(3.0, 0.1)), "not supported by both image halves"),
     # a z gap of 1 (below RULE.z_reject): the offset must be located, and the halves must agree
     (dict(stored=0.78, halves=[[0.0, 0.0, 1.5], [0.0, 0.0, -0.5]]), "two image halves put it at different rotations"),
-    (dict(stored=0.78, sd=1.5), "not pinned down"),
+    (dict(stored=0.78, sd=1.5), "not pinned down: its bootstrap spread is 1."),
+    (dict(stored=0.78, sd=1.5), "it pins down no direction"),
 ])
 def test_an_offset_the_evidence_does_not_establish_is_inconclusive_with_the_reason(kwargs, words):
     v = lidar_verdict(_ev([0.0, 0.0, 1.5], **kwargs), NONE)
@@ -162,7 +163,9 @@ def test_a_located_verdict_goes_by_the_axes_the_evidence_pins_down():
     v = lidar_verdict(ev, NONE)
     assert v.verdict == MISCALIBRATED and "pins down all but roll (spread 1." in v.reason, v.reason
     ev.replicates_deg[:, 2] = rng.normal(0, 0.05, 24)  # only the unpinned roll would be off
-    assert lidar_verdict(ev, NONE).verdict == INCONCLUSIVE
+    v = lidar_verdict(ev, NONE)
+    assert v.verdict == INCONCLUSIVE and "it pins down all but roll (spread 1." in v.reason, v.reason
+    assert "may be as little as 0.0" in v.reason  # pitch and yaw: within 0.1 deg
 
 
 def test_a_located_verdict_goes_by_the_directions_the_evidence_pins_down():
