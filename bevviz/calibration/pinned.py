@@ -63,7 +63,7 @@ class PinnedOffset:
                     f"deg), to {float(self.spreads_deg.max()):.2f} deg")
         if k == 1:
             return f"only {direction_words(self.directions[:, 0])}, to {float(self.spreads_deg[0]):.2f} deg"
-        return "nothing"
+        return "no direction"
 
 
 def _least_max_on_line(x0: np.ndarray, n: np.ndarray) -> np.ndarray:

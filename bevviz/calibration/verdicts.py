@@ -268,7 +268,7 @@ def lidar_doubt(consensus: RigConsensus | None) -> str:
 def _pinned_part(pinned: PinnedOffset) -> str:
     """What the bootstrap pins down of an offset it does not locate, in words."""
     if pinned.directions.shape[1] == 0:
-        return "it pins down no direction"
+        return f"it pins down {pinned.words()}"
     return (f"it pins down {pinned.words()}, and along that the camera may be as little as "
             f"{float(np.median(pinned.least_deg)):.2f} deg off")
 

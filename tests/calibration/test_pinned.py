@@ -74,7 +74,7 @@ def test_a_valley_of_roll_and_pitch_is_read_across_it():
 def test_too_few_or_broken_replicates_pin_nothing():
     for res in (np.zeros((1, 3)), np.zeros((0, 3)), np.array([[0.0, np.nan, 0.0], [1.0, 0.0, 0.0]])):
         p = pinned_offset(res, 0.7)
-        assert p.directions.shape == (3, 0) and np.all(p.least_deg == 0) and p.words() == "nothing"
+        assert p.directions.shape == (3, 0) and np.all(p.least_deg == 0) and p.words() == "no direction"
     with pytest.raises(InputError, match="replicates_deg"):
         pinned_offset(np.zeros((5, 2)), 0.7)
 
