@@ -111,13 +111,12 @@ def pinned_offset(replicates_deg: np.ndarray, max_sd_deg: float) -> PinnedOffset
     if k == 0:
         return PinnedOffset(np.zeros(len(res)), P, spreads, free, free_sd)
     comp = res @ P  # (B, K): the components along the pinned directions
-    x0 = comp @ P.T  # (B, 3): the smallest offset (Euclidean) with those components
-    if k == 3:
-        least = np.max(np.abs(x0), axis=1)
+    if k == 3:  # everything pinned: the offset itself
+        least = np.max(np.abs(res), axis=1)
     elif k == 1:  # min ||x||_inf with u.x = c is |c| / ||u||_1
         least = np.abs(comp[:, 0]) / np.abs(P[:, 0]).sum()
-    else:  # one free direction: a line through x0
-        least = _least_max_on_line(x0, free[:, 0])
+    else:  # one free direction: a line through the smallest (Euclidean) offset with those components
+        least = _least_max_on_line(comp @ P.T, free[:, 0])
     return PinnedOffset(least, P, spreads, free, free_sd)
 
 
