@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from bevviz.checks import MAX_RIG_JSON_BYTES
 from bevviz.io.nuscenes import list_samples, list_scenes, open_dataset
-from bevviz.limits import MAX_RIG_JSON_BYTES
 from bevviz.session import Scene, embedded, loaders, uploads
 from bevviz.session.embedded import REAL_NUSCENES_ATTRIBUTION
 from bevviz.session.loaders import NUSCENES_VERSIONS

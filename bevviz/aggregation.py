@@ -53,8 +53,8 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import check_choice, check_shape, field_error
 from bevviz.projection import project_with
-from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = ["OVERLAPS", "BEVGeometry", "aggregate", "bev_geometry", "point_weights", "resolve_image_size",
            "valid_pairs"]

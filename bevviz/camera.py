@@ -21,17 +21,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from bevviz.limits import (
+from bevviz.checks import (
     MAX_CAMERAS,
     MAX_IMAGE_SIDE,
+    as_float_array,
+    as_int,
     check_at_most,
     check_camera_name,
     check_image_size,
+    check_shape,
+    field_error,
     image_side,
     limit_error,
+    positive_int,
 )
 from bevviz.rotations import ROTATION_TOL, invert_transform, make_transform, validate_rotation
-from bevviz.shapes import as_float_array, as_int, check_shape, field_error, positive_int
 from bevviz.storage import Convention, RawCamera
 
 __all__ = [
@@ -64,7 +68,7 @@ def _rounded(size: float) -> float:
 
 
 def _camera_list(items: object, field_name: str) -> list:
-    """The entries of ``items`` as a list of at most :data:`~bevviz.limits.MAX_CAMERAS`,
+    """The entries of ``items`` as a list of at most :data:`~bevviz.checks.MAX_CAMERAS`,
     read no further than one past the limit; a mapping or a string is a named error."""
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise field_error(field_name, type(items).__name__,
@@ -106,13 +110,13 @@ class Camera:
 
     Args:
         name: Camera name, e.g. ``"CAM_FRONT"``, following the rule of
-            :func:`bevviz.limits.check_camera_name` (1 to 64 letters, digits, ``_-.`` and
+            :func:`bevviz.checks.check_camera_name` (1 to 64 letters, digits, ``_-.`` and
             spaces).
         K: Intrinsics, shape (3, 3).
         cam_from_ego: Rigid transform ego -> camera (RDF), shape (4, 4).
-        width: Image width W in pixels, at most :data:`bevviz.limits.MAX_IMAGE_SIDE`.
+        width: Image width W in pixels, at most :data:`bevviz.checks.MAX_IMAGE_SIDE`.
         height: Image height H in pixels, at most ``MAX_IMAGE_SIDE``; W x H at most
-            :data:`bevviz.limits.MAX_IMAGE_PIXELS`.
+            :data:`bevviz.checks.MAX_IMAGE_PIXELS`.
 
     Raises:
         ValueError: naming the camera, the field and the value (and the limit, for a size).
@@ -281,7 +285,7 @@ class Rig:
     """An ordered set of cameras with unique names.
 
     Args:
-        cameras: Cameras in rig order, at most :data:`bevviz.limits.MAX_CAMERAS`.
+        cameras: Cameras in rig order, at most :data:`bevviz.checks.MAX_CAMERAS`.
 
     Raises:
         ValueError: not a list of cameras, empty, more than ``MAX_CAMERAS`` (found without

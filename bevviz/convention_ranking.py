@@ -37,9 +37,9 @@ import numpy as np
 
 from bevviz.calibration import rig_seam_cost
 from bevviz.camera import Rig, camera_from_raw, measured_from_ground
+from bevviz.checks import field_error
 from bevviz.errors import InputError
 from bevviz.projection import project_points
-from bevviz.shapes import field_error
 from bevviz.storage import Convention, RawCamera
 from bevviz.threads import single_threaded
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from bevviz.camera import Rig
-from bevviz.shapes import check_shape, field_error, positive_int
+from bevviz.checks import check_shape, field_error, positive_int
 
 #: Widths of the conv stack's hidden layers (the last layer has ``channels`` outputs).
 CONV_WIDTHS = (16, 32, 64)

@@ -38,12 +38,12 @@ from bevviz.aggregation import (
 )
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import check_choice, check_shape, field_error
 from bevviz.projection import BOUNDS
 from bevviz.samplers import SAMPLERS
 from bevviz.samplers import gather_scatter as gs
 from bevviz.samplers import lut as lut_mod
 from bevviz.samplers.deformable import DeformableConfig, deformable_bev
-from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = [
     # defined here

@@ -43,8 +43,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bevviz.audit.check import ROW_COLUMNS
+from bevviz.checks import field_error
 from bevviz.io.atomic import atomic_write
-from bevviz.shapes import field_error
 
 __all__ = ["FORMAT", "LOCK", "MANIFEST", "PARTS", "QUARANTINE", "RECORD_COLUMNS", "SCHEMA", "AuditStore",
            "atomic_write", "conform", "hold_lock", "part_files", "read_manifest", "read_rows", "row_key"]

@@ -33,14 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS, Rig
+from bevviz.checks import MAX_LIDAR_POINTS, check_at_most, field_error, image_side, positive_int
 from bevviz.io.images import read_image_report
 from bevviz.io.nuscenes_tables import RecordProblem, follow, screen_tables, walk
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import RigImages
 from bevviz.lidar import LidarScan
-from bevviz.limits import MAX_LIDAR_POINTS, check_at_most, image_side
 from bevviz.rotations import invert_transform, make_transform, unit_quaternion_to_matrix
-from bevviz.shapes import field_error, positive_int
 from bevviz.storage import NUSCENES, RawCamera
 
 #: The LiDAR channel :func:`load_lidar` reads.
@@ -281,7 +280,7 @@ def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
     Raises:
         ValueError: naming ``sample_token`` (unknown, or without cameras) or
             ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
-            :data:`bevviz.limits.QUATERNION_NORM_TOL`).
+            :data:`bevviz.checks.QUATERNION_NORM_TOL`).
     """
     s = _sample(nusc, sample_token)
     chans = _camera_channels(nusc, s)
@@ -321,7 +320,7 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
     """Rig and camera images of one sample of an open dataset.
 
     Images go through :func:`bevviz.io.images.read_image_report`: the file's header is
-    checked against the limits of :mod:`bevviz.limits` and the size sample_data records
+    checked against the limits of :mod:`bevviz.checks` and the size sample_data records
     before anything is decoded, and conversions to RGB uint8 are reported.
 
     Args:
@@ -398,7 +397,7 @@ def _devkit_pose(nusc, table: str, token: str) -> np.ndarray:
     ``calibrated_sensor`` gives ``ego_from_sensor``, ``ego_pose`` gives ``global_from_ego``;
     built with the devkit's own ``transform_matrix`` so that results match its point clouds.
     The devkit normalises the quaternion; one whose norm is off 1 by more than
-    :data:`bevviz.limits.QUATERNION_NORM_TOL` is refused first (field ``<table>.rotation``).
+    :data:`bevviz.checks.QUATERNION_NORM_TOL` is refused first (field ``<table>.rotation``).
     """
     # nuscenes-devkit (and its pyquaternion) is heavy; imported where a handle is in use.
     from nuscenes.utils.geometry_utils import transform_matrix
@@ -438,7 +437,7 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
             :func:`bevviz.io.pointcloud.read_points`), ``sample_data.prev`` (a dangling
             token or a loop among the sweeps), or ``calibrated_sensor.rotation`` /
             ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
-            :data:`bevviz.limits.QUATERNION_NORM_TOL`), and the value.
+            :data:`bevviz.checks.QUATERNION_NORM_TOL`), and the value.
 
     Convention:
         Sweep k's points go sensor -> ego(t_k) -> global -> ego(t_keyframe): one 4x4

@@ -8,7 +8,7 @@ Two formats, told apart by the file name's extension:
   float dtype. Read with ``np.load(..., allow_pickle=False)``: object arrays are refused
   from the header, before anything is loaded, and are never unpickled.
 
-The point count is checked against :data:`bevviz.limits.MAX_LIDAR_POINTS` from the byte size
+The point count is checked against :data:`bevviz.checks.MAX_LIDAR_POINTS` from the byte size
 (``.bin``) or the header (``.npy``) before any array is allocated.
 
 Convention:
@@ -29,10 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bevviz.checks import MAX_LIDAR_POINTS, field_error
 from bevviz.errors import InputError
 from bevviz.lidar import LidarScan
-from bevviz.limits import MAX_LIDAR_POINTS
-from bevviz.shapes import field_error
 
 __all__ = ["BIN_RECORD_BYTES", "EXTENSIONS", "read_pointcloud", "read_points"]
 

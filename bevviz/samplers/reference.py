@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bevviz.shapes import check_choice, check_shape, field_error
+from bevviz.checks import check_choice, check_shape, field_error
 
 __all__ = [
     "MODES",

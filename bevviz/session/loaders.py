@@ -28,6 +28,7 @@ import numpy as np
 
 from bevviz.calibration import GroundTruth
 from bevviz.calibration.frame_folder import load_frame_folder
+from bevviz.checks import field_error
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
 from bevviz.io.nuscenes import (
@@ -45,7 +46,6 @@ from bevviz.io.rig_json import RigFile, RigImages, load_rig_file, load_rig_image
 from bevviz.lidar import LidarScan
 from bevviz.session import embedded
 from bevviz.session.scene import Scene, SceneFrame
-from bevviz.shapes import field_error
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
 __all__ = [
