@@ -2,7 +2,8 @@
 
 The devkit handle is opened once (:func:`open_dataset`, which an app caches with
 ``st.cache_resource``); :func:`list_scenes`, :func:`list_samples` and
-:func:`load_sample_from` then work on it without reloading the tables.
+:func:`load_sample_from` then work on it without reloading the tables; :func:`sample_meta`,
+:func:`neighbour_samples` and :func:`first_sample` walk the tables for the session's loaders.
 :func:`load_sample` is the one-call form of the public API. :func:`load_lidar_from` /
 :func:`load_lidar` read the LIDAR_TOP sweep(s) of a sample as a :class:`bevviz.lidar.LidarScan`
 in the ego frame at the keyframe time, with the ego motion to each camera's exposure;
@@ -173,11 +174,11 @@ def list_scenes(nusc) -> list[SceneInfo]:
     return out
 
 
-def _sample(nusc, sample_token: str) -> dict:
+def _sample(nusc, sample_token: str, field_name: str = "sample_token") -> dict:
     try:
         return nusc.get("sample", sample_token)
     except (KeyError, TypeError):
-        raise field_error("sample_token", sample_token, "no such sample in the dataset") from None
+        raise field_error(field_name, sample_token, "no such sample in the dataset") from None
 
 
 def _camera_channels(nusc, sample: dict) -> list[str]:
@@ -266,6 +267,62 @@ def sample_position(nusc, sample_token: str) -> int:
     """
     s = _sample(nusc, sample_token)
     return len(walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", sample_token, "prev")))
+
+
+def sample_meta(nusc, sample_token: str, field_name: str = "sample") -> dict:
+    """Where a sample sits: its scene's name and token, its index in the scene, its time.
+
+    Args:
+        nusc: Handle from :func:`open_dataset`.
+        sample_token: Sample token.
+        field_name: What the caller calls the token in its errors (``"--sample"``).
+
+    Returns:
+        ``{"scene", "scene_token", "sample", "sample_index", "timestamp"}`` (timestamp in
+        microseconds).
+
+    Raises:
+        InputError: naming ``field_name`` for an unknown token, or ``sample.prev`` for a
+            link that loops or leads nowhere (:func:`sample_position`).
+    """
+    s = _sample(nusc, sample_token, field_name)
+    scene = nusc.get("scene", s["scene_token"])
+    return {"scene": scene["name"], "scene_token": scene["token"], "sample": sample_token,
+            "sample_index": sample_position(nusc, sample_token), "timestamp": int(s["timestamp"])}
+
+
+def neighbour_samples(nusc, sample_token: str, count: int) -> list[str]:
+    """Up to ``count - 1`` samples of ``sample_token``'s scene around it: the following ones,
+    then, at the scene's end, the preceding ones (nearest first).
+
+    Raises:
+        InputError: naming ``sample.next`` / ``sample.prev`` for a link that loops or leads nowhere.
+    """
+    want = count - 1
+    if want <= 0:
+        return []
+    s = nusc.get("sample", sample_token)
+    after = walk(nusc.get, "sample", s.get("next"), "next", len(nusc.sample), ("sample", sample_token, "next"),
+                 stop=want)
+    before = walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", sample_token, "prev"),
+                  stop=want - len(after)) if len(after) < want else []
+    return [r["token"] for r in after] + [r["token"] for r in before]
+
+
+def first_sample(nusc, field_name: str, value: object) -> str:
+    """The first sample of the first scene: what a loader reads when given no sample token.
+
+    Raises:
+        InputError: naming ``field_name`` and ``value`` (the dataset) when it has no scenes.
+    """
+    if not nusc.scene:
+        raise field_error(field_name, value, "the dataset has no scenes")
+    return nusc.scene[0]["first_sample_token"]
+
+
+def is_dataroot(path: Path) -> bool:
+    """Whether ``path`` is a folder holding ``<version>/sample.json``."""
+    return path.is_dir() and any((p / "sample.json").is_file() for p in path.iterdir() if p.is_dir())
 
 
 def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
@@ -385,9 +442,7 @@ def load_sample(dataroot: str | os.PathLike, version: str = "v1.0-mini",
     """
     nusc = open_dataset(dataroot, version)
     if sample_token is None:
-        if not nusc.scene:
-            raise field_error("dataroot", str(dataroot), "dataset has no scenes")
-        sample_token = nusc.scene[0]["first_sample_token"]
+        sample_token = first_sample(nusc, "dataroot", str(dataroot))
     return load_sample_from(nusc, sample_token)
 
 
@@ -529,9 +584,7 @@ def load_lidar(dataroot: str | os.PathLike, version: str = "v1.0-mini", sample_t
     """
     nusc = open_dataset(dataroot, version)
     if sample_token is None:
-        if not nusc.scene:
-            raise field_error("dataroot", str(dataroot), "dataset has no scenes")
-        sample_token = nusc.scene[0]["first_sample_token"]
+        sample_token = first_sample(nusc, "dataroot", str(dataroot))
     return load_lidar_from(nusc, sample_token, sweeps=sweeps, min_distance=min_distance)
 
 
