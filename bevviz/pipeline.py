@@ -19,7 +19,8 @@ Convention:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -250,10 +251,13 @@ class _DeformableSampler(BEVSampler):
         if isinstance(option, DeformableConfig):
             cfg = option
         else:
-            try:
-                cfg = DeformableConfig(**dict(option or {}))
-            except TypeError as err:
-                raise field_error("deformable", option, f"not DeformableConfig fields ({err})") from None
+            opts = option or {}
+            if not isinstance(opts, Mapping):
+                raise field_error("deformable", option, "must be a DeformableConfig or a dict of its fields")
+            unknown = [repr(k) for k in opts if k not in {f.name for f in fields(DeformableConfig)}]
+            if unknown:
+                raise field_error("deformable", option, f"not DeformableConfig fields ({', '.join(unknown)})")
+            cfg = DeformableConfig(**opts)
 
         def sample(f, g, w, per_camera=False):
             return deformable_bev(f, g.grid, w, cfg, per_camera=per_camera)

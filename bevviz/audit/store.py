@@ -233,7 +233,7 @@ def hold_lock(out: str | os.PathLike) -> int:
     except BlockingIOError:
         try:
             holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        except ValueError:
+        except (json.JSONDecodeError, UnicodeDecodeError):  # a lock file being written: its holder unknown
             holder = {}
         os.close(fd)
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, since {holder.get('started')}" if holder

@@ -274,11 +274,15 @@ def sample_lidar(nusc, token: str, lidar: bool = True, sweeps: int = 1) -> tuple
 
 
 def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ...]:
-    """The embedded dataset's record of the camera it stores miscalibrated, as a note."""
+    """The embedded dataset's record of the camera it stores miscalibrated, as a note (none
+    without the record; a note saying so when it cannot be read)."""
+    path = Path(dataroot) / "miscalibration.json"
     try:
-        rec = json.loads((Path(dataroot) / "miscalibration.json").read_text())
-    except (OSError, ValueError):
+        rec = json.loads(path.read_text())
+    except FileNotFoundError:
         return ()
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return (f"{path.name} not read ({type(exc).__name__}: {exc}): no known miscalibration shown",)
     if not isinstance(rec, dict) or rec.get("scene") != scene_name:
         return ()
     err = rec.get("rotation_error", {})

@@ -239,6 +239,24 @@ def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, 
     assert at.get("plotly_chart")  # the Rig page draws on the rendered images
 
 
+@needs_sample
+def test_a_damaged_embedded_sample_is_a_bug_not_a_silent_fallback(tmp_path, monkeypatch):
+    from appkit import sources
+
+    assert sources.embedded_scene_table(str(tmp_path / "not_shipped")) == []  # a dataset not shipped: no scenes
+    (tmp_path / "v1.0-mini").mkdir()
+    (tmp_path / "v1.0-mini" / "scene.json").write_text("[{")
+    with pytest.raises(json.JSONDecodeError):
+        sources.embedded_scene_table(str(tmp_path))
+
+    def broken(path):
+        raise ValueError("a bug in the loader")
+
+    monkeypatch.setattr(sources, "rig_json_scene", broken)
+    with pytest.raises(ValueError, match="a bug in the loader"):  # not the synthetic rig in its place
+        sources.default_scene()
+
+
 def test_upload_limits_come_from_the_library():
     from appkit import sources
     from bevviz import checks

@@ -234,3 +234,17 @@ def test_a_ring_file_that_does_not_fit_the_cloud_is_a_named_error(tmp_path, samp
     np.save(folder / "lidar_ring.npy", ring(n))
     with pytest.raises(InputError, match=f"lidar_ring.npy.*{n} points.*{problem}"):
         load_scene(str(folder))
+
+
+def test_the_miscalibration_record_is_a_note_or_says_why_it_is_not(tmp_path, nuscenes_root):
+    from bevviz.session import loaders
+
+    assert loaders._miscalibration_note(tmp_path, "scene-0002") == ()  # no record: no note
+    record = json.loads((nuscenes_root / "miscalibration.json").read_text())
+    (tmp_path / "miscalibration.json").write_text(json.dumps(record))
+    note, = loaders._miscalibration_note(tmp_path, record["scene"])
+    assert note.startswith(f"Known miscalibration: {record['camera']}")
+    assert loaders._miscalibration_note(tmp_path, "another scene") == ()
+    (tmp_path / "miscalibration.json").write_text("{not json")
+    note, = loaders._miscalibration_note(tmp_path, record["scene"])
+    assert note.startswith("miscalibration.json not read (JSONDecodeError: ") and "no known miscalibration" in note
