@@ -93,7 +93,7 @@ def resolve_image_size(rig: Rig, image_size: Any = None) -> torch.Tensor:
         Sizes, shape (N_cam, 2), int64.
 
     Raises:
-        ValueError: wrong shape, non-integer or non-positive sizes.
+        InputError: wrong shape, non-integer or non-positive sizes.
     """
     if image_size is None:
         return rig.image_sizes()

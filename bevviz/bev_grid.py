@@ -60,7 +60,7 @@ class BEVGrid:
     [-51.2, 51.2] m, 4 pillar points over z in [-5, 3].
 
     Raises:
-        ValueError: naming the field and the value: a range not (min, max) or not a whole
+        InputError: naming the field and the value: a range not (min, max) or not a whole
             number of at least one cell, no finite height, a resolution not finite or finer
             than :data:`bevviz.checks.MIN_BEV_RESOLUTION`, more than
             :data:`bevviz.checks.MAX_BEV_SIDE` cells along a side, or more than

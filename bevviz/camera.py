@@ -91,7 +91,7 @@ def validate_intrinsics(K: object, camera: str | None = None) -> np.ndarray:
         K, shape (3, 3), float64.
 
     Raises:
-        ValueError: non-finite, fx or fy not positive, or last row not (0, 0, 1).
+        InputError: non-finite, fx or fy not positive, or last row not (0, 0, 1).
     """
     k = as_float_array(K, "K", camera)
     check_shape(k, (3, 3), "K", camera)
@@ -119,7 +119,7 @@ class Camera:
             :data:`bevviz.checks.MAX_IMAGE_PIXELS`.
 
     Raises:
-        ValueError: naming the camera, the field and the value (and the limit, for a size).
+        InputError: naming the camera, the field and the value (and the limit, for a size).
 
     Convention:
         See the module docstring: ego FLU-style (x fwd, y left, z up), camera RDF, pixel
@@ -225,7 +225,7 @@ class Camera:
             width, height: Crop size in pixels (> 0).
 
         Raises:
-            ValueError: naming the argument that is not a whole pixel count.
+            InputError: naming the argument that is not a whole pixel count.
 
         Convention:
             u' = u - x0, v' = v - y0, so cx' = cx - x0 and cy' = cy - y0.
@@ -244,7 +244,7 @@ class Camera:
         counter-clockwise on its mount (k = 1 or 3: portrait images; 2: upside down).
 
         Raises:
-            ValueError: naming ``k`` when it is not a whole number, or ``K`` when the camera
+            InputError: naming ``k`` when it is not a whole number, or ``K`` when the camera
                 has skew and ``k`` is odd (its turned intrinsics would not be upper triangular).
 
         Convention:
@@ -288,7 +288,7 @@ class Rig:
         cameras: Cameras in rig order, at most :data:`bevviz.checks.MAX_CAMERAS`.
 
     Raises:
-        ValueError: not a list of cameras, empty, more than ``MAX_CAMERAS`` (found without
+        InputError: not a list of cameras, empty, more than ``MAX_CAMERAS`` (found without
             reading past the limit), or duplicate camera names.
     """
 
@@ -408,7 +408,7 @@ class Rig:
             convention: How it was stored (:class:`bevviz.storage.Convention`).
 
         Raises:
-            ValueError: ``raw_cameras`` not a list of ``RawCamera`` (or more than
+            InputError: ``raw_cameras`` not a list of ``RawCamera`` (or more than
                 ``MAX_CAMERAS``), ``convention`` not a ``Convention``, or anything
                 :func:`camera_from_raw` and :class:`Rig` refuse.
 
@@ -433,7 +433,7 @@ def camera_from_raw(raw: RawCamera, convention: Convention) -> Camera:
         The camera.
 
     Raises:
-        ValueError: ``raw`` not a ``RawCamera``, ``convention`` not a ``Convention``, a name
+        InputError: ``raw`` not a ``RawCamera``, ``convention`` not a ``Convention``, a name
             outside the rule, or a field the camera refuses (a non-unit quaternion among them).
 
     Convention:

@@ -313,7 +313,7 @@ def rank_conventions(raw_cameras: Sequence[RawCamera], images: dict | None = Non
         keep :meth:`Convention.all` order and are named in the evidence).
 
     Raises:
-        ValueError: no raw cameras.
+        InputError: no raw cameras.
 
     Convention:
         See the module docstring for the checks; scores are means of soft per-camera

@@ -44,7 +44,7 @@ def stack_images(images: Mapping[str, np.ndarray], rig: Rig) -> torch.Tensor:
         Images, shape (N_cam, 3, H, W), float32 in [0, 1].
 
     Raises:
-        ValueError: a camera's image is missing, not uint8, of the wrong shape, or the
+        InputError: a camera's image is missing, not uint8, of the wrong shape, or the
             cameras' image sizes differ.
     """
     if not isinstance(images, Mapping):

@@ -300,7 +300,7 @@ def as_lidar_scan(obj: object, field: str = "lidar", origin: object = None, time
         The scan.
 
     Raises:
-        ValueError: naming ``field`` and the actual type, dtype, shape or values: not an
+        InputError: naming ``field`` and the actual type, dtype, shape or values: not an
             array, object/string/bool/complex dtype, not 2-D, not 3 or 4 columns, NaN or
             inf, more than :data:`MAX_LIDAR_POINTS` points.
 

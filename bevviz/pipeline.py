@@ -143,7 +143,7 @@ def bev_features(features: torch.Tensor, rig: Rig, grid: BEVGrid, sampler: str =
         (N_cam, H_bev, W_bev), point_valid (N_cam, Z, H_bev, W_bev), timings.
 
     Raises:
-        ValueError: unknown sampler/overlap/bounds, features of the wrong shape or dtype,
+        InputError: unknown sampler/overlap/bounds, features of the wrong shape or dtype,
             camera count mismatch, bad image_size.
 
     Convention:

@@ -118,7 +118,7 @@ def unit_quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rota
         Rotation matrix, shape (3, 3), float64.
 
     Raises:
-        ValueError: naming ``field``: what :func:`quaternion_to_matrix` refuses, or
+        InputError: naming ``field``: what :func:`quaternion_to_matrix` refuses, or
             ``quaternion norm is <norm>, not 1 (off by more than QUATERNION_NORM_TOL = ...)``.
 
     Convention:

@@ -107,7 +107,7 @@ class RawCamera:
         """The stored rotation as a (3, 3) matrix (a quaternion is read in ``quaternion_order``).
 
         Raises:
-            ValueError: field ``rotation``: not a (4,) quaternion or a (3, 3) rotation, not
+            InputError: field ``rotation``: not a (4,) quaternion or a (3, 3) rotation, not
                 finite, a zero quaternion, or one whose norm is off 1 by more than
                 :data:`bevviz.checks.QUATERNION_NORM_TOL` (the message names the norm).
         """

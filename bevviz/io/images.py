@@ -220,7 +220,7 @@ def image_header(data: bytes, name: str, camera: str | None = None) -> ImageHead
         The :class:`ImageHeader`.
 
     Raises:
-        ValueError: field ``image`` naming ``name``: not a PNG, JPEG, BMP or TIFF, a header
+        InputError: field ``image`` naming ``name``: not a PNG, JPEG, BMP or TIFF, a header
             that is truncated or damaged, or a zero width or height.
     """
     head = bytes(data[:16])
@@ -242,7 +242,7 @@ def check_camera_size(width: int, height: int, expected: tuple[int, int], label:
     """Raise unless an image of ``width`` x ``height`` has the camera's size ``expected`` (W, H).
 
     Raises:
-        ValueError: field ``image`` naming ``label``, both sizes and the fix.
+        InputError: field ``image`` naming ``label``, both sizes and the fix.
     """
     if (width, height) != tuple(expected):
         raise field_error(
@@ -294,7 +294,7 @@ def decode_image_report(data: bytes, name: str, camera: str | None = None,
         The :class:`DecodedImage`: ``rgb`` of shape (H, W, 3), uint8, and its conversions.
 
     Raises:
-        ValueError: field ``image`` naming ``name``: not bytes, empty, larger than a limit
+        InputError: field ``image`` naming ``name``: not bytes, empty, larger than a limit
             (the message names it), a size other than ``size``, an unknown format, or a
             damaged file.
 
@@ -345,7 +345,7 @@ def read_image_report(path: str | os.PathLike, camera: str | None = None,
         The :class:`DecodedImage` (its ``name`` is the path).
 
     Raises:
-        ValueError: field ``image`` naming the path when the file is missing, not a file,
+        InputError: field ``image`` naming the path when the file is missing, not a file,
             unreadable, larger than :data:`bevviz.checks.MAX_IMAGE_FILE_BYTES`, or anything
             :func:`decode_image_report` refuses.
 
@@ -390,7 +390,7 @@ def write_image(path: str | os.PathLike, rgb: np.ndarray, quality: int = 90) -> 
         The written path.
 
     Raises:
-        ValueError: naming the field (``path``, ``image`` or ``quality``) and the value.
+        InputError: naming the field (``path``, ``image`` or ``quality``) and the value.
 
     Convention:
         ``rgb`` is RGB (converted to OpenCV's BGR here).

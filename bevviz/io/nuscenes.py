@@ -206,7 +206,7 @@ def scene_samples(nusc, scene_token: str) -> tuple[list[SampleInfo], RecordProbl
         chain ends with ``""``).
 
     Raises:
-        ValueError: naming ``scene_token`` if it is unknown.
+        InputError: naming ``scene_token`` if it is unknown.
     """
     try:
         scene = nusc.get("scene", scene_token)
@@ -241,7 +241,7 @@ def list_samples(nusc, scene_token: str) -> list[SampleInfo]:
         One :class:`SampleInfo` per sample.
 
     Raises:
-        ValueError: naming ``scene_token`` if it is unknown, or the bad link as
+        InputError: naming ``scene_token`` if it is unknown, or the bad link as
             :func:`scene_samples` finds it (``sample.next``, ``scene.first_sample_token``:
             a dangling token, a loop, a sample of another scene) and its value.
     """
@@ -262,7 +262,7 @@ def sample_position(nusc, sample_token: str) -> int:
         The 0-based index of the sample in its scene.
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown) or ``sample.prev`` (a dangling token or
+        InputError: naming ``sample_token`` (unknown) or ``sample.prev`` (a dangling token or
             a loop, found within as many steps as the sample table holds) and its value.
     """
     s = _sample(nusc, sample_token)
@@ -335,7 +335,7 @@ def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
             reading); falls back to the first camera present.
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or without cameras) or
+        InputError: naming ``sample_token`` (unknown, or without cameras) or
             ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
             :data:`bevviz.checks.QUATERNION_NORM_TOL`).
     """
@@ -392,7 +392,7 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
         (``"camera CAM_FRONT: samples/CAM_FRONT/x.png: 16-bit samples cut to 8 bits"``).
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or without cameras),
+        InputError: naming ``sample_token`` (unknown, or without cameras),
             ``sample_data.width`` / ``sample_data.height`` (not a size within the limits) or
             ``image`` (missing or damaged file, over a limit, size not the one recorded).
 
@@ -438,7 +438,7 @@ def load_sample(dataroot: str | os.PathLike, version: str = "v1.0-mini",
         (see :func:`load_sample_from`).
 
     Raises:
-        ValueError: naming ``dataroot``, ``version`` or ``sample_token`` and its value.
+        InputError: naming ``dataroot``, ``version`` or ``sample_token`` and its value.
     """
     nusc = open_dataset(dataroot, version)
     if sample_token is None:
@@ -487,7 +487,7 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
         global_from_ego(t_keyframe)`` for every camera of the sample.
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or no LIDAR_TOP channel), ``sweeps``,
+        InputError: naming ``sample_token`` (unknown, or no LIDAR_TOP channel), ``sweeps``,
             ``min_distance``, the lidar file (missing, or as
             :func:`bevviz.io.pointcloud.read_points`), ``sample_data.prev`` (a dangling
             token or a loop among the sweeps), or ``calibrated_sensor.rotation`` /
@@ -576,7 +576,7 @@ def load_lidar(dataroot: str | os.PathLike, version: str = "v1.0-mini", sample_t
         keyframe time, ring, sweep, origin, timestamp, per-camera exposure motion).
 
     Raises:
-        ValueError: naming ``dataroot``, ``version``, ``sample_token``, ``sweeps``,
+        InputError: naming ``dataroot``, ``version``, ``sample_token``, ``sweeps``,
             ``min_distance`` or the lidar file, and the value.
 
     Convention:
@@ -593,6 +593,6 @@ def has_lidar(nusc, sample_token: str) -> bool:
     :func:`bevviz.io.nuscenes_boxes.load_boxes_from` need).
 
     Raises:
-        ValueError: naming ``sample_token`` when it is unknown.
+        InputError: naming ``sample_token`` when it is unknown.
     """
     return LIDAR_CHANNEL in _sample(nusc, sample_token)["data"]

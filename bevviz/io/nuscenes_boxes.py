@@ -51,7 +51,7 @@ def load_boxes_from(nusc, sample_token: str) -> list[AnnotationBox]:
         (empty when the sample has none).
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or no LIDAR_TOP sample_data to take
+        InputError: naming ``sample_token`` (unknown, or no LIDAR_TOP sample_data to take
             the keyframe's ego pose from), ``ego_pose.rotation`` or ``sample_annotation``
             (a record with a malformed size or rotation; a quaternion whose norm is off 1 by
             more than :data:`bevviz.checks.QUATERNION_NORM_TOL`), and the value.

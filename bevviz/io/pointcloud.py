@@ -168,7 +168,7 @@ def read_points(path_or_bytes: str | os.PathLike | bytes,
         None for a ``.npy``.
 
     Raises:
-        ValueError: ``file '<name>': field '<field>': ... (got <value>)`` for: an unknown
+        InputError: ``file '<name>': field '<field>': ... (got <value>)`` for: an unknown
             extension (``extension``), a missing file (``file``), bytes without a name
             (``name``), a ``.bin`` size that is not a multiple of 20 bytes or a truncated
             ``.npy`` (``size``), a damaged ``.npy`` header (``header``), a non-float or
@@ -203,7 +203,7 @@ def read_pointcloud(path_or_bytes: str | os.PathLike | bytes, name: str | None =
         sweep 0 everywhere, no camera motion.
 
     Raises:
-        ValueError: as :func:`read_points`, naming the file, the field and the value.
+        InputError: as :func:`read_points`, naming the file, the field and the value.
 
     Convention:
         The points stay in the frame the file stores (see the module docstring): ego frame

@@ -247,7 +247,7 @@ def parse_rig(data: dict | str | bytes, source: str = "<rig json>") -> RigFile:
         The :class:`RigFile`.
 
     Raises:
-        ValueError: ``"<source>: camera <name>: field '<field>': <problem> (got <value>)"``
+        InputError: ``"<source>: camera <name>: field '<field>': <problem> (got <value>)"``
             for malformed JSON (with line and column), a missing or unknown field, a wrong
             shape, NaN/inf, a non-orthonormal rotation, a zero or non-unit quaternion (the
             message names its norm), bad sizes, a camera name outside the rule, a duplicate
@@ -312,7 +312,7 @@ def load_rig_file(path: str | os.PathLike) -> RigFile:
         The :class:`RigFile` (images are not read; see :func:`load_rig_images`).
 
     Raises:
-        ValueError: field ``path`` when the file is missing, unreadable or larger than
+        InputError: field ``path`` when the file is missing, unreadable or larger than
             :data:`bevviz.checks.MAX_RIG_JSON_BYTES` (checked before reading it); anything
             :func:`parse_rig` rejects, prefixed with the file name.
     """
@@ -338,7 +338,7 @@ def load_rig(path: str | os.PathLike) -> Rig:
         The rig.
 
     Raises:
-        ValueError: see :func:`load_rig_file`.
+        InputError: see :func:`load_rig_file`.
     """
     return load_rig_file(path).rig
 
@@ -448,7 +448,7 @@ def load_rig_images(rig_file: RigFile, base_dir: str | os.PathLike | None,
         ``require_all``.
 
     Raises:
-        ValueError: naming the camera, the field (``image`` / ``camera``) and the value
+        InputError: naming the camera, the field (``image`` / ``camera``) and the value
             for an unknown camera name, a missing or unreadable image, a path outside
             ``base_dir``, an image over a limit of :mod:`bevviz.checks`, or one whose size
             disagrees with the calibration's width and height (checked from the file's header,
@@ -504,7 +504,7 @@ def rig_to_dict(rig: Rig, convention: Convention = NUSCENES,
         A JSON-ready dict (floats written by ``json`` round-trip exactly).
 
     Raises:
-        ValueError: ``image_files`` names a camera that is not in the rig, or a path that
+        InputError: ``image_files`` names a camera that is not in the rig, or a path that
             is not a string.
     """
     image_files = dict(image_files or {})
