@@ -22,7 +22,7 @@ from bevviz.calibration import (
     RigConsensus,
     seam_grid,
 )
-from bevviz.limits import escape_markdown
+from bevviz.checks import escape_markdown
 from bevviz.viz.calibration import loss_curve_figure, ranking_figure
 from bevviz.viz.calibration_lidar import VERDICT_COLORS
 

@@ -1,7 +1,7 @@
 """Page-side guards: show bad input as a message (never a traceback) and stop the page; show a bug as a bug.
 
 Messages quote user-provided values (file names, camera names, numbers as typed), so they
-go through :func:`bevviz.limits.escape_markdown` before ``st.error`` / ``st.warning``
+go through :func:`bevviz.checks.escape_markdown` before ``st.error`` / ``st.warning``
 render them as markdown.
 """
 
@@ -12,8 +12,8 @@ from contextlib import contextmanager
 import streamlit as st
 
 from appkit.state import Scene
+from bevviz.checks import escape_markdown
 from bevviz.errors import InputError, bug_message
-from bevviz.limits import escape_markdown
 
 
 @contextmanager

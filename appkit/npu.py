@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from bevviz.checks import MiB, check_at_most
 from bevviz.export.model_check import ModelCheck, check_model
 from bevviz.export.model_parity import parse_dims
 from bevviz.export.onnx_file import LoadedModel, model_from_bytes
 from bevviz.export.rewrite import RewriteReport, rewrite_grid_sample
-from bevviz.limits import MiB, check_at_most
 
 __all__ = ["HANDED", "MAX_ONNX_UPLOAD_BYTES", "UPLOAD", "cached_rewrite", "checked", "rewritten", "uploaded_model"]
 

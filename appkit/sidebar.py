@@ -9,7 +9,7 @@ stays.
 
 Every user-provided string it shows (file names, dataroots, scene names and descriptions,
 error messages quoting values, the scene's label, notes and warnings) goes through
-:func:`bevviz.limits.escape_markdown` first: markdown renders it exactly as it reads.
+:func:`bevviz.checks.escape_markdown` first: markdown renders it exactly as it reads.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from appkit import sources
 from appkit.session import current_grid, current_scene
 from appkit.state import GRID, GRID_ERROR, SCENE, SCENE_ERROR, SCENE_REQUEST
 from bevviz.bev_grid import BEVGrid, pillar_heights
+from bevviz.checks import escape_markdown, field_error
 from bevviz.errors import InputError, bug_message
 from bevviz.io.nuscenes import SceneInfo
-from bevviz.limits import escape_markdown
 from bevviz.session import MAX_FRAMES, embedded
-from bevviz.shapes import field_error
 
 SOURCE_SAMPLE = "Embedded sample"
 SOURCE_NUSCENES = "nuScenes dataroot"

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from bevviz.checks import MAX_RIG_JSON_BYTES
 from bevviz.io.nuscenes import list_samples, list_scenes, open_dataset
-from bevviz.limits import MAX_RIG_JSON_BYTES
 from bevviz.session import Scene, embedded, loaders, uploads
 from bevviz.session.embedded import REAL_NUSCENES_ATTRIBUTION
 from bevviz.session.loaders import NUSCENES_VERSIONS
@@ -81,13 +81,14 @@ def embedded_scene_table(dataroot: str | None = None) -> list[dict]:
     """An embedded dataset's scenes (name, token, description, nbr_samples), read straight
     from its ``scene.json`` table (default: the synthetic dataset): listing them must not cost
     the seconds that opening the dataset with nuscenes-devkit takes, since the sidebar shows
-    them on every first load."""
+    them on every first load. A dataset not shipped has no scenes; a damaged one is a bug of
+    the package and raises."""
     root = Path(dataroot) if dataroot is not None else embedded.sample_path("nuscenes")
     try:
-        rows = json.loads((root / "v1.0-mini" / "scene.json").read_text())
-        return [{k: r[k] for k in ("name", "token", "description", "nbr_samples")} for r in rows]
-    except (OSError, ValueError, KeyError, TypeError):
+        text = (root / "v1.0-mini" / "scene.json").read_text()
+    except FileNotFoundError:
         return []
+    return [{k: r[k] for k in ("name", "token", "description", "nbr_samples")} for r in json.loads(text)]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -136,10 +137,8 @@ def sample_available() -> bool:
 
 
 def default_scene() -> Scene:
-    """The scene the app opens on: the embedded sample rig, else the synthetic fallback."""
+    """The scene the app opens on: the embedded sample rig, else (sample_data missing) the
+    synthetic fallback. An embedded sample that fails to load is a bug and raises."""
     if sample_available():
-        try:
-            return rig_json_scene(str(embedded.sample_path("rig")))
-        except (ValueError, ImportError):
-            pass
+        return rig_json_scene(str(embedded.sample_path("rig")))
     return synthetic_scene()

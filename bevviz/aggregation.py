@@ -53,8 +53,8 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import check_choice, check_shape, field_error
 from bevviz.projection import project_with
-from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = ["OVERLAPS", "BEVGeometry", "aggregate", "bev_geometry", "point_weights", "resolve_image_size",
            "valid_pairs"]
@@ -93,7 +93,7 @@ def resolve_image_size(rig: Rig, image_size: Any = None) -> torch.Tensor:
         Sizes, shape (N_cam, 2), int64.
 
     Raises:
-        ValueError: wrong shape, non-integer or non-positive sizes.
+        InputError: wrong shape, non-integer or non-positive sizes.
     """
     if image_size is None:
         return rig.image_sizes()

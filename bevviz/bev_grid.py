@@ -16,8 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bevviz.limits import MAX_BEV_POINTS, MAX_BEV_SIDE, MIN_BEV_RESOLUTION, check_at_most, limit_error
-from bevviz.shapes import as_float_array, field_error
+from bevviz.checks import (
+    MAX_BEV_POINTS,
+    MAX_BEV_SIDE,
+    MIN_BEV_RESOLUTION,
+    as_float_array,
+    check_at_most,
+    field_error,
+    limit_error,
+)
 
 # BEVFormer on nuScenes: pc_range z in [-5, 3] with 4 points per pillar.
 BEVFORMER_Z_RANGE = (-5.0, 3.0)
@@ -53,11 +60,11 @@ class BEVGrid:
     [-51.2, 51.2] m, 4 pillar points over z in [-5, 3].
 
     Raises:
-        ValueError: naming the field and the value: a range not (min, max) or not a whole
+        InputError: naming the field and the value: a range not (min, max) or not a whole
             number of at least one cell, no finite height, a resolution not finite or finer
-            than :data:`bevviz.limits.MIN_BEV_RESOLUTION`, more than
-            :data:`bevviz.limits.MAX_BEV_SIDE` cells along a side, or more than
-            :data:`bevviz.limits.MAX_BEV_POINTS` points (cells x heights). Nothing of the
+            than :data:`bevviz.checks.MIN_BEV_RESOLUTION`, more than
+            :data:`bevviz.checks.MAX_BEV_SIDE` cells along a side, or more than
+            :data:`bevviz.checks.MAX_BEV_POINTS` points (cells x heights). Nothing of the
             grid's size is allocated before these checks.
     """
 

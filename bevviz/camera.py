@@ -21,17 +21,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from bevviz.limits import (
+from bevviz.checks import (
     MAX_CAMERAS,
     MAX_IMAGE_SIDE,
+    as_float_array,
+    as_int,
     check_at_most,
     check_camera_name,
     check_image_size,
+    check_shape,
+    field_error,
     image_side,
     limit_error,
+    positive_int,
 )
 from bevviz.rotations import ROTATION_TOL, invert_transform, make_transform, validate_rotation
-from bevviz.shapes import as_float_array, as_int, check_shape, field_error, positive_int
 from bevviz.storage import Convention, RawCamera
 
 __all__ = [
@@ -64,7 +68,7 @@ def _rounded(size: float) -> float:
 
 
 def _camera_list(items: object, field_name: str) -> list:
-    """The entries of ``items`` as a list of at most :data:`~bevviz.limits.MAX_CAMERAS`,
+    """The entries of ``items`` as a list of at most :data:`~bevviz.checks.MAX_CAMERAS`,
     read no further than one past the limit; a mapping or a string is a named error."""
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise field_error(field_name, type(items).__name__,
@@ -87,7 +91,7 @@ def validate_intrinsics(K: object, camera: str | None = None) -> np.ndarray:
         K, shape (3, 3), float64.
 
     Raises:
-        ValueError: non-finite, fx or fy not positive, or last row not (0, 0, 1).
+        InputError: non-finite, fx or fy not positive, or last row not (0, 0, 1).
     """
     k = as_float_array(K, "K", camera)
     check_shape(k, (3, 3), "K", camera)
@@ -106,16 +110,16 @@ class Camera:
 
     Args:
         name: Camera name, e.g. ``"CAM_FRONT"``, following the rule of
-            :func:`bevviz.limits.check_camera_name` (1 to 64 letters, digits, ``_-.`` and
+            :func:`bevviz.checks.check_camera_name` (1 to 64 letters, digits, ``_-.`` and
             spaces).
         K: Intrinsics, shape (3, 3).
         cam_from_ego: Rigid transform ego -> camera (RDF), shape (4, 4).
-        width: Image width W in pixels, at most :data:`bevviz.limits.MAX_IMAGE_SIDE`.
+        width: Image width W in pixels, at most :data:`bevviz.checks.MAX_IMAGE_SIDE`.
         height: Image height H in pixels, at most ``MAX_IMAGE_SIDE``; W x H at most
-            :data:`bevviz.limits.MAX_IMAGE_PIXELS`.
+            :data:`bevviz.checks.MAX_IMAGE_PIXELS`.
 
     Raises:
-        ValueError: naming the camera, the field and the value (and the limit, for a size).
+        InputError: naming the camera, the field and the value (and the limit, for a size).
 
     Convention:
         See the module docstring: ego FLU-style (x fwd, y left, z up), camera RDF, pixel
@@ -221,7 +225,7 @@ class Camera:
             width, height: Crop size in pixels (> 0).
 
         Raises:
-            ValueError: naming the argument that is not a whole pixel count.
+            InputError: naming the argument that is not a whole pixel count.
 
         Convention:
             u' = u - x0, v' = v - y0, so cx' = cx - x0 and cy' = cy - y0.
@@ -240,7 +244,7 @@ class Camera:
         counter-clockwise on its mount (k = 1 or 3: portrait images; 2: upside down).
 
         Raises:
-            ValueError: naming ``k`` when it is not a whole number, or ``K`` when the camera
+            InputError: naming ``k`` when it is not a whole number, or ``K`` when the camera
                 has skew and ``k`` is odd (its turned intrinsics would not be upper triangular).
 
         Convention:
@@ -281,10 +285,10 @@ class Rig:
     """An ordered set of cameras with unique names.
 
     Args:
-        cameras: Cameras in rig order, at most :data:`bevviz.limits.MAX_CAMERAS`.
+        cameras: Cameras in rig order, at most :data:`bevviz.checks.MAX_CAMERAS`.
 
     Raises:
-        ValueError: not a list of cameras, empty, more than ``MAX_CAMERAS`` (found without
+        InputError: not a list of cameras, empty, more than ``MAX_CAMERAS`` (found without
             reading past the limit), or duplicate camera names.
     """
 
@@ -404,7 +408,7 @@ class Rig:
             convention: How it was stored (:class:`bevviz.storage.Convention`).
 
         Raises:
-            ValueError: ``raw_cameras`` not a list of ``RawCamera`` (or more than
+            InputError: ``raw_cameras`` not a list of ``RawCamera`` (or more than
                 ``MAX_CAMERAS``), ``convention`` not a ``Convention``, or anything
                 :func:`camera_from_raw` and :class:`Rig` refuse.
 
@@ -429,7 +433,7 @@ def camera_from_raw(raw: RawCamera, convention: Convention) -> Camera:
         The camera.
 
     Raises:
-        ValueError: ``raw`` not a ``RawCamera``, ``convention`` not a ``Convention``, a name
+        InputError: ``raw`` not a ``RawCamera``, ``convention`` not a ``Convention``, a name
             outside the rule, or a field the camera refuses (a non-unit quaternion among them).
 
     Convention:

@@ -37,9 +37,9 @@ import numpy as np
 
 from bevviz.calibration import rig_seam_cost
 from bevviz.camera import Rig, camera_from_raw, measured_from_ground
+from bevviz.checks import field_error
 from bevviz.errors import InputError
 from bevviz.projection import project_points
-from bevviz.shapes import field_error
 from bevviz.storage import Convention, RawCamera
 from bevviz.threads import single_threaded
 
@@ -313,7 +313,7 @@ def rank_conventions(raw_cameras: Sequence[RawCamera], images: dict | None = Non
         keep :meth:`Convention.all` order and are named in the evidence).
 
     Raises:
-        ValueError: no raw cameras.
+        InputError: no raw cameras.
 
     Convention:
         See the module docstring for the checks; scores are means of soft per-camera

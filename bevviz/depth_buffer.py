@@ -9,7 +9,7 @@ scan leaves gaps between its points; the neighbourhood closes them).
 
 The buffer has about 200 columns of cells whatever the image size, so a view needs no more
 than a few points a cell: :func:`thin_indices` keeps an even, seeded sample of at most
-:data:`bevviz.limits.MAX_CAMERA_LIDAR_POINTS` of a dense cloud's points in one view.
+:data:`bevviz.checks.MAX_CAMERA_LIDAR_POINTS` of a dense cloud's points in one view.
 
 Convention:
     Pixels (u, v) at pixel centres, depth along the optical axis in metres, as
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bevviz.limits import MAX_CAMERA_LIDAR_POINTS
+from bevviz.checks import MAX_CAMERA_LIDAR_POINTS, check_shape, field_error
 from bevviz.projection import inside_image
-from bevviz.shapes import check_shape, field_error
 
 __all__ = ["CELL_PX", "MARGIN_M", "MIN_DEPTH_M", "RELATIVE", "SPREAD_CELLS", "depth_buffer", "thin_indices",
            "unoccluded", "visible"]
@@ -45,7 +44,7 @@ def thin_indices(n: int, limit: int = MAX_CAMERA_LIDAR_POINTS, seed: int = 0) ->
 
     Args:
         n: Points in the view.
-        limit: Most points kept (default :data:`bevviz.limits.MAX_CAMERA_LIDAR_POINTS`).
+        limit: Most points kept (default :data:`bevviz.checks.MAX_CAMERA_LIDAR_POINTS`).
         seed: Sampling seed: the same points give the same sample (no flicker between reruns).
 
     Returns:

@@ -19,10 +19,10 @@ import pandas as pd
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import to_numpy
 from bevviz.io.rig_json import rig_to_dict
 from bevviz.overlays.status import STATUS_NAMES, point_status
 from bevviz.projection import Projection
-from bevviz.shapes import to_numpy
 
 CSV_COLUMNS = ("camera", "z_index", "row", "col", "x", "y", "z", "u", "v", "depth", "status")
 

@@ -1,7 +1,7 @@
 """The one bad-input error of bevviz: :class:`InputError`, naming the field, the value and the camera.
 
-Every input check of the library raises it (built by :func:`bevviz.shapes.field_error`,
-:func:`bevviz.shapes.check_shape` and the limits of :mod:`bevviz.limits`). It is a
+Every input check of the library raises it (built by :func:`bevviz.checks.field_error`,
+:func:`bevviz.checks.check_shape` and the limit checks of :mod:`bevviz.checks`). It is a
 ``ValueError``, so code that catches ``ValueError`` keeps working; but only an
 ``InputError`` is the user's fault: the ``bevviz`` command turns it (and only it) into exit
 status 2 and one line, the app into ``st.error``. Any other exception is a bug in bevviz

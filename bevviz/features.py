@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from bevviz.camera import Rig
-from bevviz.shapes import check_shape, field_error, positive_int
+from bevviz.checks import check_shape, field_error, positive_int
 
 #: Widths of the conv stack's hidden layers (the last layer has ``channels`` outputs).
 CONV_WIDTHS = (16, 32, 64)
@@ -44,7 +44,7 @@ def stack_images(images: Mapping[str, np.ndarray], rig: Rig) -> torch.Tensor:
         Images, shape (N_cam, 3, H, W), float32 in [0, 1].
 
     Raises:
-        ValueError: a camera's image is missing, not uint8, of the wrong shape, or the
+        InputError: a camera's image is missing, not uint8, of the wrong shape, or the
             cameras' image sizes differ.
     """
     if not isinstance(images, Mapping):

@@ -14,10 +14,10 @@ Convention:
     ``inv(global_from_ego(t_cam)) @ global_from_ego(t_keyframe)``. A camera without an
     entry has no motion (identity).
 
-The most points a scan may hold is :data:`bevviz.limits.MAX_LIDAR_POINTS` (also importable
+The most points a scan may hold is :data:`bevviz.checks.MAX_LIDAR_POINTS` (also importable
 as ``bevviz.lidar.MAX_LIDAR_POINTS``); readers check it before they allocate.
 
-This is a core module: it imports numpy, torch, :mod:`bevviz.limits` and :mod:`bevviz.shapes` only.
+This is a core module: it imports numpy, torch and :mod:`bevviz.checks` only.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from types import MappingProxyType
 import numpy as np
 import torch
 
+from bevviz.checks import MAX_LIDAR_POINTS, check_shape, field_error, limit_error
 from bevviz.errors import InputError
-from bevviz.limits import MAX_LIDAR_POINTS, limit_error
-from bevviz.shapes import check_shape, field_error
 
 __all__ = ["GROUND_BIN_M", "GROUND_MIN_SHARE", "GROUND_RANGE_M", "MAX_LIDAR_POINTS", "MIN_RANGE_M", "RIGID_TOL",
            "STACK_MIN_POINTS", "LidarScan", "as_lidar_scan", "ground_height", "stacked"]
@@ -301,7 +300,7 @@ def as_lidar_scan(obj: object, field: str = "lidar", origin: object = None, time
         The scan.
 
     Raises:
-        ValueError: naming ``field`` and the actual type, dtype, shape or values: not an
+        InputError: naming ``field`` and the actual type, dtype, shape or values: not an
             array, object/string/bool/complex dtype, not 2-D, not 3 or 4 columns, NaN or
             inf, more than :data:`MAX_LIDAR_POINTS` points.
 

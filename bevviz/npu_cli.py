@@ -24,10 +24,10 @@ from pathlib import Path
 
 import click
 
+from bevviz.checks import field_error
 from bevviz.export.model_check import ModelCheck, backends, check_model
 from bevviz.export.model_parity import parse_dims
 from bevviz.export.rewrite import INDEX_DTYPES, RewriteReport, rewrite_grid_sample
-from bevviz.shapes import field_error
 
 __all__ = ["npu"]
 

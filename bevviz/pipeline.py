@@ -19,7 +19,8 @@ Convention:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -38,12 +39,12 @@ from bevviz.aggregation import (
 )
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import check_choice, check_shape, field_error
 from bevviz.projection import BOUNDS
 from bevviz.samplers import SAMPLERS
 from bevviz.samplers import gather_scatter as gs
 from bevviz.samplers import lut as lut_mod
 from bevviz.samplers.deformable import DeformableConfig, deformable_bev
-from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = [
     # defined here
@@ -142,7 +143,7 @@ def bev_features(features: torch.Tensor, rig: Rig, grid: BEVGrid, sampler: str =
         (N_cam, H_bev, W_bev), point_valid (N_cam, Z, H_bev, W_bev), timings.
 
     Raises:
-        ValueError: unknown sampler/overlap/bounds, features of the wrong shape or dtype,
+        InputError: unknown sampler/overlap/bounds, features of the wrong shape or dtype,
             camera count mismatch, bad image_size.
 
     Convention:
@@ -250,10 +251,13 @@ class _DeformableSampler(BEVSampler):
         if isinstance(option, DeformableConfig):
             cfg = option
         else:
-            try:
-                cfg = DeformableConfig(**dict(option or {}))
-            except TypeError as err:
-                raise field_error("deformable", option, f"not DeformableConfig fields ({err})") from None
+            opts = option or {}
+            if not isinstance(opts, Mapping):
+                raise field_error("deformable", option, "must be a DeformableConfig or a dict of its fields")
+            unknown = [repr(k) for k in opts if k not in {f.name for f in fields(DeformableConfig)}]
+            if unknown:
+                raise field_error("deformable", option, f"not DeformableConfig fields ({', '.join(unknown)})")
+            cfg = DeformableConfig(**opts)
 
         def sample(f, g, w, per_camera=False):
             return deformable_bev(f, g.grid, w, cfg, per_camera=per_camera)

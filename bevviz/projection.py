@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from bevviz.camera import Rig
-from bevviz.shapes import check_choice, check_shape, field_error
+from bevviz.checks import check_choice, check_shape, field_error
 
 BOUNDS = ("pixel", "bevformer")
 #: The image width (pixels; nuScenes' cameras) at which pixel-sized defaults are stated.

@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bevviz.limits import QUATERNION_NORM_TOL
-from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
+from bevviz.checks import QUATERNION_NORM_TOL, as_float_array, check_choice, check_shape, field_error
 
 QUATERNION_ORDERS = ("wxyz", "xyzw")
 #: Largest |R R^T - I| of a matrix still accepted as a rotation.
@@ -103,7 +102,7 @@ def quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rotation"
 def unit_quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rotation",
                               camera: str | None = None) -> np.ndarray:
     """A *stored* quaternion as a rotation matrix: normalised as :func:`quaternion_to_matrix`
-    does, but refused when its norm is off 1 by more than :data:`bevviz.limits.QUATERNION_NORM_TOL`.
+    does, but refused when its norm is off 1 by more than :data:`bevviz.checks.QUATERNION_NORM_TOL`.
 
     Rounding leaves a stored unit quaternion about 1e-9 (nuScenes) to 1e-7 (float32) off;
     a larger deviation means a wrong field (a vector, a scaled or a truncated quaternion)
@@ -119,7 +118,7 @@ def unit_quaternion_to_matrix(q: object, order: str = "wxyz", field: str = "rota
         Rotation matrix, shape (3, 3), float64.
 
     Raises:
-        ValueError: naming ``field``: what :func:`quaternion_to_matrix` refuses, or
+        InputError: naming ``field``: what :func:`quaternion_to_matrix` refuses, or
             ``quaternion norm is <norm>, not 1 (off by more than QUATERNION_NORM_TOL = ...)``.
 
     Convention:

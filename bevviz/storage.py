@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bevviz.checks import as_float_array, check_choice, check_shape, field_error
 from bevviz.rotations import (
     QUATERNION_ORDERS,
     STORED_FROM_RDF,
@@ -37,7 +38,6 @@ from bevviz.rotations import (
     unit_quaternion_to_matrix,
     validate_rotation,
 )
-from bevviz.shapes import as_float_array, check_choice, check_shape, field_error
 
 EXTRINSICS = ("sensor_to_ego", "ego_to_sensor")
 CAMERA_AXES = tuple(STORED_FROM_RDF)
@@ -107,9 +107,9 @@ class RawCamera:
         """The stored rotation as a (3, 3) matrix (a quaternion is read in ``quaternion_order``).
 
         Raises:
-            ValueError: field ``rotation``: not a (4,) quaternion or a (3, 3) rotation, not
+            InputError: field ``rotation``: not a (4,) quaternion or a (3, 3) rotation, not
                 finite, a zero quaternion, or one whose norm is off 1 by more than
-                :data:`bevviz.limits.QUATERNION_NORM_TOL` (the message names the norm).
+                :data:`bevviz.checks.QUATERNION_NORM_TOL` (the message names the norm).
         """
         rot = as_float_array(self.rotation, "rotation", self.name)
         if rot.shape == (4,):

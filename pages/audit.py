@@ -10,7 +10,7 @@ import streamlit as st
 from appkit import audit as au
 from appkit.guards import shown_errors
 from bevviz.audit import CheckSettings, flagged_rows
-from bevviz.limits import escape_markdown
+from bevviz.checks import escape_markdown
 from bevviz.viz.audit import offset_timeline_figure, verdict_matrix_figure
 
 au.switch_if_pending()  # a flagged sample was picked: the sidebar has loaded it by now

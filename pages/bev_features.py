@@ -7,7 +7,7 @@ from appkit import compute, current
 from appkit.guards import require_images, shown_errors
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
-from bevviz.limits import escape_markdown
+from bevviz.checks import escape_markdown
 from bevviz.samplers import BEV_VARIANTS, REFERENCE
 from bevviz.viz.bev import bev_panels
 from bevviz.viz.panels import bar_figure

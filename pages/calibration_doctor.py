@@ -17,7 +17,7 @@ from appkit.guards import require_images, shown_errors
 from appkit.session import adopt_rig, current_doctor, current_scene
 from bevviz import downloads
 from bevviz.calibration import PERTURBATION_KEYS, STANDOUT_RATIO
-from bevviz.limits import escape_markdown as esc
+from bevviz.checks import escape_markdown as esc
 from bevviz.viz.calibration import before_after_figure, mosaic_figure, seam_matrix_figure
 from bevviz.viz.calibration_lidar import lidar_alignment_figure, score_profiles_figure
 

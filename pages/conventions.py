@@ -9,10 +9,10 @@ import streamlit as st
 from appkit import compute, current
 from appkit.guards import shown_errors
 from appkit.state import HASH_FUNCS, SCENE
+from bevviz.checks import escape_markdown
 from bevviz.convention_ranking import image_operation_checks, raw_rows
 from bevviz.conventions import NUSCENES, Convention, rank_conventions
 from bevviz.io.rig_json import parse_rig
-from bevviz.limits import escape_markdown
 from bevviz.session import ground_shift
 from bevviz.viz.cameras import CameraOverlay, camera_grid_figure
 from bevviz.viz.conventions import candidate_scores_figure, check_matrix_figure, image_op_figure

@@ -7,7 +7,7 @@ from appkit import compute, current
 from appkit.guards import require_images, shown_errors
 from appkit.sidebar import BOUNDS_OPTIONS, EPS_OPTIONS, validity
 from bevviz import overlays
-from bevviz.limits import escape_markdown
+from bevviz.checks import escape_markdown
 from bevviz.viz.bev import bev_map, bev_panels, difference_map, footprint_composite, overlap_map
 
 scene, grid = current()

@@ -8,10 +8,10 @@ import streamlit as st
 
 from appkit import compute, current, npu
 from appkit.guards import shown_errors
+from bevviz.checks import MiB, escape_markdown
 from bevviz.export import STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
 from bevviz.features import feature_size
-from bevviz.limits import MiB, escape_markdown
 from bevviz.samplers import SAMPLERS
 from bevviz.samplers.reference import MODES, PADDING_MODES
 from bevviz.viz.export import latency_figure, op_inventory_figure, parity_figure

@@ -7,7 +7,7 @@ import streamlit as st
 from appkit import compute, current
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
-from bevviz.limits import MAX_CAMERA_LIDAR_POINTS, escape_markdown
+from bevviz.checks import MAX_CAMERA_LIDAR_POINTS, escape_markdown
 from bevviz.viz.bev import pick_map
 from bevviz.viz.cameras import camera_grid_figure
 from bevviz.viz.rig3d import rig_figure

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bevviz.camera import Camera, Rig, invert_transform, make_transform
-from bevviz.limits import MAX_CAMERAS, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, check_camera_name
+from bevviz.checks import MAX_CAMERAS, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, check_camera_name
 from bevviz.projection import project_points
 from bevviz.rotations import rpy_to_matrix
 from bevviz.storage import NUSCENES, RawCamera

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from bevviz.camera import Camera
+from bevviz.checks import check_shape, field_error, image_side
 from bevviz.errors import InputError, bug_message
-from bevviz.limits import image_side
-from bevviz.shapes import check_shape, field_error
 
 
 def test_field_error_is_an_input_error_carrying_field_value_and_camera():

@@ -10,6 +10,7 @@ import torch
 from bevviz import synthetic
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.errors import InputError
 from bevviz.features import rgb_features
 from bevviz.pipeline import (
     SAMPLERS,
@@ -185,8 +186,10 @@ def test_bad_inputs_raise_named_errors(feats, rig, grid):
         bev_features(feats, rig, (50, 50))
     with pytest.raises(ValueError, match="rounding"):
         bev_features(feats, rig, grid, "deformable", deformable=dict(rounding="round"))
-    with pytest.raises(ValueError, match="deformable"):
+    with pytest.raises(InputError, match=r"field 'deformable': not DeformableConfig fields \('kernel'\)"):
         bev_features(feats, rig, grid, "deformable", deformable=dict(kernel=3))
+    with pytest.raises(InputError, match=r"field 'deformable': must be a DeformableConfig or a dict of its fields"):
+        bev_features(feats, rig, grid, "deformable", deformable=["ab"])
     other = build_lut(rig, grid, (28, 50), overlap="first_hit")
     with pytest.raises(ValueError, match="lut.*overlap"):
         bev_features(feats, rig, grid, "lut", lut=other)

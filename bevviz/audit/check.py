@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from bevviz.calibration import AXES
 from bevviz.errors import InputError, bug_message
+from bevviz.io.nuscenes import sample_meta
 from bevviz.session import (
     EMBEDDED,
     CameraCheck,
@@ -37,7 +38,6 @@ from bevviz.session import (
     nuscenes_scene,
     projection_sanity,
 )
-from bevviz.session.loaders import sample_meta
 from bevviz.session.report import finite
 
 __all__ = [

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from bevviz.audit.check import CheckSettings, check_sample, dataset, error_row
 from bevviz.audit.local import EngineStats, SampleFn, peak_rss_mib
-from bevviz.shapes import field_error
+from bevviz.checks import field_error
 
 __all__ = ["RETRIES", "SampleWorker", "run_ray"]
 

@@ -28,9 +28,9 @@ from bevviz.audit.local import EngineStats, SampleFn, run_local
 from bevviz.audit.ray_engine import RETRIES, run_ray
 from bevviz.audit.report import report_html, summarize
 from bevviz.audit.store import AuditStore, hold_lock, read_rows, row_key
+from bevviz.checks import _fmt_value, field_error
 from bevviz.io.nuscenes import SampleInfo, list_scenes, record_problems, scene_samples
 from bevviz.io.nuscenes_tables import INT64_MAX, RecordProblem
-from bevviz.shapes import _fmt_value, field_error
 
 __all__ = ["ENGINES", "AuditRun", "Plan", "fingerprint", "plan", "problem_row", "run_audit"]
 

@@ -43,8 +43,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bevviz.audit.check import ROW_COLUMNS
+from bevviz.checks import field_error
 from bevviz.io.atomic import atomic_write
-from bevviz.shapes import field_error
 
 __all__ = ["FORMAT", "LOCK", "MANIFEST", "PARTS", "QUARANTINE", "RECORD_COLUMNS", "SCHEMA", "AuditStore",
            "atomic_write", "conform", "hold_lock", "part_files", "read_manifest", "read_rows", "row_key"]
@@ -233,7 +233,7 @@ def hold_lock(out: str | os.PathLike) -> int:
     except BlockingIOError:
         try:
             holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        except ValueError:
+        except (json.JSONDecodeError, UnicodeDecodeError):  # a lock file being written: its holder unknown
             holder = {}
         os.close(fd)
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, since {holder.get('started')}" if holder

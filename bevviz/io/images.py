@@ -2,7 +2,7 @@
 
 Reading is bounded: the width and height come from the file's own header (PNG IHDR, JPEG
 SOF, BMP info header, TIFF first IFD), parsed here before OpenCV decodes a byte, and are
-checked against :data:`bevviz.limits.MAX_IMAGE_SIDE` and :data:`bevviz.limits.MAX_IMAGE_PIXELS`
+checked against :data:`bevviz.checks.MAX_IMAGE_SIDE` and :data:`bevviz.checks.MAX_IMAGE_PIXELS`
 and, when given, the camera's calibrated size. A 0.9 MB PNG that declares 30000 x 30000
 pixels (a decompression bomb) is refused from its first 24 bytes. Other formats are refused.
 
@@ -29,9 +29,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from bevviz.checks import MAX_IMAGE_FILE_BYTES, check_at_most, check_image_size, field_error
 from bevviz.io.atomic import atomic_write_bytes
-from bevviz.limits import MAX_IMAGE_FILE_BYTES, check_at_most, check_image_size
-from bevviz.shapes import field_error
 
 __all__ = ["DecodedImage", "ImageHeader", "atomic_write_bytes", "check_camera_size", "decode_image",
            "decode_image_report", "image_header", "read_image", "read_image_report", "write_image"]
@@ -221,7 +220,7 @@ def image_header(data: bytes, name: str, camera: str | None = None) -> ImageHead
         The :class:`ImageHeader`.
 
     Raises:
-        ValueError: field ``image`` naming ``name``: not a PNG, JPEG, BMP or TIFF, a header
+        InputError: field ``image`` naming ``name``: not a PNG, JPEG, BMP or TIFF, a header
             that is truncated or damaged, or a zero width or height.
     """
     head = bytes(data[:16])
@@ -243,7 +242,7 @@ def check_camera_size(width: int, height: int, expected: tuple[int, int], label:
     """Raise unless an image of ``width`` x ``height`` has the camera's size ``expected`` (W, H).
 
     Raises:
-        ValueError: field ``image`` naming ``label``, both sizes and the fix.
+        InputError: field ``image`` naming ``label``, both sizes and the fix.
     """
     if (width, height) != tuple(expected):
         raise field_error(
@@ -281,12 +280,12 @@ def decode_image_report(data: bytes, name: str, camera: str | None = None,
                         size: tuple[int, int] | None = None) -> DecodedImage:
     """Decode an encoded image held in memory, within the limits; say what was converted.
 
-    The header is parsed and checked (against :data:`bevviz.limits.MAX_IMAGE_SIDE`,
-    :data:`~bevviz.limits.MAX_IMAGE_PIXELS` and ``size``) before OpenCV decodes anything.
+    The header is parsed and checked (against :data:`bevviz.checks.MAX_IMAGE_SIDE`,
+    :data:`~bevviz.checks.MAX_IMAGE_PIXELS` and ``size``) before OpenCV decodes anything.
 
     Args:
         data: The encoded file's bytes (e.g. a Streamlit upload's ``getvalue()``), at most
-            :data:`bevviz.limits.MAX_IMAGE_FILE_BYTES`.
+            :data:`bevviz.checks.MAX_IMAGE_FILE_BYTES`.
         name: File name for error messages and warnings.
         camera: Camera name for error messages, when the image belongs to one.
         size: The (W, H) the image must have (the camera's calibrated size), or None.
@@ -295,7 +294,7 @@ def decode_image_report(data: bytes, name: str, camera: str | None = None,
         The :class:`DecodedImage`: ``rgb`` of shape (H, W, 3), uint8, and its conversions.
 
     Raises:
-        ValueError: field ``image`` naming ``name``: not bytes, empty, larger than a limit
+        InputError: field ``image`` naming ``name``: not bytes, empty, larger than a limit
             (the message names it), a size other than ``size``, an unknown format, or a
             damaged file.
 
@@ -346,8 +345,8 @@ def read_image_report(path: str | os.PathLike, camera: str | None = None,
         The :class:`DecodedImage` (its ``name`` is the path).
 
     Raises:
-        ValueError: field ``image`` naming the path when the file is missing, not a file,
-            unreadable, larger than :data:`bevviz.limits.MAX_IMAGE_FILE_BYTES`, or anything
+        InputError: field ``image`` naming the path when the file is missing, not a file,
+            unreadable, larger than :data:`bevviz.checks.MAX_IMAGE_FILE_BYTES`, or anything
             :func:`decode_image_report` refuses.
 
     Convention:
@@ -391,7 +390,7 @@ def write_image(path: str | os.PathLike, rgb: np.ndarray, quality: int = 90) -> 
         The written path.
 
     Raises:
-        ValueError: naming the field (``path``, ``image`` or ``quality``) and the value.
+        InputError: naming the field (``path``, ``image`` or ``quality``) and the value.
 
     Convention:
         ``rgb`` is RGB (converted to OpenCV's BGR here).

@@ -2,7 +2,8 @@
 
 The devkit handle is opened once (:func:`open_dataset`, which an app caches with
 ``st.cache_resource``); :func:`list_scenes`, :func:`list_samples` and
-:func:`load_sample_from` then work on it without reloading the tables.
+:func:`load_sample_from` then work on it without reloading the tables; :func:`sample_meta`,
+:func:`neighbour_samples` and :func:`first_sample` walk the tables for the session's loaders.
 :func:`load_sample` is the one-call form of the public API. :func:`load_lidar_from` /
 :func:`load_lidar` read the LIDAR_TOP sweep(s) of a sample as a :class:`bevviz.lidar.LidarScan`
 in the ego frame at the keyframe time, with the ego motion to each camera's exposure;
@@ -33,14 +34,13 @@ from pathlib import Path
 import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS, Rig
+from bevviz.checks import MAX_LIDAR_POINTS, check_at_most, field_error, image_side, positive_int
 from bevviz.io.images import read_image_report
 from bevviz.io.nuscenes_tables import RecordProblem, follow, screen_tables, walk
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import RigImages
 from bevviz.lidar import LidarScan
-from bevviz.limits import MAX_LIDAR_POINTS, check_at_most, image_side
 from bevviz.rotations import invert_transform, make_transform, unit_quaternion_to_matrix
-from bevviz.shapes import field_error, positive_int
 from bevviz.storage import NUSCENES, RawCamera
 
 #: The LiDAR channel :func:`load_lidar` reads.
@@ -174,11 +174,11 @@ def list_scenes(nusc) -> list[SceneInfo]:
     return out
 
 
-def _sample(nusc, sample_token: str) -> dict:
+def _sample(nusc, sample_token: str, field_name: str = "sample_token") -> dict:
     try:
         return nusc.get("sample", sample_token)
     except (KeyError, TypeError):
-        raise field_error("sample_token", sample_token, "no such sample in the dataset") from None
+        raise field_error(field_name, sample_token, "no such sample in the dataset") from None
 
 
 def _camera_channels(nusc, sample: dict) -> list[str]:
@@ -206,7 +206,7 @@ def scene_samples(nusc, scene_token: str) -> tuple[list[SampleInfo], RecordProbl
         chain ends with ``""``).
 
     Raises:
-        ValueError: naming ``scene_token`` if it is unknown.
+        InputError: naming ``scene_token`` if it is unknown.
     """
     try:
         scene = nusc.get("scene", scene_token)
@@ -241,7 +241,7 @@ def list_samples(nusc, scene_token: str) -> list[SampleInfo]:
         One :class:`SampleInfo` per sample.
 
     Raises:
-        ValueError: naming ``scene_token`` if it is unknown, or the bad link as
+        InputError: naming ``scene_token`` if it is unknown, or the bad link as
             :func:`scene_samples` finds it (``sample.next``, ``scene.first_sample_token``:
             a dangling token, a loop, a sample of another scene) and its value.
     """
@@ -262,11 +262,67 @@ def sample_position(nusc, sample_token: str) -> int:
         The 0-based index of the sample in its scene.
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown) or ``sample.prev`` (a dangling token or
+        InputError: naming ``sample_token`` (unknown) or ``sample.prev`` (a dangling token or
             a loop, found within as many steps as the sample table holds) and its value.
     """
     s = _sample(nusc, sample_token)
     return len(walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", sample_token, "prev")))
+
+
+def sample_meta(nusc, sample_token: str, field_name: str = "sample") -> dict:
+    """Where a sample sits: its scene's name and token, its index in the scene, its time.
+
+    Args:
+        nusc: Handle from :func:`open_dataset`.
+        sample_token: Sample token.
+        field_name: What the caller calls the token in its errors (``"--sample"``).
+
+    Returns:
+        ``{"scene", "scene_token", "sample", "sample_index", "timestamp"}`` (timestamp in
+        microseconds).
+
+    Raises:
+        InputError: naming ``field_name`` for an unknown token, or ``sample.prev`` for a
+            link that loops or leads nowhere (:func:`sample_position`).
+    """
+    s = _sample(nusc, sample_token, field_name)
+    scene = nusc.get("scene", s["scene_token"])
+    return {"scene": scene["name"], "scene_token": scene["token"], "sample": sample_token,
+            "sample_index": sample_position(nusc, sample_token), "timestamp": int(s["timestamp"])}
+
+
+def neighbour_samples(nusc, sample_token: str, count: int) -> list[str]:
+    """Up to ``count - 1`` samples of ``sample_token``'s scene around it: the following ones,
+    then, at the scene's end, the preceding ones (nearest first).
+
+    Raises:
+        InputError: naming ``sample.next`` / ``sample.prev`` for a link that loops or leads nowhere.
+    """
+    want = count - 1
+    if want <= 0:
+        return []
+    s = nusc.get("sample", sample_token)
+    after = walk(nusc.get, "sample", s.get("next"), "next", len(nusc.sample), ("sample", sample_token, "next"),
+                 stop=want)
+    before = walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", sample_token, "prev"),
+                  stop=want - len(after)) if len(after) < want else []
+    return [r["token"] for r in after] + [r["token"] for r in before]
+
+
+def first_sample(nusc, field_name: str, value: object) -> str:
+    """The first sample of the first scene: what a loader reads when given no sample token.
+
+    Raises:
+        InputError: naming ``field_name`` and ``value`` (the dataset) when it has no scenes.
+    """
+    if not nusc.scene:
+        raise field_error(field_name, value, "the dataset has no scenes")
+    return nusc.scene[0]["first_sample_token"]
+
+
+def is_dataroot(path: Path) -> bool:
+    """Whether ``path`` is a folder holding ``<version>/sample.json``."""
+    return path.is_dir() and any((p / "sample.json").is_file() for p in path.iterdir() if p.is_dir())
 
 
 def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
@@ -279,9 +335,9 @@ def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
             reading); falls back to the first camera present.
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or without cameras) or
+        InputError: naming ``sample_token`` (unknown, or without cameras) or
             ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
-            :data:`bevviz.limits.QUATERNION_NORM_TOL`).
+            :data:`bevviz.checks.QUATERNION_NORM_TOL`).
     """
     s = _sample(nusc, sample_token)
     chans = _camera_channels(nusc, s)
@@ -321,7 +377,7 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
     """Rig and camera images of one sample of an open dataset.
 
     Images go through :func:`bevviz.io.images.read_image_report`: the file's header is
-    checked against the limits of :mod:`bevviz.limits` and the size sample_data records
+    checked against the limits of :mod:`bevviz.checks` and the size sample_data records
     before anything is decoded, and conversions to RGB uint8 are reported.
 
     Args:
@@ -336,7 +392,7 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
         (``"camera CAM_FRONT: samples/CAM_FRONT/x.png: 16-bit samples cut to 8 bits"``).
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or without cameras),
+        InputError: naming ``sample_token`` (unknown, or without cameras),
             ``sample_data.width`` / ``sample_data.height`` (not a size within the limits) or
             ``image`` (missing or damaged file, over a limit, size not the one recorded).
 
@@ -382,13 +438,11 @@ def load_sample(dataroot: str | os.PathLike, version: str = "v1.0-mini",
         (see :func:`load_sample_from`).
 
     Raises:
-        ValueError: naming ``dataroot``, ``version`` or ``sample_token`` and its value.
+        InputError: naming ``dataroot``, ``version`` or ``sample_token`` and its value.
     """
     nusc = open_dataset(dataroot, version)
     if sample_token is None:
-        if not nusc.scene:
-            raise field_error("dataroot", str(dataroot), "dataset has no scenes")
-        sample_token = nusc.scene[0]["first_sample_token"]
+        sample_token = first_sample(nusc, "dataroot", str(dataroot))
     return load_sample_from(nusc, sample_token)
 
 
@@ -398,7 +452,7 @@ def _devkit_pose(nusc, table: str, token: str) -> np.ndarray:
     ``calibrated_sensor`` gives ``ego_from_sensor``, ``ego_pose`` gives ``global_from_ego``;
     built with the devkit's own ``transform_matrix`` so that results match its point clouds.
     The devkit normalises the quaternion; one whose norm is off 1 by more than
-    :data:`bevviz.limits.QUATERNION_NORM_TOL` is refused first (field ``<table>.rotation``).
+    :data:`bevviz.checks.QUATERNION_NORM_TOL` is refused first (field ``<table>.rotation``).
     """
     # nuscenes-devkit (and its pyquaternion) is heavy; imported where a handle is in use.
     from nuscenes.utils.geometry_utils import transform_matrix
@@ -433,12 +487,12 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
         global_from_ego(t_keyframe)`` for every camera of the sample.
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or no LIDAR_TOP channel), ``sweeps``,
+        InputError: naming ``sample_token`` (unknown, or no LIDAR_TOP channel), ``sweeps``,
             ``min_distance``, the lidar file (missing, or as
             :func:`bevviz.io.pointcloud.read_points`), ``sample_data.prev`` (a dangling
             token or a loop among the sweeps), or ``calibrated_sensor.rotation`` /
             ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
-            :data:`bevviz.limits.QUATERNION_NORM_TOL`), and the value.
+            :data:`bevviz.checks.QUATERNION_NORM_TOL`), and the value.
 
     Convention:
         Sweep k's points go sensor -> ego(t_k) -> global -> ego(t_keyframe): one 4x4
@@ -522,7 +576,7 @@ def load_lidar(dataroot: str | os.PathLike, version: str = "v1.0-mini", sample_t
         keyframe time, ring, sweep, origin, timestamp, per-camera exposure motion).
 
     Raises:
-        ValueError: naming ``dataroot``, ``version``, ``sample_token``, ``sweeps``,
+        InputError: naming ``dataroot``, ``version``, ``sample_token``, ``sweeps``,
             ``min_distance`` or the lidar file, and the value.
 
     Convention:
@@ -530,9 +584,7 @@ def load_lidar(dataroot: str | os.PathLike, version: str = "v1.0-mini", sample_t
     """
     nusc = open_dataset(dataroot, version)
     if sample_token is None:
-        if not nusc.scene:
-            raise field_error("dataroot", str(dataroot), "dataset has no scenes")
-        sample_token = nusc.scene[0]["first_sample_token"]
+        sample_token = first_sample(nusc, "dataroot", str(dataroot))
     return load_lidar_from(nusc, sample_token, sweeps=sweeps, min_distance=min_distance)
 
 
@@ -541,6 +593,6 @@ def has_lidar(nusc, sample_token: str) -> bool:
     :func:`bevviz.io.nuscenes_boxes.load_boxes_from` need).
 
     Raises:
-        ValueError: naming ``sample_token`` when it is unknown.
+        InputError: naming ``sample_token`` when it is unknown.
     """
     return LIDAR_CHANNEL in _sample(nusc, sample_token)["data"]

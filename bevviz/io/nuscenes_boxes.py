@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bevviz.checks import field_error
 from bevviz.io.nuscenes import LIDAR_CHANNEL, _sample
 from bevviz.rotations import invert_transform, make_transform, matrix_to_quaternion, unit_quaternion_to_matrix
-from bevviz.shapes import field_error
 
 __all__ = ["AnnotationBox", "load_boxes_from"]
 
@@ -51,10 +51,10 @@ def load_boxes_from(nusc, sample_token: str) -> list[AnnotationBox]:
         (empty when the sample has none).
 
     Raises:
-        ValueError: naming ``sample_token`` (unknown, or no LIDAR_TOP sample_data to take
+        InputError: naming ``sample_token`` (unknown, or no LIDAR_TOP sample_data to take
             the keyframe's ego pose from), ``ego_pose.rotation`` or ``sample_annotation``
             (a record with a malformed size or rotation; a quaternion whose norm is off 1 by
-            more than :data:`bevviz.limits.QUATERNION_NORM_TOL`), and the value.
+            more than :data:`bevviz.checks.QUATERNION_NORM_TOL`), and the value.
 
     Convention:
         nuScenes stores boxes in the global frame; the keyframe's ego frame is the ego pose

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from bevviz.shapes import field_error
+from bevviz.checks import field_error
 
 __all__ = ["INT64_MAX", "RecordProblem", "Screened", "follow", "screen_tables", "walk"]
 

@@ -8,7 +8,7 @@ Two formats, told apart by the file name's extension:
   float dtype. Read with ``np.load(..., allow_pickle=False)``: object arrays are refused
   from the header, before anything is loaded, and are never unpickled.
 
-The point count is checked against :data:`bevviz.limits.MAX_LIDAR_POINTS` from the byte size
+The point count is checked against :data:`bevviz.checks.MAX_LIDAR_POINTS` from the byte size
 (``.bin``) or the header (``.npy``) before any array is allocated.
 
 Convention:
@@ -29,10 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bevviz.checks import MAX_LIDAR_POINTS, field_error
 from bevviz.errors import InputError
 from bevviz.lidar import LidarScan
-from bevviz.limits import MAX_LIDAR_POINTS
-from bevviz.shapes import field_error
 
 __all__ = ["BIN_RECORD_BYTES", "EXTENSIONS", "read_pointcloud", "read_points"]
 
@@ -169,7 +168,7 @@ def read_points(path_or_bytes: str | os.PathLike | bytes,
         None for a ``.npy``.
 
     Raises:
-        ValueError: ``file '<name>': field '<field>': ... (got <value>)`` for: an unknown
+        InputError: ``file '<name>': field '<field>': ... (got <value>)`` for: an unknown
             extension (``extension``), a missing file (``file``), bytes without a name
             (``name``), a ``.bin`` size that is not a multiple of 20 bytes or a truncated
             ``.npy`` (``size``), a damaged ``.npy`` header (``header``), a non-float or
@@ -204,7 +203,7 @@ def read_pointcloud(path_or_bytes: str | os.PathLike | bytes, name: str | None =
         sweep 0 everywhere, no camera motion.
 
     Raises:
-        ValueError: as :func:`read_points`, naming the file, the field and the value.
+        InputError: as :func:`read_points`, naming the file, the field and the value.
 
     Convention:
         The points stay in the frame the file stores (see the module docstring): ego frame

@@ -19,11 +19,11 @@ Calibration Doctor uses no LiDAR point that projects inside them. Unknown keys a
 that a typo (``"translaton"``) or an unsupported field (``"distortion"``) cannot be silently
 ignored.
 
-Limits (:mod:`bevviz.limits`, checked before anything of their size is built): the text is
+Limits (:mod:`bevviz.checks`, checked before anything of their size is built): the text is
 at most ``MAX_RIG_JSON_BYTES`` and nests at most ``MAX_JSON_DEPTH`` deep (checked on the
 text, before the decoder recurses), at most ``MAX_CAMERAS`` cameras, widths and heights at
 most ``MAX_IMAGE_SIDE`` (compared as integers), quaternions of norm 1 within
-``QUATERNION_NORM_TOL``, camera names by the rule of :func:`bevviz.limits.check_camera_name`.
+``QUATERNION_NORM_TOL``, camera names by the rule of :func:`bevviz.checks.check_camera_name`.
 
 Every error is a ``ValueError`` that starts with the source (file name) and names the camera,
 the field and the value, e.g. ``rig.json: camera CAM_FRONT: field 'K': fx and fy must be > 0
@@ -49,19 +49,21 @@ from typing import Any
 import numpy as np
 
 from bevviz.camera import Camera, Rig, raw_from_camera
-from bevviz.errors import InputError
-from bevviz.io.images import DecodedImage, atomic_write_bytes, check_camera_size, decode_image_report, read_image_report
-from bevviz.limits import (
+from bevviz.checks import (
     MAX_CAMERAS,
     MAX_JSON_DEPTH,
     MAX_RIG_JSON_BYTES,
     check_at_most,
     check_camera_name,
     check_json_like,
+    check_polygons,
+    check_shape,
+    field_error,
     image_side,
     limit_error,
 )
-from bevviz.shapes import check_polygons, check_shape, field_error
+from bevviz.errors import InputError
+from bevviz.io.images import DecodedImage, atomic_write_bytes, check_camera_size, decode_image_report, read_image_report
 from bevviz.storage import NUSCENES, Convention, RawCamera
 
 FORMAT = "bevviz-rig"
@@ -245,11 +247,11 @@ def parse_rig(data: dict | str | bytes, source: str = "<rig json>") -> RigFile:
         The :class:`RigFile`.
 
     Raises:
-        ValueError: ``"<source>: camera <name>: field '<field>': <problem> (got <value>)"``
+        InputError: ``"<source>: camera <name>: field '<field>': <problem> (got <value>)"``
             for malformed JSON (with line and column), a missing or unknown field, a wrong
             shape, NaN/inf, a non-orthonormal rotation, a zero or non-unit quaternion (the
             message names its norm), bad sizes, a camera name outside the rule, a duplicate
-            camera name, an unknown convention, or a limit of :mod:`bevviz.limits` hit (text
+            camera name, an unknown convention, or a limit of :mod:`bevviz.checks` hit (text
             size, nesting depth, number of cameras, width / height), named with its value.
 
     Convention:
@@ -310,8 +312,8 @@ def load_rig_file(path: str | os.PathLike) -> RigFile:
         The :class:`RigFile` (images are not read; see :func:`load_rig_images`).
 
     Raises:
-        ValueError: field ``path`` when the file is missing, unreadable or larger than
-            :data:`bevviz.limits.MAX_RIG_JSON_BYTES` (checked before reading it); anything
+        InputError: field ``path`` when the file is missing, unreadable or larger than
+            :data:`bevviz.checks.MAX_RIG_JSON_BYTES` (checked before reading it); anything
             :func:`parse_rig` rejects, prefixed with the file name.
     """
     p = Path(path)
@@ -336,7 +338,7 @@ def load_rig(path: str | os.PathLike) -> Rig:
         The rig.
 
     Raises:
-        ValueError: see :func:`load_rig_file`.
+        InputError: see :func:`load_rig_file`.
     """
     return load_rig_file(path).rig
 
@@ -446,9 +448,9 @@ def load_rig_images(rig_file: RigFile, base_dir: str | os.PathLike | None,
         ``require_all``.
 
     Raises:
-        ValueError: naming the camera, the field (``image`` / ``camera``) and the value
+        InputError: naming the camera, the field (``image`` / ``camera``) and the value
             for an unknown camera name, a missing or unreadable image, a path outside
-            ``base_dir``, an image over a limit of :mod:`bevviz.limits`, or one whose size
+            ``base_dir``, an image over a limit of :mod:`bevviz.checks`, or one whose size
             disagrees with the calibration's width and height (checked from the file's header,
             before decoding). Nothing is returned then.
 
@@ -502,7 +504,7 @@ def rig_to_dict(rig: Rig, convention: Convention = NUSCENES,
         A JSON-ready dict (floats written by ``json`` round-trip exactly).
 
     Raises:
-        ValueError: ``image_files`` names a camera that is not in the rig, or a path that
+        InputError: ``image_files`` names a camera that is not in the rig, or a path that
             is not a string.
     """
     image_files = dict(image_files or {})

@@ -18,6 +18,7 @@ Convention:
     left (largest y), as :class:`bevviz.bev_grid.BEVGrid` lays them out. See docs/conventions.md.
 """
 
+from bevviz.checks import to_numpy
 from bevviz.overlays.camera_geometry import (
     GroundGridLines,
     backproject,
@@ -73,7 +74,6 @@ from bevviz.overlays.status import (
     point_status,
     status_table,
 )
-from bevviz.shapes import to_numpy
 
 __all__ = [
     "STATUS_BEHIND", "STATUS_NAMES", "STATUS_OUTSIDE", "STATUS_VALID", "STATUS_VALID", "behind_camera_uv",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bevviz.camera import Camera, Rig
+from bevviz.checks import check_shape, field_error, to_numpy
 from bevviz.projection import image_extent, project_points, rays_of, transform_points
-from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
     "backproject", "camera_axes", "clip_line_to_box", "frustum", "ground_grid_lines", "GroundGridLines", "horizon_line",

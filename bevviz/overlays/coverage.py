@@ -15,9 +15,9 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import check_shape, field_error, to_numpy
 from bevviz.overlays.status import STATUS_NAMES, point_status
 from bevviz.projection import Projection, project_points
-from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
     "cell_center", "cell_report", "channel_view", "compare_validity", "disagreement", "error_table", "footprints",

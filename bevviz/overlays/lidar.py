@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.camera import Camera, Rig
+from bevviz.checks import check_shape
 from bevviz.depth_buffer import CELL_PX, MIN_DEPTH_M, SPREAD_CELLS, depth_buffer, thin_indices, unoccluded
 from bevviz.lidar import MIN_RANGE_M, LidarScan
 from bevviz.overlays.coverage import subsample_indices
 from bevviz.projection import image_extent, pixels_of, project_camera, reference_pixels, transform_points
 from bevviz.rotations import quaternion_to_matrix
-from bevviz.shapes import check_shape
 
 __all__ = [
     "BOX_EDGES", "MAX_LIDAR_POINTS",
@@ -68,7 +68,7 @@ class CameraLidar:
         in_view: Points in front of the camera and inside its image (before the depth test).
         hidden: Of those (after thinning), how many nearer surfaces hide.
         thinned: Of ``in_view``, how many were left out before the depth test (a view
-            holds at most :data:`bevviz.limits.MAX_CAMERA_LIDAR_POINTS`).
+            holds at most :data:`bevviz.checks.MAX_CAMERA_LIDAR_POINTS`).
     """
 
     camera: str

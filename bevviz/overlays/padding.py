@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bevviz.checks import check_shape, field_error, to_numpy
 from bevviz.samplers.reference import normalized_to_pixel, pixel_to_normalized
-from bevviz.shapes import check_shape, field_error, to_numpy
 
 __all__ = [
     "half_pixel_mismatch", "margin_grid", "margin_grid_pixels", "padding_cases", "PaddingCase", "pixel_grid",

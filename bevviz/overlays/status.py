@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bevviz.checks import to_numpy
 from bevviz.projection import Projection
-from bevviz.shapes import to_numpy
 
 __all__ = [
     "STATUS_BEHIND", "STATUS_NAMES", "STATUS_OUTSIDE", "STATUS_VALID", "STATUS_VALID", "behind_camera_uv",

@@ -47,9 +47,9 @@ import torch
 import torch.nn.functional as F
 
 from bevviz.aggregation import aggregate
+from bevviz.checks import check_choice, check_shape, field_error, positive_int
 from bevviz.samplers import gather_scatter as gs
 from bevviz.samplers.gather_scatter import pair_taps
-from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
 ROUNDINGS = ("bilinear", "floor")
 OFFSET_SOURCES = ("zero", "random", "net")

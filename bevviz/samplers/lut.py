@@ -53,8 +53,8 @@ import torch.nn.functional as F
 from bevviz.aggregation import bev_geometry, point_weights, resolve_image_size, valid_pairs
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import check_choice, check_shape, field_error, positive_int
 from bevviz.samplers import gather_scatter as gs
-from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
 #: Bump when the table's layout or formula changes (it is part of every cache key).
 LUT_VERSION = 1

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bevviz.shapes import check_choice, check_shape, field_error
+from bevviz.checks import check_choice, check_shape, field_error
 
 __all__ = [
     "MODES",
@@ -67,7 +67,7 @@ def check_grid_sample_args(
         align_corners: A ``bool`` (``None`` is rejected: being explicit is the point).
 
     Raises:
-        ValueError: naming the offending field and its value.
+        InputError: naming the offending field and its value.
     """
     for name, value in (("input", input), ("grid", grid)):
         if not isinstance(value, torch.Tensor):
@@ -119,7 +119,7 @@ def grid_sample(
         row); ``align_corners`` as in the module docstring.
 
     Raises:
-        ValueError: naming the offending field and its value.
+        InputError: naming the offending field and its value.
     """
     check_grid_sample_args(input, grid, mode, padding_mode, align_corners)
     return F.grid_sample(
@@ -205,7 +205,7 @@ def pixel_to_normalized(
         ``u = W - 1`` map to ``-1`` and ``+1``; undefined for a size of 1.
 
     Raises:
-        ValueError: if ``uv`` is not ``(..., 2)``, ``size`` is not two positive integers,
+        InputError: if ``uv`` is not ``(..., 2)``, ``size`` is not two positive integers,
             or ``align_corners=True`` with a size of 1 (every ``g`` maps to pixel 0 there,
             so there is no inverse).
     """
@@ -243,7 +243,7 @@ def normalized_to_pixel(
         multiply-add), which matters to no caller of this helper.
 
     Raises:
-        ValueError: if ``grid`` is not ``(..., 2)`` or ``size`` is not two positive ints.
+        InputError: if ``grid`` is not ``(..., 2)`` or ``size`` is not two positive ints.
     """
     grid = _as_float(grid, "grid")
     check_shape(grid, ("...", 2), "grid")
@@ -271,7 +271,7 @@ def image_to_feature_pixel(
         ``-0.5`` and image centre pixel ``s/2 - 0.5`` of block 0 lands on feature pixel 0.
 
     Raises:
-        ValueError: if ``uv`` is not ``(..., 2)`` or the stride is not positive.
+        InputError: if ``uv`` is not ``(..., 2)`` or the stride is not positive.
     """
     uv = _as_float(uv, "uv")
     check_shape(uv, ("...", 2), "uv")
@@ -295,7 +295,7 @@ def feature_to_image_pixel(
         ``u = (u_feat + 0.5) * s - 0.5``, the inverse of :func:`image_to_feature_pixel`.
 
     Raises:
-        ValueError: if ``uv_feat`` is not ``(..., 2)`` or the stride is not positive.
+        InputError: if ``uv_feat`` is not ``(..., 2)`` or the stride is not positive.
     """
     uv_feat = _as_float(uv_feat, "uv_feat")
     check_shape(uv_feat, ("...", 2), "uv_feat")

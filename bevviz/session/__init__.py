@@ -13,6 +13,7 @@ line and the app, which all call it, so one frame gives the same numbers everywh
 Every public name is re-exported here.
 """
 
+from bevviz.io.nuscenes import neighbour_samples  # kept here for callers of bevviz.session.neighbour_samples
 from bevviz.session.doctor import Doctor, check_rig, ground_shift
 from bevviz.session.embedded import EMBEDDED, NAMES, embedded_path, sample_data_dir, sample_path
 from bevviz.session.loaders import (
@@ -21,7 +22,6 @@ from bevviz.session.loaders import (
     find_images,
     frame_folder_scene,
     load_scene,
-    neighbour_samples,
     nuscenes_scene,
     rig_json_scene,
     synthetic_scene,

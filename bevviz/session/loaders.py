@@ -28,29 +28,31 @@ import numpy as np
 
 from bevviz.calibration import GroundTruth
 from bevviz.calibration.frame_folder import load_frame_folder
+from bevviz.checks import field_error
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
 from bevviz.io.nuscenes import (
     LIDAR_CHANNEL,
     ego_pose,
+    first_sample,
     has_lidar,
+    is_dataroot,
     load_lidar_from,
     load_sample_from,
+    neighbour_samples,
     open_dataset,
-    sample_position,
+    sample_meta,
 )
 from bevviz.io.nuscenes_boxes import load_boxes_from
-from bevviz.io.nuscenes_tables import walk
 from bevviz.io.rig_json import RigFile, RigImages, load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
 from bevviz.session import embedded
 from bevviz.session.scene import Scene, SceneFrame
-from bevviz.shapes import field_error
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
 __all__ = [
     "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "find_images", "freeze", "load_scene",
-    "loaded_images", "nuscenes_scene", "rig_json_scene", "sample_lidar", "sample_meta", "synthetic_scene",
+    "loaded_images", "nuscenes_scene", "rig_json_scene", "sample_lidar", "synthetic_scene",
 ]
 
 NUSCENES_VERSIONS = ("v1.0-mini", "v1.0-trainval", "v1.0-test")
@@ -247,22 +249,6 @@ def dataset(dataroot: str, version: str):
     return open_dataset(dataroot, version)
 
 
-def sample_meta(nusc, token: str, field_name: str = "sample") -> dict:
-    """Where a sample sits: its scene's name and token, its index in the scene, its time.
-
-    Raises:
-        InputError: naming ``field_name`` for an unknown token, or ``sample.prev`` for a
-            link that loops or leads nowhere (:func:`bevviz.io.nuscenes.sample_position`).
-    """
-    try:
-        s = nusc.get("sample", token)
-    except (KeyError, TypeError):
-        raise field_error(field_name, token, "no such sample in the dataset") from None
-    scene = nusc.get("scene", s["scene_token"])
-    return {"scene": scene["name"], "scene_token": scene["token"], "sample": token,
-            "sample_index": sample_position(nusc, token), "timestamp": int(s["timestamp"])}
-
-
 def sample_lidar(nusc, token: str, lidar: bool = True, sweeps: int = 1) -> tuple[LidarScan | None, tuple, tuple]:
     """The LiDAR rule, for every caller: a sample's scan and boxes, or why there are none.
 
@@ -288,33 +274,20 @@ def sample_lidar(nusc, token: str, lidar: bool = True, sweeps: int = 1) -> tuple
 
 
 def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ...]:
-    """The embedded dataset's record of the camera it stores miscalibrated, as a note."""
+    """The embedded dataset's record of the camera it stores miscalibrated, as a note (none
+    without the record; a note saying so when it cannot be read)."""
+    path = Path(dataroot) / "miscalibration.json"
     try:
-        rec = json.loads((Path(dataroot) / "miscalibration.json").read_text())
-    except (OSError, ValueError):
+        rec = json.loads(path.read_text())
+    except FileNotFoundError:
         return ()
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return (f"{path.name} not read ({type(exc).__name__}: {exc}): no known miscalibration shown",)
     if not isinstance(rec, dict) or rec.get("scene") != scene_name:
         return ()
     err = rec.get("rotation_error", {})
     return (f"Known miscalibration: {rec.get('camera')} stored with a {err.get('degrees')} deg rotation "
             f"error ({err.get('description', '')}); its images use the true calibration.",)
-
-
-def neighbour_samples(nusc, token: str, count: int) -> list[str]:
-    """Up to ``count - 1`` samples of ``token``'s scene around it: the following ones, then,
-    at the scene's end, the preceding ones (nearest first).
-
-    Raises:
-        InputError: naming ``sample.next`` / ``sample.prev`` for a link that loops or leads nowhere.
-    """
-    want = count - 1
-    if want <= 0:
-        return []
-    s = nusc.get("sample", token)
-    after = walk(nusc.get, "sample", s.get("next"), "next", len(nusc.sample), ("sample", token, "next"), stop=want)
-    before = walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", token, "prev"),
-                  stop=want - len(after)) if len(after) < want else []
-    return [r["token"] for r in after] + [r["token"] for r in before]
 
 
 def _more_frames(nusc, token: str, rig, frames: int, lidar: bool, sweeps: int) -> tuple[tuple[SceneFrame, ...], tuple]:
@@ -358,7 +331,7 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
         texture: The embedded sample's texture (:func:`bevviz.session.embedded.sample_texture`)
             if the caller caches it.
         frames: Frames the LiDAR witness adds up: this sample and ``frames - 1`` neighbouring
-            samples of its scene (:func:`neighbour_samples`; at most ``MAX_FRAMES``), each
+            samples of its scene (:func:`bevviz.io.nuscenes.neighbour_samples`; at most ``MAX_FRAMES``), each
             with its scan; a note says when fewer could be used.
 
     Raises:
@@ -389,11 +362,6 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
                  lidar_key=key if scan is not None else "", attribution=embedded.attribution(dataroot),
                  source={"kind": kind, "path": str(dataroot), "name": name or str(dataroot), "version": version,
                          **meta, **({"frames": len(more) + 1} if frames > 1 else {})})
-
-
-def is_dataroot(path: Path) -> bool:
-    """Whether ``path`` is a folder holding ``<version>/sample.json``."""
-    return path.is_dir() and any((p / "sample.json").is_file() for p in path.iterdir() if p.is_dir())
 
 
 # --------------------------------------------------------------------------------------
@@ -449,9 +417,7 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     if is_dataroot(path):
         nusc = dataset(str(path), version)
         if sample is None:
-            if not nusc.scene:
-                raise field_error("SOURCE", name, "the dataset has no scenes")
-            sample = nusc.scene[0]["first_sample_token"]
+            sample = first_sample(nusc, "SOURCE", name)
         else:
             sample_meta(nusc, sample, "--sample")  # an unknown token is named as the option
         return nuscenes_scene(nusc, path, version, sample, lidar=lidar, sweeps=sweeps, name=name, frames=frames)

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, field, fields
 
 from bevviz.calibration import BOOTSTRAP, MISCALIBRATED, OK
 from bevviz.camera import Rig
+from bevviz.checks import field_error
 from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints, measured_from_ground
 from bevviz.projection import inside_image
-from bevviz.shapes import field_error
 
 __all__ = [
     "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck", "finite", "projection_sanity",

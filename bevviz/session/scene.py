@@ -45,7 +45,7 @@ class Scene:
         key: Unique id of what was loaded (source + content), used in cache keys.
         label: Human-readable description for captions; it holds user-provided names (file
             names, dataroots, scene names), so it is escaped
-            (:func:`bevviz.limits.escape_markdown`) wherever markdown shows it.
+            (:func:`bevviz.checks.escape_markdown`) wherever markdown shows it.
         rig: The rig (N_cam cameras).
         images: Camera name -> RGB uint8 image (H, W, 3), read-only; a camera may lack one.
         raw_cameras: The calibration as the source stored it (for the convention ranking);

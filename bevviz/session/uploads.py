@@ -1,8 +1,8 @@
 """A rig given as bytes: a JSON rig, image files and an optional point cloud (the app's upload).
 
 :func:`uploaded_scene` takes plain bytes, so it is testable without a browser. The limits
-here are the upload's own, on top of the library's (:mod:`bevviz.limits`): the rig JSON's
-is :data:`bevviz.limits.MAX_RIG_JSON_BYTES`; an encoded image gets 25 MiB, below the
+here are the upload's own, on top of the library's (:mod:`bevviz.checks`): the rig JSON's
+is :data:`bevviz.checks.MAX_RIG_JSON_BYTES`; an encoded image gets 25 MiB, below the
 library's MAX_IMAGE_FILE_BYTES (a 32-bit BMP of the most pixels), since a camera photo is a
 few MB and an upload is held in memory whole.
 """
@@ -12,12 +12,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+from bevviz.checks import (
+    MAX_CAMERAS,
+    MAX_IMAGE_PIXELS,
+    MAX_IMAGE_SIDE,
+    MAX_LIDAR_POINTS,
+    MAX_RIG_JSON_BYTES,
+    MiB,
+    field_error,
+)
 from bevviz.io.pointcloud import read_pointcloud
 from bevviz.io.rig_json import load_rig_images, parse_rig
-from bevviz.limits import MAX_CAMERAS, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_LIDAR_POINTS, MAX_RIG_JSON_BYTES, MiB
 from bevviz.session.loaders import loaded_images
 from bevviz.session.scene import Scene
-from bevviz.shapes import field_error
 
 __all__ = [
     "MAX_IMAGE_BYTES", "MAX_POINTCLOUD_BYTES", "MAX_TOTAL_BYTES", "check_upload_sizes", "upload_digest",
@@ -50,7 +57,7 @@ def check_upload_sizes(json_name: str, json_bytes: bytes, images: Mapping[str, b
 
     Raises:
         InputError: field ``upload``: the JSON is larger than
-            :data:`bevviz.limits.MAX_RIG_JSON_BYTES`, an image larger than
+            :data:`bevviz.checks.MAX_RIG_JSON_BYTES`, an image larger than
             :data:`MAX_IMAGE_BYTES`, the point cloud larger than :data:`MAX_POINTCLOUD_BYTES`,
             or everything together larger than :data:`MAX_TOTAL_BYTES`.
     """

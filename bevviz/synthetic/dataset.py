@@ -26,9 +26,9 @@ import cv2
 import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS
+from bevviz.checks import field_error
 from bevviz.io.rig_json import rig_to_dict
 from bevviz.rotations import body_rotation, make_transform, matrix_to_quaternion
-from bevviz.shapes import field_error
 from bevviz.storage import NUSCENES
 from bevviz.synthetic.renderer import LIDAR_MOUNT, lidar_scan, render
 from bevviz.synthetic.rig import nuscenes_like_rig

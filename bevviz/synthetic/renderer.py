@@ -21,9 +21,9 @@ import math
 import numpy as np
 
 from bevviz.camera import Camera, Rig
+from bevviz.checks import as_float_array, check_shape, field_error
 from bevviz.projection import rays_of
 from bevviz.rotations import make_transform
-from bevviz.shapes import as_float_array, check_shape, field_error
 from bevviz.synthetic.layout import SKY_HORIZON, SKY_ZENITH, SUN
 from bevviz.synthetic.world import BOX, GROUND, SKY, World, cast_rays, default_world, sample_ground
 

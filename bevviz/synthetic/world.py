@@ -27,7 +27,7 @@ import cv2
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.shapes import as_float_array, check_shape
+from bevviz.checks import as_float_array, check_shape
 from bevviz.synthetic.layout import BOXES, EXPOSURE_GAINS, FAR_GROUND, VIGNETTE, Box
 from bevviz.synthetic.texture import ground_texture
 

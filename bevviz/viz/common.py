@@ -28,6 +28,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
+from bevviz.checks import field_error
 
 #: One colour per camera, by rig order: plotly's D3 palette without its red, green and blue,
 #: which draw the x / y / z axes (:data:`AXIS_COLORS`); readable on dark and light.
@@ -90,10 +91,13 @@ def data_uri(image: np.ndarray, fmt: str = "png", quality: int = 88) -> str:
         image: Shape (H, W, 3) RGB or (H, W), uint8.
         fmt: ``"png"`` (exact; BEV maps) or ``"jpeg"`` (small; photos).
         quality: JPEG quality.
+
+    Raises:
+        InputError: naming ``image`` when it is not uint8.
     """
     img = np.ascontiguousarray(np.asarray(image))
     if img.dtype != np.uint8:
-        raise ValueError(f"field 'image': expected uint8, got dtype {img.dtype}")
+        raise field_error("image", f"dtype {img.dtype}", "must be uint8")
     bgr = img[..., ::-1] if img.ndim == 3 else img
     params = [cv2.IMWRITE_JPEG_QUALITY, quality] if fmt == "jpeg" else []
     ok, buf = cv2.imencode("." + fmt, np.ascontiguousarray(bgr), params)

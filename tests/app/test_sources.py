@@ -107,7 +107,7 @@ def test_upload_with_a_wrong_image_size_names_camera_and_field(app):
 
 def test_oversized_upload_is_refused_with_a_message():
     from appkit import sources
-    from bevviz.limits import MAX_RIG_JSON_BYTES
+    from bevviz.checks import MAX_RIG_JSON_BYTES
 
     with pytest.raises(ValueError, match=r"image CAM_FRONT.jpg is .* more than the 25.0 MB limit"):
         sources.check_upload_sizes("rig.json", b"{}", {"CAM_FRONT.jpg": b"0" * (sources.MAX_IMAGE_BYTES + 1)})
@@ -239,13 +239,31 @@ def test_app_falls_back_to_a_rendered_rig_without_sample_data(app, monkeypatch, 
     assert at.get("plotly_chart")  # the Rig page draws on the rendered images
 
 
+@needs_sample
+def test_a_damaged_embedded_sample_is_a_bug_not_a_silent_fallback(tmp_path, monkeypatch):
+    from appkit import sources
+
+    assert sources.embedded_scene_table(str(tmp_path / "not_shipped")) == []  # a dataset not shipped: no scenes
+    (tmp_path / "v1.0-mini").mkdir()
+    (tmp_path / "v1.0-mini" / "scene.json").write_text("[{")
+    with pytest.raises(json.JSONDecodeError):
+        sources.embedded_scene_table(str(tmp_path))
+
+    def broken(path):
+        raise ValueError("a bug in the loader")
+
+    monkeypatch.setattr(sources, "rig_json_scene", broken)
+    with pytest.raises(ValueError, match="a bug in the loader"):  # not the synthetic rig in its place
+        sources.default_scene()
+
+
 def test_upload_limits_come_from_the_library():
     from appkit import sources
-    from bevviz import limits
+    from bevviz import checks
 
-    assert sources.MAX_RIG_JSON_BYTES is limits.MAX_RIG_JSON_BYTES  # one JSON limit, no local copy
-    assert sources.MAX_IMAGE_BYTES <= limits.MAX_IMAGE_FILE_BYTES
-    assert sources.MAX_POINTCLOUD_BYTES >= 20 * limits.MAX_LIDAR_POINTS  # a full nuScenes .bin fits
+    assert sources.MAX_RIG_JSON_BYTES is checks.MAX_RIG_JSON_BYTES  # one JSON limit, no local copy
+    assert sources.MAX_IMAGE_BYTES <= checks.MAX_IMAGE_FILE_BYTES
+    assert sources.MAX_POINTCLOUD_BYTES >= 20 * checks.MAX_LIDAR_POINTS  # a full nuScenes .bin fits
     text = sources.upload_limits_text()
     for part in ("JSON 2.0 MB", "32 cameras", "25.0 MB and 8,192 px a side (32 Mpx) per image",
                  "point cloud 100.0 MB, 5,000,000 points"):

@@ -11,7 +11,7 @@ import torch
 from bevviz.calibration.alignment import AXES, as_lidar_frames
 from bevviz.calibration.lidar import camera_evidence, lidar_evidence
 from bevviz.calibration.perturbations import perturb_camera
-from bevviz.limits import MAX_DOCTOR_LIDAR_POINTS
+from bevviz.checks import MAX_DOCTOR_LIDAR_POINTS
 
 
 def test_every_camera_of_the_real_keyframe_sees_hundreds_of_edge_points(real_evidence):

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from bevviz import limits
+from bevviz import checks
 from bevviz.io import images
 from bevviz.io.images import (
     ImageHeader,
@@ -439,7 +439,7 @@ _SIGNATURES = st.sampled_from([b"\x89PNG\r\n\x1a\n", b"\xff\xd8", b"BM", b"II*\x
 def test_fuzz_image_bytes(data, size):
     # Smaller limits keep every example fast (a damaged header may declare up to 8192 x 4096
     # pixels, which then really are decoded); the code paths are the same.
-    with mock.patch.object(limits, "MAX_IMAGE_SIDE", 512), mock.patch.object(limits, "MAX_IMAGE_PIXELS", 1 << 16):
+    with mock.patch.object(checks, "MAX_IMAGE_SIDE", 512), mock.patch.object(checks, "MAX_IMAGE_PIXELS", 1 << 16):
         _decode_or_named_error(data, size)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.cli import main
+from bevviz.errors import InputError
 from bevviz.io import nuscenes as nu
 from bevviz.io import nuscenes_boxes as nb
 from bevviz.projection import project_points
@@ -74,6 +76,26 @@ def test_scene_and_sample_listing(nusc):
     rig, images = nu.load_sample_from(nusc, samples[1].token)
     _assert_rig_close(rig, nuscenes_like_rig())
     np.testing.assert_allclose(nu.ego_pose(nusc, samples[1].token)[:3, 3], [5.0, 0.0, 0.0])
+
+
+def test_where_a_sample_sits_and_which_are_around_it(nusc, tmp_path):
+    scenes = nu.list_scenes(nusc)
+    samples = nu.list_samples(nusc, scenes[2].token)
+    tokens = [s.token for s in samples]
+    assert len(tokens) == 4
+    assert nu.sample_meta(nusc, tokens[2]) == {"scene": "scene-0003", "scene_token": scenes[2].token,
+                                               "sample": tokens[2], "sample_index": 2,
+                                               "timestamp": samples[2].timestamp}
+    with pytest.raises(InputError, match=r"field '--sample': no such sample in the dataset \(got 'deadbeef'\)"):
+        nu.sample_meta(nusc, "deadbeef", "--sample")
+    assert nu.neighbour_samples(nusc, tokens[0], 3) == tokens[1:3]
+    assert nu.neighbour_samples(nusc, tokens[2], 4) == [tokens[3], tokens[1], tokens[0]]  # then the preceding ones
+    assert nu.neighbour_samples(nusc, tokens[3], 3) == [tokens[2], tokens[1]]  # the scene's end: nearest first
+    assert nu.neighbour_samples(nusc, tokens[0], 1) == []
+    assert nu.first_sample(nusc, "SOURCE", "x") == nu.list_samples(nusc, scenes[0].token)[0].token
+    with pytest.raises(InputError, match=r"field 'SOURCE': the dataset has no scenes \(got 'empty'\)"):
+        nu.first_sample(SimpleNamespace(scene=[]), "SOURCE", "empty")
+    assert nu.is_dataroot(DATAROOT) and not nu.is_dataroot(DATAROOT / "v1.0-mini") and not nu.is_dataroot(tmp_path)
 
 
 def test_scene_b_stores_the_recorded_rotation_error(nusc, miscal):

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pyquaternion import Quaternion
 
 from bevviz.camera import Rig
+from bevviz.checks import MAX_CAMERAS, MAX_JSON_DEPTH, MAX_RIG_JSON_BYTES
 from bevviz.conventions import NUSCENES, Convention, RawCamera
 from bevviz.io import rig_json
 from bevviz.io.images import write_image
@@ -30,7 +31,6 @@ from bevviz.io.rig_json import (
     rig_to_dict,
     save_rig,
 )
-from bevviz.limits import MAX_CAMERAS, MAX_JSON_DEPTH, MAX_RIG_JSON_BYTES
 
 from .test_images import png_bomb, png_header
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bevviz.checks import MAX_CAMERA_LIDAR_POINTS
 from bevviz.lidar import LidarScan, as_lidar_scan
-from bevviz.limits import MAX_CAMERA_LIDAR_POINTS
 from bevviz.overlays import lidar as ol
 from bevviz.projection import project_points
 from bevviz.rotations import make_transform, matrix_to_quaternion, rpy_to_matrix

@@ -18,7 +18,6 @@ from bevviz.session import (
     find_images,
     frame_folder_scene,
     load_scene,
-    neighbour_samples,
     nuscenes_scene,
 )
 
@@ -128,12 +127,9 @@ def test_frames_adds_the_neighbouring_samples_of_the_scene(nuscenes_root):
     nusc = dataset(str(nuscenes_root), "v1.0-mini")
     scene = next(s for s in nusc.scene if s["nbr_samples"] >= 2 and s["name"] == "scene-0001")
     first = scene["first_sample_token"]
-    second = nusc.get("sample", first)["next"]
-    assert neighbour_samples(nusc, first, 2) == [second]
-    assert neighbour_samples(nusc, second, 2) == [first]  # the scene's end: the one before
-    assert neighbour_samples(nusc, first, 1) == []
     two = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first, frames=2)
     assert len(two.more_frames) == 1 and two.more_frames[0].lidar is not None
+    assert two.more_frames[0].label == "sample 1 of scene-0001"  # the next one (bevviz.io.nuscenes.neighbour_samples)
     assert set(two.more_frames[0].images) == set(two.rig.names) and two.source["frames"] == 2
     one = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first)
     assert one.more_frames == () and "frames" not in one.source and one.key != two.key
@@ -238,3 +234,17 @@ def test_a_ring_file_that_does_not_fit_the_cloud_is_a_named_error(tmp_path, samp
     np.save(folder / "lidar_ring.npy", ring(n))
     with pytest.raises(InputError, match=f"lidar_ring.npy.*{n} points.*{problem}"):
         load_scene(str(folder))
+
+
+def test_the_miscalibration_record_is_a_note_or_says_why_it_is_not(tmp_path, nuscenes_root):
+    from bevviz.session import loaders
+
+    assert loaders._miscalibration_note(tmp_path, "scene-0002") == ()  # no record: no note
+    record = json.loads((nuscenes_root / "miscalibration.json").read_text())
+    (tmp_path / "miscalibration.json").write_text(json.dumps(record))
+    note, = loaders._miscalibration_note(tmp_path, record["scene"])
+    assert note.startswith(f"Known miscalibration: {record['camera']}")
+    assert loaders._miscalibration_note(tmp_path, "another scene") == ()
+    (tmp_path / "miscalibration.json").write_text("{not json")
+    note, = loaders._miscalibration_note(tmp_path, record["scene"])
+    assert note.startswith("miscalibration.json not read (JSONDecodeError: ") and "no known miscalibration" in note

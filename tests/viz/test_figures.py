@@ -6,6 +6,7 @@ import pytest
 
 from bevviz import overlays
 from bevviz.bev_grid import BEVGrid
+from bevviz.errors import InputError
 from bevviz.synthetic import nuscenes_like_rig
 from bevviz.viz import bev, cameras, common, panels, rig3d
 
@@ -25,6 +26,8 @@ def test_downsample_and_data_uri():
     assert same is img and s1 == 1.0
     assert common.data_uri(small).startswith("data:image/png;base64,")
     assert common.data_uri(small, "jpeg").startswith("data:image/jpeg;base64,")
+    with pytest.raises(InputError, match=r"field 'image': must be uint8 \(got 'dtype float32'\)"):
+        common.data_uri(small.astype(np.float32))
 
 
 def test_flip_bev_puts_front_left_cell_at_largest_coordinates():

@@ -63,7 +63,7 @@ def _detect_fused_multiply_add() -> bool:
     """
     try:
         capability = str(torch.backends.cpu.get_cpu_capability()).upper()
-    except Exception:  # pragma: no cover - very old torch
+    except AttributeError:  # pragma: no cover - very old torch
         return False
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64", "i386", "i686", "x86"):
