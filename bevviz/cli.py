@@ -23,10 +23,13 @@ from pathlib import Path
 import click
 
 from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, flagged_rows, run_audit
+from bevviz.audit.store import MANIFEST, PARTS
 from bevviz.errors import InputError, bug_message
-from bevviz.io.images import atomic_write_bytes
+from bevviz.io.atomic import atomic_write_bytes
+from bevviz.io.outputs import Reads, refuse_input_as_output
 from bevviz.npu_cli import npu
-from bevviz.session import MAX_FRAMES, Doctor, load_scene
+from bevviz.session import MAX_FRAMES, Doctor, Scene, embedded_path, load_scene
+from bevviz.session.loaders import IMAGE_EXTENSIONS, is_frame_folder
 
 __all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
 
@@ -35,6 +38,10 @@ PROG = "bevviz"
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: Most scene x camera lines the audit's summary prints (the rest are in summary.json).
 SUMMARY_LINES = 60
+#: What a frame folder holds besides its images (:mod:`bevviz.calibration.frame_folder`).
+FRAME_FILES = ("rig.json", "lidar_ego.npy", "lidar_ring.npy", "exposure.json", "ignore.json")
+#: What ``bevviz audit`` writes into ``--out`` besides the Parquet parts.
+AUDIT_FILES = (MANIFEST, "summary.json", "report.html")
 
 
 def _error(message: str) -> None:
@@ -189,6 +196,13 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
     scene = load_scene(sources[0], images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps,
                        frames=frames, more=sources[1:])
     scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
+    reads = check_reads(sources, images, scene)
+    for field, path in (("--json", json_path), ("--html", html_path)):
+        if path:  # refused before the check runs: nothing is computed for an output that cannot be written
+            refuse_input_as_output(field, path, reads)
+    if json_path and html_path and Path(json_path).resolve() == Path(html_path).resolve():
+        raise InputError(f"field '--html': {html_path!r} is the --json file too; write them apart",
+                         "--html", html_path)
     report = Doctor(scene, settings).check()
     _print_check(report, strict)
     if json_path:
@@ -196,6 +210,43 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
     if html_path:
         atomic_write_bytes(Path(html_path), check_html(report, scene.images, strict).encode())
     return report.exit_code(strict)
+
+
+def check_reads(sources: Sequence[str], images: str | None, scene: Scene) -> Reads:
+    """What ``bevviz check SOURCE ...`` reads, for the output-path rule
+    (:func:`bevviz.io.outputs.refuse_input_as_output`).
+
+    Args:
+        sources: The SOURCE arguments as given (paths or embedded sample names).
+        images: ``--images DIR``, or None.
+        scene: The loaded scene (its image files, relative to where they were found).
+
+    Returns:
+        A JSON rig: the file, and its ``--images`` folder whole, or (images beside the JSON)
+        every image file there and the files it names. A frame folder: its files
+        (:data:`FRAME_FILES`), its ``images/`` folder and the files its rig names. A
+        nuScenes dataroot or an embedded sample's folder: the whole folder.
+    """
+    files: list[Path] = []
+    folders: list[Path] = []
+    for name in sources:
+        path = embedded_path(name) or Path(name)
+        if path.is_file():  # a JSON rig
+            files.append(path)
+            where = Path(images) if images is not None else path.parent
+            if images is not None:
+                folders.append(where)
+            else:
+                files += [p for p in where.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS]
+        elif is_frame_folder(path):
+            where = path
+            files += [path / f for f in FRAME_FILES]
+            folders.append(path / "images")
+        else:
+            where = path
+            folders.append(path)
+        files += [where / f for f in scene.image_files.values()]
+    return Reads.of(files, folders)
 
 
 def _scenes(value: tuple[str, ...]) -> list[str] | None:
@@ -254,6 +305,10 @@ def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ..
     settings = _settings(lidar, thorough, estimate, sweeps)
     if ctx.obj.get("parse_only"):
         return EXIT_OK
+    reads = Reads.of(folders=[dataroot])
+    refuse_input_as_output("--out", out, reads, folder=True)
+    for name in (PARTS, *AUDIT_FILES):  # a dataroot named like what the audit writes into --out
+        refuse_input_as_output("--out", Path(out) / name, reads)
     run = run_audit(dataroot, out, version=version, scenes=_scenes(scenes), settings=settings, resume=resume,
                     engine=engine, address=address, workers=workers, flush_every=flush_every, progress=progress)
     rows = run.rows.to_pylist()
