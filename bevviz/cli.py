@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, flagged_rows, run_audit
+from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, degraded_samples, flagged_rows, run_audit
 from bevviz.audit.store import MANIFEST, PARTS
 from bevviz.errors import InputError, bug_message
 from bevviz.io.atomic import atomic_write_bytes
@@ -40,6 +40,9 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 SUMMARY_LINES = 60
 #: What a frame folder holds besides its images (:mod:`bevviz.calibration.frame_folder`).
 FRAME_FILES = ("rig.json", "lidar_ego.npy", "lidar_ring.npy", "exposure.json", "ignore.json")
+#: What a nuScenes dataroot holds beside its folders that a check reads (the embedded
+#: dataset's record of its miscalibrated camera).
+DATAROOT_FILES = ("miscalibration.json",)
 #: What ``bevviz audit`` writes into ``--out`` besides the Parquet parts.
 AUDIT_FILES = (MANIFEST, "summary.json", "report.html")
 
@@ -225,7 +228,8 @@ def check_reads(sources: Sequence[str], images: str | None, scene: Scene) -> Rea
         A JSON rig: the file, and its ``--images`` folder whole, or (images beside the JSON)
         every image file there and the files it names. A frame folder: its files
         (:data:`FRAME_FILES`), its ``images/`` folder and the files its rig names. A
-        nuScenes dataroot or an embedded sample's folder: the whole folder.
+        nuScenes dataroot: every folder in it (tables, samples, sweeps, maps) and
+        :data:`DATAROOT_FILES`; a report beside them (``DATAROOT/check.json``) is not read.
     """
     files: list[Path] = []
     folders: list[Path] = []
@@ -242,9 +246,12 @@ def check_reads(sources: Sequence[str], images: str | None, scene: Scene) -> Rea
             where = path
             files += [path / f for f in FRAME_FILES]
             folders.append(path / "images")
+        elif path.is_dir():  # a nuScenes dataroot: its tables, samples, sweeps and maps, and its notes
+            where = path
+            folders += [d for d in path.iterdir() if d.is_dir()]
+            files += [path / f for f in DATAROOT_FILES]
         else:
             where = path
-            folders.append(path)
         files += [where / f for f in scene.image_files.values()]
     return Reads.of(files, folders)
 
@@ -328,6 +335,13 @@ def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ..
                        f"{'' if s['first_flagged'] is None else 'sample ' + str(s['first_flagged'])}")
         if len(shown) > SUMMARY_LINES:
             click.echo(f"... and {len(shown) - SUMMARY_LINES} more (summary.json)")
+    for note in run.notes:
+        click.echo(f"note: {note}")
+    degraded = degraded_samples(run.rows)
+    if degraded:  # judged on less evidence than asked for: said once, with the first sample's reason
+        token, why = next(iter(degraded.items()))
+        click.echo(f"note: {len(degraded)} of {run.planned} samples were checked on less evidence than the settings "
+                   f"ask for (Parquet column 'degraded'); sample {token}: {why}")
     click.echo(f"written: {Path(out) / 'parts'}, {Path(out) / 'summary.json'}, {run.report}")
     return EXIT_FLAGGED if flagged_rows(run.rows, strict) else EXIT_OK
 

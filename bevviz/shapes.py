@@ -152,6 +152,10 @@ def positive_int(value: object, field: str, camera: str | None = None) -> int:
 #: small: a car's body needs a handful of polygons of a few dozen vertices).
 MAX_POLYGONS = 64
 MAX_POLYGON_VERTICES = 4096
+#: Largest |u| or |v| of a polygon vertex, in pixels: 128 times MAX_IMAGE_SIDE (8192). A vertex
+#: may lie outside its image (the polygon is clipped), but 1e300 cannot be rasterised (it was
+#: dropped silently, with a numpy overflow warning).
+MAX_POLYGON_COORD = 1 << 20
 
 
 def check_polygons(value: object, field: str, camera: str | None = None) -> list[list[list[float]]]:
@@ -185,6 +189,9 @@ def check_polygons(value: object, field: str, camera: str | None = None) -> list
             raise field_error(field, poly, f"polygon {k} must be a list of (u, v) pixels", camera) from None
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) < 3 or not np.all(np.isfinite(arr)):
             raise field_error(field, poly, f"polygon {k} must hold at least three finite (u, v) pixels", camera)
+        if np.abs(arr).max() > MAX_POLYGON_COORD:
+            raise field_error(field, poly, f"polygon {k}: a coordinate beyond +-MAX_POLYGON_COORD = "
+                              f"{MAX_POLYGON_COORD} pixels", camera)
         out.append(arr.tolist())
     return out
 

@@ -12,6 +12,7 @@ import pytest
 
 from bevviz.camera import NUSCENES_CAMERAS
 from bevviz.cli import main
+from bevviz.errors import InputError
 from bevviz.io import nuscenes as nu
 from bevviz.io import nuscenes_boxes as nb
 from bevviz.projection import project_points
@@ -178,7 +179,7 @@ def test_broken_tables_are_a_named_error(tmp_path):
     shutil.copytree(DATAROOT / "v1.0-mini", root / "v1.0-mini")
     shutil.copytree(DATAROOT / "maps", root / "maps")
     (root / "v1.0-mini" / "sample.json").write_text("[{not json")
-    with pytest.raises(ValueError, match="dataroot.*not valid JSON"):
+    with pytest.raises(InputError, match="dataroot.*field .sample.json.: malformed JSON at line 1"):
         nu.open_dataset(root)
     # An empty sample table: every sample_data and scene points nowhere; each is a reported
     # problem (not a bare KeyError from the devkit's index), and loading a sample is a named error.
