@@ -12,8 +12,11 @@ script's entry point.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -388,7 +391,8 @@ def app(ctx: click.Context, port: int, server_address: str | None) -> int:
     """Start the interactive app (Streamlit) on the embedded sample; open the URL it prints.
 
     Works from any folder: the app, its pages and its settings come with the package.
-    Stop it with Ctrl-C.
+    Stop it with Ctrl-C; SIGTERM and SIGHUP (a service manager, a container's stop) are
+    passed on to the server, which never outlives this command.
     """
     if ctx.obj.get("parse_only"):
         return EXIT_OK
@@ -396,7 +400,53 @@ def app(ctx: click.Context, port: int, server_address: str | None) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *_config_flags(script), f"--server.port={port}"]
     if server_address:
         cmd.append(f"--server.address={server_address}")
-    return subprocess.call(cmd, cwd=script.parent)
+    return serve(cmd, script.parent)
+
+
+#: Signals ``bevviz app`` passes on to its server: a service manager's or container's stop
+#: (SIGTERM), Ctrl-C (SIGINT), a closed terminal (SIGHUP).
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Seconds the server gets to stop after the signal before it is killed.
+STOP_GRACE_S = 10.0
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the kernel sends the child SIGTERM when its parent dies, even by SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def serve(cmd: Sequence[str], cwd: str | os.PathLike) -> int:
+    """Run the server ``cmd`` as a child that never outlives this process.
+
+    SIGTERM, SIGINT and SIGHUP sent to this process are passed on to the server, which
+    stops as it would by itself; whatever way this process ends (a signal, an exception),
+    a server still running is stopped (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`).
+    On Linux the server also gets SIGTERM from the kernel if this process is killed
+    outright (SIGKILL), so no server is left holding the port.
+
+    Args:
+        cmd: The server's command line.
+        cwd: Its working folder.
+
+    Returns:
+        The server's exit status; ``128 + N`` when signal N ended it.
+    """
+    proc = subprocess.Popen(cmd, cwd=cwd, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    previous = {s: signal.signal(s, lambda signum, _frame: proc.send_signal(signum)) for s in FORWARDED_SIGNALS}
+    try:
+        code = proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return 128 - code if code < 0 else code
 
 
 cli.add_command(npu)
