@@ -9,9 +9,12 @@ import streamlit as st
 
 from appkit import audit as au
 from appkit.guards import shown_errors
+from appkit.navigation import require_app
 from bevviz.audit import CheckSettings, flagged_rows
 from bevviz.limits import escape_markdown
 from bevviz.viz.audit import offset_timeline_figure, verdict_matrix_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 au.switch_if_pending()  # a flagged sample was picked: the sidebar has loaded it by now
 ss = st.session_state
