@@ -169,7 +169,7 @@ def read_json(path: str | os.PathLike, field: str | None = None, *, max_bytes: i
         size = p.stat().st_size
         check_at_most(size, max_bytes, limit_name, field, shown=f"{p}: {size} bytes")
         with open(p, "rb") as fh:
-            data = fh.read(max_bytes + 1)  # a file that grew since the stat is still bounded
+            data = fh.read(size + 1)  # what the stat said (a file grown since is refused below)
     except OSError as e:
         raise field_error(field, str(p), f"cannot be read ({e.strerror or e})") from None
     try:
