@@ -214,3 +214,13 @@ def test_an_audit_without_its_lidar_files_says_so_in_the_summary_and_the_rows(da
                  "--no-estimate", "--no-progress"]) in (0, 1)
     assert "less evidence" not in capsys.readouterr().out
     assert not any(r["degraded"] for r in pq.read_table(out2 / "parts").to_pylist())
+
+
+@needs_sample
+def test_a_dataroots_miscalibration_record_nested_deep_is_no_note_and_no_crash(dataroot, tmp_path, capsys):
+    (dataroot / "miscalibration.json").write_text(DEEP)
+    out = tmp_path / "check.json"
+    assert main(["check", str(dataroot), "--no-lidar", "--no-estimate", "--json", str(out)]) in (0, 1)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "a bug in bevviz" not in err
+    assert not any("Known miscalibration" in n for n in json.loads(out.read_text())["notes"])

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 
@@ -30,6 +29,7 @@ from bevviz.calibration import GroundTruth
 from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
+from bevviz.io.json_reader import read_json
 from bevviz.io.nuscenes import (
     LIDAR_CHANNEL,
     ego_pose,
@@ -290,8 +290,8 @@ def sample_lidar(nusc, token: str, lidar: bool = True, sweeps: int = 1) -> tuple
 def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ...]:
     """The embedded dataset's record of the camera it stores miscalibrated, as a note."""
     try:
-        rec = json.loads((Path(dataroot) / "miscalibration.json").read_text())
-    except (OSError, ValueError):
+        rec = read_json(Path(dataroot) / "miscalibration.json")  # bounded: a dataroot's file is data
+    except InputError:  # missing, or not a record: no note
         return ()
     if not isinstance(rec, dict) or rec.get("scene") != scene_name:
         return ()
