@@ -25,6 +25,8 @@ page = st.navigation(PAGES)
 # Imported after st.navigation on purpose: until the first run reaches st.navigation,
 # Streamlit shows its legacy listing of pages/ (raw file names, no shared sidebar), and
 # appkit pulls in torch (seconds). Registered first, that window is a fraction of a second.
+# A page URL opened as the very first request runs its page file alone, without this
+# script; the page's first call (appkit.navigation.require_app) reruns it through here.
 from appkit.guards import shown_errors  # noqa: E402
 from appkit.sidebar import render_sidebar, show_load_error  # noqa: E402
 

@@ -32,7 +32,8 @@ __all__ = [
     "CAMERA_NAME_MAX_CHARS", "CAMERA_NAME_PUNCTUATION", "CAMERA_NAME_RULE", "MAX_BEV_POINTS", "MAX_BEV_SIDE",
     "MAX_CAMERA_LIDAR_POINTS", "MAX_CAMERAS", "MAX_DOCTOR_LIDAR_POINTS", "MAX_IMAGE_FILE_BYTES",
     "MAX_IMAGE_PIXELS", "MAX_IMAGE_SIDE", "MAX_JSON_DEPTH", "MAX_LIDAR_POINTS", "MAX_POLYGONS",
-    "MAX_POLYGON_VERTICES", "MAX_RIG_JSON_BYTES", "MIN_BEV_RESOLUTION", "QUATERNION_NORM_TOL", "MiB",
+    "MAX_POLYGON_COORD", "MAX_POLYGON_VERTICES", "MAX_RIG_JSON_BYTES", "MIN_BEV_RESOLUTION",
+    "QUATERNION_NORM_TOL", "MiB",
     "check_at_most", "check_camera_name", "check_image_size", "check_json_like", "escape_markdown",
     "image_side", "limit_error",
 ]
@@ -203,6 +204,9 @@ def check_polygons(value: object, field: str, camera: str | None = None) -> list
             raise field_error(field, poly, f"polygon {k} must be a list of (u, v) pixels", camera) from None
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) < 3 or not np.all(np.isfinite(arr)):
             raise field_error(field, poly, f"polygon {k} must hold at least three finite (u, v) pixels", camera)
+        if np.abs(arr).max() > MAX_POLYGON_COORD:
+            raise field_error(field, poly, f"polygon {k}: a coordinate beyond +-MAX_POLYGON_COORD = "
+                              f"{MAX_POLYGON_COORD} pixels", camera)
         out.append(arr.tolist())
     return out
 
@@ -241,6 +245,9 @@ MAX_JSON_DEPTH = 16
 MAX_POLYGONS = 64
 #: Most vertices in one ignore polygon: a hand-drawn outline has a few dozen.
 MAX_POLYGON_VERTICES = 4096
+#: Largest |u| or |v| of a polygon vertex, in pixels: 128 times MAX_IMAGE_SIDE (8192). A vertex
+#: may lie outside its image (the polygon is clipped), but 1e300 cannot be rasterised.
+MAX_POLYGON_COORD = 1 << 20
 
 # --- BEV grid ---------------------------------------------------------------------------------
 

@@ -12,8 +12,11 @@ script's entry point.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -22,11 +25,14 @@ from pathlib import Path
 
 import click
 
-from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, flagged_rows, run_audit
+from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, degraded_samples, flagged_rows, run_audit
+from bevviz.audit.store import MANIFEST, PARTS
 from bevviz.errors import InputError, bug_message
-from bevviz.io.images import atomic_write_bytes
+from bevviz.io.atomic import atomic_write_bytes
+from bevviz.io.outputs import Reads, refuse_input_as_output
 from bevviz.npu_cli import npu
-from bevviz.session import MAX_FRAMES, Doctor, load_scene
+from bevviz.session import MAX_FRAMES, Doctor, Scene, embedded_path, load_scene
+from bevviz.session.loaders import IMAGE_EXTENSIONS, is_frame_folder
 
 __all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
 
@@ -35,6 +41,13 @@ PROG = "bevviz"
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: Most scene x camera lines the audit's summary prints (the rest are in summary.json).
 SUMMARY_LINES = 60
+#: What a frame folder holds besides its images (:mod:`bevviz.calibration.frame_folder`).
+FRAME_FILES = ("rig.json", "lidar_ego.npy", "lidar_ring.npy", "exposure.json", "ignore.json")
+#: What a nuScenes dataroot holds beside its folders that a check reads (the embedded
+#: dataset's record of its miscalibrated camera).
+DATAROOT_FILES = ("miscalibration.json",)
+#: What ``bevviz audit`` writes into ``--out`` besides the Parquet parts.
+AUDIT_FILES = (MANIFEST, "summary.json", "report.html")
 
 
 def _error(message: str) -> None:
@@ -189,6 +202,13 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
     scene = load_scene(sources[0], images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps,
                        frames=frames, more=sources[1:])
     scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
+    reads = check_reads(sources, images, scene)
+    for field, path in (("--json", json_path), ("--html", html_path)):
+        if path:  # refused before the check runs: nothing is computed for an output that cannot be written
+            refuse_input_as_output(field, path, reads)
+    if json_path and html_path and Path(json_path).resolve() == Path(html_path).resolve():
+        raise InputError(f"field '--html': {html_path!r} is the --json file too; write them apart",
+                         "--html", html_path)
     report = Doctor(scene, settings).check()
     _print_check(report, strict)
     if json_path:
@@ -196,6 +216,47 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
     if html_path:
         atomic_write_bytes(Path(html_path), check_html(report, scene.images, strict).encode())
     return report.exit_code(strict)
+
+
+def check_reads(sources: Sequence[str], images: str | None, scene: Scene) -> Reads:
+    """What ``bevviz check SOURCE ...`` reads, for the output-path rule
+    (:func:`bevviz.io.outputs.refuse_input_as_output`).
+
+    Args:
+        sources: The SOURCE arguments as given (paths or embedded sample names).
+        images: ``--images DIR``, or None.
+        scene: The loaded scene (its image files, relative to where they were found).
+
+    Returns:
+        A JSON rig: the file, and its ``--images`` folder whole, or (images beside the JSON)
+        every image file there and the files it names. A frame folder: its files
+        (:data:`FRAME_FILES`), its ``images/`` folder and the files its rig names. A
+        nuScenes dataroot: every folder in it (tables, samples, sweeps, maps) and
+        :data:`DATAROOT_FILES`; a report beside them (``DATAROOT/check.json``) is not read.
+    """
+    files: list[Path] = []
+    folders: list[Path] = []
+    for name in sources:
+        path = embedded_path(name) or Path(name)
+        if path.is_file():  # a JSON rig
+            files.append(path)
+            where = Path(images) if images is not None else path.parent
+            if images is not None:
+                folders.append(where)
+            else:
+                files += [p for p in where.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS]
+        elif is_frame_folder(path):
+            where = path
+            files += [path / f for f in FRAME_FILES]
+            folders.append(path / "images")
+        elif path.is_dir():  # a nuScenes dataroot: its tables, samples, sweeps and maps, and its notes
+            where = path
+            folders += [d for d in path.iterdir() if d.is_dir()]
+            files += [path / f for f in DATAROOT_FILES]
+        else:
+            where = path
+        files += [where / f for f in scene.image_files.values()]
+    return Reads.of(files, folders)
 
 
 def _scenes(value: tuple[str, ...]) -> list[str] | None:
@@ -254,6 +315,10 @@ def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ..
     settings = _settings(lidar, thorough, estimate, sweeps)
     if ctx.obj.get("parse_only"):
         return EXIT_OK
+    reads = Reads.of(folders=[dataroot])
+    refuse_input_as_output("--out", out, reads, folder=True)
+    for name in (PARTS, *AUDIT_FILES):  # a dataroot named like what the audit writes into --out
+        refuse_input_as_output("--out", Path(out) / name, reads)
     run = run_audit(dataroot, out, version=version, scenes=_scenes(scenes), settings=settings, resume=resume,
                     engine=engine, address=address, workers=workers, flush_every=flush_every, progress=progress)
     rows = run.rows.to_pylist()
@@ -273,6 +338,13 @@ def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ..
                        f"{'' if s['first_flagged'] is None else 'sample ' + str(s['first_flagged'])}")
         if len(shown) > SUMMARY_LINES:
             click.echo(f"... and {len(shown) - SUMMARY_LINES} more (summary.json)")
+    for note in run.notes:
+        click.echo(f"note: {note}")
+    degraded = degraded_samples(run.rows)
+    if degraded:  # judged on less evidence than asked for: said once, with the first sample's reason
+        token, why = next(iter(degraded.items()))
+        click.echo(f"note: {len(degraded)} of {run.planned} samples were checked on less evidence than the settings "
+                   f"ask for (Parquet column 'degraded'); sample {token}: {why}")
     click.echo(f"written: {Path(out) / 'parts'}, {Path(out) / 'summary.json'}, {run.report}")
     return EXIT_FLAGGED if flagged_rows(run.rows, strict) else EXIT_OK
 
@@ -319,7 +391,8 @@ def app(ctx: click.Context, port: int, server_address: str | None) -> int:
     """Start the interactive app (Streamlit) on the embedded sample; open the URL it prints.
 
     Works from any folder: the app, its pages and its settings come with the package.
-    Stop it with Ctrl-C.
+    Stop it with Ctrl-C; SIGTERM and SIGHUP (a service manager, a container's stop) are
+    passed on to the server, which never outlives this command.
     """
     if ctx.obj.get("parse_only"):
         return EXIT_OK
@@ -327,7 +400,53 @@ def app(ctx: click.Context, port: int, server_address: str | None) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *_config_flags(script), f"--server.port={port}"]
     if server_address:
         cmd.append(f"--server.address={server_address}")
-    return subprocess.call(cmd, cwd=script.parent)
+    return serve(cmd, script.parent)
+
+
+#: Signals ``bevviz app`` passes on to its server: a service manager's or container's stop
+#: (SIGTERM), Ctrl-C (SIGINT), a closed terminal (SIGHUP).
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Seconds the server gets to stop after the signal before it is killed.
+STOP_GRACE_S = 10.0
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the kernel sends the child SIGTERM when its parent dies, even by SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def serve(cmd: Sequence[str], cwd: str | os.PathLike) -> int:
+    """Run the server ``cmd`` as a child that never outlives this process.
+
+    SIGTERM, SIGINT and SIGHUP sent to this process are passed on to the server, which
+    stops as it would by itself; whatever way this process ends (a signal, an exception),
+    a server still running is stopped (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`).
+    On Linux the server also gets SIGTERM from the kernel if this process is killed
+    outright (SIGKILL), so no server is left holding the port.
+
+    Args:
+        cmd: The server's command line.
+        cwd: Its working folder.
+
+    Returns:
+        The server's exit status; ``128 + N`` when signal N ended it.
+    """
+    proc = subprocess.Popen(cmd, cwd=cwd, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    previous = {s: signal.signal(s, lambda signum, _frame: proc.send_signal(signum)) for s in FORWARDED_SIGNALS}
+    try:
+        code = proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return 128 - code if code < 0 else code
 
 
 cli.add_command(npu)

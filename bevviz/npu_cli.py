@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto
 
-from bevviz.checks import field_error
 from bevviz.export.model_check import ModelCheck, backends, check_model
 from bevviz.export.model_parity import parse_dims
+from bevviz.export.onnx_file import MAX_ONNX_BYTES, walk_graphs
 from bevviz.export.rewrite import INDEX_DTYPES, RewriteReport, rewrite_grid_sample
+from bevviz.io.atomic import atomic_write, atomic_write_bytes
+from bevviz.io.outputs import Reads, refuse_input_as_output
 
 __all__ = ["npu"]
 
@@ -52,7 +58,47 @@ def _write_json(path: str | None, data: dict) -> None:
     if path == "-":
         click.echo(text)
     else:
-        Path(path).write_text(text + "\n", encoding="utf-8")
+        atomic_write_bytes(path, (text + "\n").encode("utf-8"))
+
+
+def model_reads(model: str) -> Reads:
+    """What reading the ONNX file ``model`` reads: the file and every external-data file its
+    tensors name (relative to its folder), for the output-path rule.
+
+    A file that is missing, too large or not ONNX is the file alone: reading it fails later
+    with the model reader's named error, before anything is written.
+
+    Args:
+        model: Path of the ``.onnx`` file.
+
+    Returns:
+        The :class:`~bevviz.io.outputs.Reads`.
+    """
+    files = [Path(model)]
+    if not os.path.isfile(model) or os.path.getsize(model) > MAX_ONNX_BYTES:
+        return Reads.of(files)
+    try:
+        proto = onnx.load_model(model, load_external_data=False)
+    except DecodeError:
+        return Reads.of(files)
+    folder = Path(model).parent
+    for graph in walk_graphs(proto.graph):
+        for t in [*graph.initializer, *(a.t for n in graph.node for a in n.attribute if a.HasField("t"))]:
+            if t.data_location == TensorProto.EXTERNAL:
+                location = {e.key: e.value for e in t.external_data}.get("location", "")
+                if location:
+                    files.append(folder / location)
+    return Reads.of(files)
+
+
+def _refuse_outputs(reads: Reads, json_path: str | None, model_out: str | None = None) -> None:
+    """The output-path rule for ``npu check`` / ``npu rewrite``: no output is a file the model
+    reading reads, and the JSON report is not the rewritten model."""
+    if model_out is not None:
+        refuse_input_as_output("OUT.onnx", model_out, reads)
+        refuse_input_as_output("OUT.onnx", model_out + ".data", reads)  # weights beside a model over 2 GB
+    if json_path and json_path != "-":
+        refuse_input_as_output("--json", json_path, reads + Reads.of([model_out] if model_out else []))
 
 
 @click.group("npu", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -96,6 +142,7 @@ def check(ctx: click.Context, model: str, backend: tuple[str, ...], json_path: s
     """Check MODEL.onnx against the backend rules table (exit 1: a rule of severity error or warn fails)."""
     if (ctx.obj or {}).get("parse_only"):
         return EXIT_OK
+    _refuse_outputs(model_reads(model), json_path)
     result = check_model(model, backend=backend)
     if json_path != "-":
         print_check(result)
@@ -160,10 +207,15 @@ def rewrite(ctx: click.Context, src: str, dst: str, index_dtype: str, check: boo
     """
     if (ctx.obj or {}).get("parse_only"):
         return EXIT_OK
-    if Path(src).resolve() == Path(dst).resolve():
-        raise field_error("OUT.onnx", dst, "must differ from IN.onnx")
-    report = rewrite_grid_sample(src, dst, index_dtype=index_dtype, check=check, dims=parse_dims(dims, "--dim"),
-                                 runs=runs, threads=threads)
+    _refuse_outputs(model_reads(src), json_path, dst)
+    dims_ = parse_dims(dims, "--dim")
+    done: list[RewriteReport] = []
+    # Written whole or not at all: the rewrite saves to a temporary file beside OUT.onnx, which
+    # replaces OUT.onnx only once the rewrite (and its check) has finished.
+    atomic_write(dst, lambda tmp: done.append(rewrite_grid_sample(
+        src, tmp, index_dtype=index_dtype, check=check, dims=dims_, runs=runs, threads=threads)))
+    report = done[0]
+    report.path = dst
     if json_path != "-":
         print_rewrite(report)
     _write_json(json_path, report.to_dict())

@@ -9,9 +9,12 @@ import streamlit as st
 
 from appkit import audit as au
 from appkit.guards import shown_errors
-from bevviz.audit import CheckSettings, flagged_rows
+from appkit.navigation import require_app
+from bevviz.audit import CheckSettings, degraded_samples, flagged_rows
 from bevviz.checks import escape_markdown
 from bevviz.viz.audit import offset_timeline_figure, verdict_matrix_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 au.switch_if_pending()  # a flagged sample was picked: the sidebar has loaded it by now
 ss = st.session_state
@@ -64,6 +67,11 @@ c[0].metric("Samples", f"{len({r['sample'] for r in rows if r['sample'] is not N
 c[1].metric("Miscalibrated", sum(r["verdict"] == "miscalibrated" for r in rows))
 c[2].metric("Inconclusive", sum(r["verdict"] == "inconclusive" for r in rows))
 c[3].metric("Failed samples", sum(r["verdict"] == "error" for r in rows))
+degraded = degraded_samples(rows)
+if degraded:  # judged on less evidence than the settings asked for: said where the user looks
+    token, why = next(iter(degraded.items()))
+    st.warning(escape_markdown(f"{len(degraded)} sample{'s' if len(degraded) != 1 else ''} checked on less evidence "
+                               f"than the settings ask for (column degraded); sample {token}: {why}"))
 st.plotly_chart(verdict_matrix_figure(summary, cams), key="audit_matrix")
 st.plotly_chart(offset_timeline_figure(rows, cams), key="audit_timeline")
 

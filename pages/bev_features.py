@@ -5,12 +5,15 @@ import streamlit as st
 
 from appkit import compute, current
 from appkit.guards import require_images, shown_errors
+from appkit.navigation import require_app
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
 from bevviz.checks import escape_markdown
 from bevviz.samplers import BEV_VARIANTS, REFERENCE
 from bevviz.viz.bev import bev_panels
 from bevviz.viz.panels import bar_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 scene, grid = current()
 rig = scene.rig

@@ -14,12 +14,15 @@ import streamlit as st
 from appkit import compute, doctor
 from appkit.doctor import HELP
 from appkit.guards import require_images, shown_errors
+from appkit.navigation import require_app
 from appkit.session import adopt_rig, current_doctor, current_scene
 from bevviz import downloads
 from bevviz.calibration import PERTURBATION_KEYS, STANDOUT_RATIO
 from bevviz.checks import escape_markdown as esc
 from bevviz.viz.calibration import before_after_figure, mosaic_figure, seam_matrix_figure
 from bevviz.viz.calibration_lidar import lidar_alignment_figure, score_profiles_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 scene = current_scene()
 ss = st.session_state

@@ -8,6 +8,7 @@ import streamlit as st
 
 from appkit import compute, current
 from appkit.guards import shown_errors
+from appkit.navigation import require_app
 from appkit.state import HASH_FUNCS, SCENE
 from bevviz.checks import escape_markdown
 from bevviz.convention_ranking import image_operation_checks, raw_rows
@@ -17,6 +18,8 @@ from bevviz.session import ground_shift
 from bevviz.viz.cameras import CameraOverlay, camera_grid_figure
 from bevviz.viz.conventions import candidate_scores_figure, check_matrix_figure, image_op_figure
 from bevviz.viz.rig3d import rig_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 scene, grid = current()
 rig = scene.rig

@@ -5,10 +5,13 @@ import streamlit as st
 
 from appkit import compute, current
 from appkit.guards import require_images, shown_errors
+from appkit.navigation import require_app
 from appkit.sidebar import BOUNDS_OPTIONS, EPS_OPTIONS, validity
 from bevviz import overlays
 from bevviz.checks import escape_markdown
 from bevviz.viz.bev import bev_map, bev_panels, difference_map, footprint_composite, overlap_map
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 scene, grid = current()
 rig = scene.rig

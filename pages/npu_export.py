@@ -8,6 +8,7 @@ import streamlit as st
 
 from appkit import compute, current, npu
 from appkit.guards import shown_errors
+from appkit.navigation import require_app
 from bevviz.checks import MiB, escape_markdown
 from bevviz.export import STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
@@ -15,6 +16,8 @@ from bevviz.features import feature_size
 from bevviz.samplers import SAMPLERS
 from bevviz.samplers.reference import MODES, PADDING_MODES
 from bevviz.viz.export import latency_figure, op_inventory_figure, parity_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 RESULTS = "npu_export_outcomes"  # session key: {"label": str, "outcomes": {sampler: ExportOutcome}}
 WORKDIR = "npu_export_dir"

@@ -5,8 +5,11 @@ import streamlit as st
 
 from appkit import compute, current
 from appkit.guards import require_images, shown_errors
+from appkit.navigation import require_app
 from bevviz import overlays
 from bevviz.viz.panels import image_panels, profile_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 scene, grid = current()
 rig = scene.rig

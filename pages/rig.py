@@ -5,12 +5,15 @@ import pandas as pd
 import streamlit as st
 
 from appkit import compute, current
+from appkit.navigation import require_app
 from appkit.sidebar import validity
 from bevviz import downloads, overlays
 from bevviz.checks import MAX_CAMERA_LIDAR_POINTS, escape_markdown
 from bevviz.viz.bev import pick_map
 from bevviz.viz.cameras import camera_grid_figure
 from bevviz.viz.rig3d import rig_figure
+
+require_app()  # first: a page URL opened as the first request runs through app.py
 
 scene, grid = current()
 rig = scene.rig

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 import tomllib
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -246,6 +251,58 @@ def test_the_app_command_finds_the_app_and_its_pages():
     assert script.name == "app.py" and (script.parent / "pages" / "rig.py").is_file()
     assert main(["app", "--port", "8502"], parse_only=True) == 0
     assert main(["app", "--port", "0"], parse_only=True) == 2
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] not in "ZX"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from /proc (Linux)")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_the_app_command_never_leaves_its_server_behind(tmp_path, sig):
+    """A service manager's stop (SIGTERM), Ctrl-C (SIGINT) or even SIGKILL of `bevviz app`:
+    the Streamlit server it started stops too and frees its port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    app = subprocess.Popen([sys.executable, "-m", "bevviz", "app", "--port", str(port), "--address", "127.0.0.1"],
+                           cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the app's server did not answer within 90 s")
+        (server,) = _children(app.pid)
+        app.send_signal(sig)
+        app.wait(timeout=30)
+        deadline = time.time() + 20
+        while _alive(server) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not _alive(server), f"the server (pid {server}) outlived bevviz app after {sig.name}"
+        with socket.socket() as s:  # nothing listens on the port (SO_REUSEADDR: as a server binds it)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
+            s.listen()
+    finally:
+        for pid in [*_children(app.pid), app.pid]:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        app.wait(timeout=10)
 
 
 # --------------------------------------------------------------------------------------

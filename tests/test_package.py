@@ -3,9 +3,12 @@ and, installed without the repository, checks an embedded sample from any folder
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import venv
 import zipfile
@@ -60,27 +63,61 @@ def test_the_wheel_carries_every_embedded_file_and_the_app(wheel):
             "bevviz/backend_rules.json", "appkit/sources.py", "bevviz/session/embedded.py"} <= names
 
 
+def _clean_env() -> dict[str, str]:
+    """This process's environment without what would put the repository on the path."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
+def _running_environment_paths() -> list[str]:
+    """Where this interpreter finds its packages, as it starts without this test's
+    PYTHONPATH: a system interpreter's site-packages, a venv's (and whatever its own .pth
+    files add, e.g. a venv made inside another one), a conda env's. The repository itself is
+    never among them unless an installed .pth file points there."""
+    out = subprocess.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.path))"], env=_clean_env(),
+                         cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True, timeout=60)
+    return [p for p in json.loads(out.stdout) if p and Path(p).is_dir()]
+
+
+def see_running_environment(env_dir: Path) -> None:
+    """Let the venv at ``env_dir`` import what the running environment has installed, behind
+    its own site-packages (so what is installed into the venv wins): one .pth file listing
+    the running interpreter's package folders. ``system_site_packages`` would give the *base*
+    interpreter's packages instead, which inside a venv or a conda env are not the ones the
+    tests run with."""
+    own = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import json, site, sys; print(json.dumps([sys.path, "
+                          "site.getsitepackages()]))"], env=_clean_env(), capture_output=True, text=True,
+                         check=True, timeout=60)
+    own_path, (site_packages, *_) = json.loads(own.stdout)
+    extra = [p for p in _running_environment_paths() if p not in own_path]
+    (Path(site_packages) / "_running_environment.pth").write_text("".join(f"{p}\n" for p in extra))
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not (ROOT / "sample_data" / "rig.json").is_file(), reason="sample_data is missing")
 def test_installed_without_the_repository_it_checks_an_embedded_sample_from_another_folder(wheel, tmp_path):
     env_dir = tmp_path / "venv"
-    # The dependencies come from this interpreter's site-packages; bevviz only from the wheel
-    # (installed by this pip into the venv: no ensurepip).
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    # The dependencies come from the running environment (system, venv or conda); bevviz only
+    # from the wheel (installed by this pip into the venv: no ensurepip).
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    # Installed before the venv sees the running environment, and without PYTHONPATH: an
+    # installed bevviz there (editable, or the checkout's egg-info) would count as installed.
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
-                   check=True, timeout=300, capture_output=True)
+                   env=_clean_env(), check=True, timeout=300, capture_output=True)
+    see_running_environment(env_dir)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     where = subprocess.run([str(python), "-c", "import importlib.util as u; "
-                            "print(u.find_spec('bevviz').origin); print(u.find_spec('appkit').origin)"],
-                           cwd=elsewhere, capture_output=True, text=True, timeout=300)
+                            "print(u.find_spec('bevviz').origin); print(u.find_spec('appkit').origin); "
+                            "import cv2, torch, streamlit"],
+                           cwd=elsewhere, env=_clean_env(), capture_output=True, text=True, timeout=300)
+    assert where.returncode == 0, where.stderr  # the running environment's packages are seen
     bevviz_init, appkit_init = map(Path, where.stdout.split())
     assert env_dir in bevviz_init.parents and env_dir in appkit_init.parents, where.stdout  # not the checkout
     assert (bevviz_init.parent / "sample_data" / "rig.json").is_file()
     assert (appkit_init.parent / "streamlit_app" / "pages").is_dir()
     run = subprocess.run([str(env_dir / "bin" / "bevviz"), "check", "rig", "--no-estimate", "--json", "r.json"],
-                         cwd=elsewhere, capture_output=True, text=True, timeout=600)
+                         cwd=elsewhere, env=_clean_env(), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "flagged: none" in run.stdout and (elsewhere / "r.json").is_file()
     assert str(env_dir) in run.stdout  # the rig came from the installed package data

@@ -42,11 +42,15 @@ from bevviz.session.report import finite
 
 __all__ = [
     "EMBEDDED", "ERROR", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck",
-    "ROW_COLUMNS", "check_rig", "check_sample", "dataset", "error_row", "projection_sanity", "report_rows",
+    "ROW_COLUMNS", "check_rig", "check_sample", "dataset", "degraded", "error_row", "projection_sanity",
+    "report_rows",
 ]
 
 #: The verdict of a sample that could not be checked (its row carries the error).
 ERROR = "error"
+#: How the doctor's note on a scene without every camera's image begins
+#: (:meth:`bevviz.session.Doctor.check`).
+MISSING_IMAGES_NOTE = "the doctor needs every camera's image"
 
 
 def report_rows(report: CheckReport) -> list[dict]:
@@ -71,9 +75,31 @@ def report_rows(report: CheckReport) -> list[dict]:
             "seam_verdict": c.witnesses.get("seams"), "lidar_verdict": c.witnesses.get("lidar"),
             "edge_points": c.edge_points, "seams": c.seams, "lidar_points": report.lidar_points,
             "convention_ok": report.conventions.ok, "sanity": "; ".join(c.sanity.problems),
-            "reason": c.reason, "runtime_s": report.runtime_s, "error": None,
+            "reason": c.reason, "runtime_s": report.runtime_s, "error": None, "degraded": degraded(report),
         })
     return rows
+
+
+def degraded(report: CheckReport) -> str | None:
+    """What a check went without that its settings asked for, in words, or None.
+
+    A sample checked without the LiDAR the settings ask for (no LIDAR_TOP, or its file
+    missing or unreadable) or without every camera's image is judged on less evidence: its
+    rows say so (the ``degraded`` column), and the summaries count them.
+
+    Args:
+        report: The sample's :class:`CheckReport` (its settings, LiDAR points and notes).
+
+    Returns:
+        ``"no LiDAR: <why>"`` and / or ``"no doctor: <why>"`` joined by ``"; "``, or None.
+    """
+    why = []
+    if report.settings.lidar and not report.lidar_points:
+        said = [n for n in report.notes if "lidar" in n.lower()]
+        why.append("no LiDAR: " + ("; ".join(said) if said else "the sample's scan was not used"))
+    if any(n.startswith(MISSING_IMAGES_NOTE) for n in report.notes):
+        why.append("no doctor: " + next(n for n in report.notes if n.startswith(MISSING_IMAGES_NOTE)))
+    return "; ".join(why) or None
 
 
 def _meta_columns(src: Mapping) -> dict:
@@ -136,5 +162,5 @@ ROW_COLUMNS = (
     "scene", "scene_token", "sample", "sample_index", "timestamp", "camera", "verdict", "score", "quick_score",
     *(f"{a}_deg" for a in AXES), *(f"{a}_unc_deg" for a in AXES), "offset_source", "offset_checked",
     "seam_verdict", "lidar_verdict", "edge_points", "seams", "lidar_points", "convention_ok", "sanity", "reason",
-    "runtime_s", "error",
+    "runtime_s", "error", "degraded",
 )

@@ -27,7 +27,7 @@ from bevviz.viz.calibration import ranking_figure
 from bevviz.viz.common import data_uri, downsample
 from bevviz.viz.conventions import candidate_scores_figure
 
-__all__ = ["SAMPLE_ROW", "check_html", "flagged_rows", "report_html", "summarize", "write_report"]
+__all__ = ["SAMPLE_ROW", "check_html", "degraded_samples", "flagged_rows", "report_html", "summarize", "write_report"]
 
 #: The camera label of a failed sample's row in the summary (its camera is null).
 SAMPLE_ROW = "(sample)"
@@ -57,8 +57,9 @@ def summarize(rows: pa.Table | Sequence[Mapping]) -> list[dict]:
         One dict per (scene, camera) in scene order then rig order: ``scene``, ``camera``
         (:data:`SAMPLE_ROW` for failed samples), ``samples``, a count per verdict
         (``miscalibrated``, ``inconclusive``, ``ok``, ``error``), ``sanity`` (rows with a
-        sanity problem), ``first_flagged`` (sample index of the first miscalibrated sample
-        or None) and ``max_offset_deg`` (largest estimated offset size or None).
+        sanity problem), ``degraded`` (rows judged without evidence the settings asked for,
+        e.g. no LiDAR: :func:`bevviz.audit.check.degraded`), ``first_flagged`` (sample index of
+        the first miscalibrated sample or None) and ``max_offset_deg`` (largest estimated offset size or None).
     """
     rows = rows.to_pylist() if isinstance(rows, pa.Table) else list(rows)
     scenes = list(dict.fromkeys(r["scene"] or "" for r in rows))
@@ -75,6 +76,7 @@ def summarize(rows: pa.Table | Sequence[Mapping]) -> list[dict]:
             entry = {"scene": sc, "camera": cam, "samples": len(sel)}
             entry.update({v: sum(r["verdict"] == v for r in sel) for v in COUNTED})
             entry["sanity"] = sum(bool(r["sanity"]) for r in sel)
+            entry["degraded"] = sum(bool(r.get("degraded")) for r in sel)
             flagged = sorted(r["sample_index"] for r in sel if r["verdict"] == MISCALIBRATED
                              and r["sample_index"] is not None)
             entry["first_flagged"] = flagged[0] if flagged else None
@@ -82,6 +84,19 @@ def summarize(rows: pa.Table | Sequence[Mapping]) -> list[dict]:
             entry["max_offset_deg"] = max(sizes) if sizes else None
             out.append(entry)
     return out
+
+
+def degraded_samples(rows: pa.Table | Sequence[Mapping]) -> dict[str, str]:
+    """Samples checked on less evidence than the settings asked for, and why.
+
+    Args:
+        rows: Audit rows.
+
+    Returns:
+        Sample token -> the ``degraded`` text of its rows, in row order.
+    """
+    rows = rows.to_pylist() if isinstance(rows, pa.Table) else list(rows)
+    return {r["sample"]: r["degraded"] for r in rows if r.get("degraded") and r["sample"] is not None}
 
 
 def flagged_rows(rows: pa.Table | Sequence[Mapping], strict: bool = False) -> list[dict]:
@@ -139,15 +154,21 @@ def report_html(rows: pa.Table | Sequence[Mapping], summary: Sequence[Mapping], 
     bad = flagged_rows(rows)
     where = f"{manifest.get('dataroot')} · {manifest.get('version')}"
     problems = sum(1 for r in rows if r.get("error_table") is not None)
+    degraded = degraded_samples(rows)
     intro = (f"<p class='muted'>{html.escape(where)} · {n_samples} of {manifest.get('samples', n_samples)} "
              f"samples checked · {problems} table problem{'s' if problems != 1 else ''} · settings "
              f"{html.escape(json.dumps(manifest.get('settings', {})))}</p>")
+    if degraded:
+        first = next(iter(degraded.items()))
+        intro += (f"<p class='error'>{len(degraded)} sample{'s' if len(degraded) != 1 else ''} judged on less "
+                  f"evidence than the settings ask for (column degraded), e.g. {html.escape(' '.join(first))}</p>")
     figs = _figures([verdict_matrix_figure(summary, cams), offset_timeline_figure(rows, cams)])
     cols = ["scene", "sample_index", "camera", "verdict", "score", "roll_deg", "pitch_deg", "yaw_deg",
-            "offset_source", "sanity", "error", "sample"]
+            "offset_source", "sanity", "error", "degraded", "sample"]
     sections = [intro, *figs, f"<h2>Needs a look ({len(bad)} rows)</h2>",
                 _table(bad, cols) if bad else "<p>Nothing.</p>", "<h2>Per scene and camera</h2>",
-                _table(summary, ["scene", "camera", "samples", *COUNTED, "sanity", "first_flagged", "max_offset_deg"])]
+                _table(summary, ["scene", "camera", "samples", *COUNTED, "sanity", "degraded", "first_flagged",
+                                 "max_offset_deg"])]
     return _page("bevviz calibration audit", sections)
 
 

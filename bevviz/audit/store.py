@@ -44,7 +44,9 @@ import pyarrow.parquet as pq
 
 from bevviz.audit.check import ROW_COLUMNS
 from bevviz.checks import field_error
+from bevviz.errors import InputError
 from bevviz.io.atomic import atomic_write
+from bevviz.io.json_reader import parse_json, read_json
 
 __all__ = ["FORMAT", "LOCK", "MANIFEST", "PARTS", "QUARANTINE", "RECORD_COLUMNS", "SCHEMA", "AuditStore",
            "atomic_write", "conform", "hold_lock", "part_files", "read_manifest", "read_rows", "row_key"]
@@ -52,7 +54,7 @@ __all__ = ["FORMAT", "LOCK", "MANIFEST", "PARTS", "QUARANTINE", "RECORD_COLUMNS"
 LOG = logging.getLogger("bevviz.audit")
 FORMAT = "bevviz-audit"
 #: Version of the folder layout and row schema (2: the record columns, the fingerprint, the lock).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the degraded column
 MANIFEST = "manifest.json"
 PARTS = "parts"
 QUARANTINE = "quarantine"
@@ -160,11 +162,11 @@ def read_manifest(out: str | os.PathLike) -> dict:
         ValueError: naming ``--out`` when the folder holds no readable audit manifest.
     """
     path = Path(out) / MANIFEST
+    if not path.is_file():
+        raise field_error("--out", str(out), "holds no audit (no manifest.json)")
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise field_error("--out", str(out), "holds no audit (no manifest.json)") from None
-    except (OSError, ValueError) as e:
+        data = read_json(path)  # bounded: a manifest is data on disk, edited or not
+    except InputError as e:
         raise field_error("--out", str(out), f"its manifest.json cannot be read ({e})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise field_error("--out", str(out), f"manifest.json is not a {FORMAT} manifest")
@@ -232,9 +234,10 @@ def hold_lock(out: str | os.PathLike) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         try:
-            holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError):  # a lock file being written: its holder unknown
+            holder = parse_json(os.pread(fd, 4096, 0) or b"{}", LOCK)
+        except InputError:  # a lock file someone wrote over: its holder is unknown
             holder = {}
+        holder = holder if isinstance(holder, dict) else {}
         os.close(fd)
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, since {holder.get('started')}" if holder
                else "another process")

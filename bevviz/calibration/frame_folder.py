@@ -23,7 +23,6 @@ Convention:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bevviz.camera import Rig
+from bevviz.io.json_reader import read_json
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
@@ -59,10 +59,7 @@ class RealFrame:
 
 
 def _json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise field_error(path.name, str(path), f"cannot be read as JSON ({exc})") from None
+    return read_json(path)  # bounded: size, depth, duplicate keys, numbers; errors name the file
 
 
 def load_frame_folder(path: str | os.PathLike) -> RealFrame:

@@ -35,7 +35,9 @@ import numpy as np
 
 from bevviz.camera import NUSCENES_CAMERAS, Rig
 from bevviz.checks import MAX_LIDAR_POINTS, check_at_most, field_error, image_side, positive_int
+from bevviz.errors import InputError
 from bevviz.io.images import read_image_report
+from bevviz.io.json_reader import MAX_TABLE_BYTES, read_json
 from bevviz.io.nuscenes_tables import RecordProblem, follow, screen_tables, walk
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import RigImages
@@ -117,6 +119,8 @@ def open_dataset(dataroot: str | os.PathLike, version: str = "v1.0-mini"):
             return screened_devkit(version=version, dataroot=str(root), verbose=False)
     except FileNotFoundError as exc:
         raise field_error("dataroot", str(dataroot), f"a table or file is missing: {exc}") from exc
+    except InputError as exc:  # a table the JSON reader refused: it names the table and the value
+        raise exc.within(f"dataroot {dataroot}") from None
     except json.JSONDecodeError as exc:
         raise field_error("dataroot", str(dataroot), f"a table in {version} is not valid JSON: {exc}") from exc
     except (AssertionError, KeyError, IndexError, TypeError, ValueError) as exc:
@@ -131,6 +135,13 @@ def _screened_devkit() -> type:
 
     class ScreenedNuScenes(NuScenes):
         """``NuScenes`` whose index is built over screened tables (``problems``, ``blocked``)."""
+
+        def __load_table__(self, table_name: str) -> object:
+            # The one bounded JSON reader (size, depth, duplicate keys, numbers) instead of json.load.
+            path = os.path.join(self.table_root, f"{table_name}.json")
+            if not os.path.isfile(path):
+                raise FileNotFoundError(path)
+            return read_json(path, max_bytes=MAX_TABLE_BYTES, limit_name="MAX_TABLE_BYTES")
 
         def __make_reverse_index__(self, verbose: bool) -> None:
             screened = screen_tables({t: getattr(self, t) for t in self.table_names})

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -51,7 +50,6 @@ import numpy as np
 from bevviz.camera import Camera, Rig, raw_from_camera
 from bevviz.checks import (
     MAX_CAMERAS,
-    MAX_JSON_DEPTH,
     MAX_RIG_JSON_BYTES,
     check_at_most,
     check_camera_name,
@@ -64,6 +62,7 @@ from bevviz.checks import (
 )
 from bevviz.errors import InputError
 from bevviz.io.images import DecodedImage, atomic_write_bytes, check_camera_size, decode_image_report, read_image_report
+from bevviz.io.json_reader import parse_json
 from bevviz.storage import NUSCENES, Convention, RawCamera
 
 FORMAT = "bevviz-rig"
@@ -102,53 +101,9 @@ class RigFile:
 # --------------------------------------------------------------------------------------
 
 
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise field_error(key, value, "the key appears twice in one JSON object")
-        out[key] = value
-    return out
-
-
-#: A JSON string literal, or an unterminated one running to the end of the text (possessive
-#: quantifiers: linear time on any text).
-_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
-#: Longest integer literal read: 309 digits already overflow a float64 (and Python's int()
-#: refuses more than 4300).
-_MAX_INT_DIGITS = 309
-
-
-def _json_depth(text: str) -> int:
-    """Deepest nesting of arrays and objects in a JSON text (brackets in strings ignored), in
-    linear time and without recursion: the depth ``json.loads`` would recurse to."""
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
-    if not brackets:
-        return 0
-    codes = np.frombuffer(brackets.encode("ascii"), np.uint8)
-    steps = np.ones(codes.size, np.int32)
-    steps[(codes == ord("]")) | (codes == ord("}"))] = -1
-    return int(np.cumsum(steps, dtype=np.int32).max())
-
-
-def _json_int(literal: str) -> int:
-    if len(literal.lstrip("-")) > _MAX_INT_DIGITS:
-        raise field_error("json", f"an integer of {len(literal.lstrip('-'))} digits",
-                          f"numbers must fit in a float64 (at most {_MAX_INT_DIGITS} digits)")
-    return int(literal)
-
-
 def _load_json_text(text: str) -> Any:
-    check_at_most(len(text), MAX_RIG_JSON_BYTES, "MAX_RIG_JSON_BYTES", "json", shown=f"{len(text)} characters")
-    depth = _json_depth(text)
-    check_at_most(depth, MAX_JSON_DEPTH, "MAX_JSON_DEPTH", "json", shown=f"nested {depth} deep")
-    try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_int=_json_int)
-    except json.JSONDecodeError as e:
-        lines = text.splitlines()
-        line = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
-        raise field_error("json", line, f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    # NaN and inf are read as such: each number is checked where the error can name its camera.
+    return parse_json(text, "json", max_bytes=MAX_RIG_JSON_BYTES, limit_name="MAX_RIG_JSON_BYTES", finite=False)
 
 
 def _numbers(value: Any, shape: tuple[int, ...], field_name: str, camera: str) -> np.ndarray:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 
@@ -31,6 +30,7 @@ from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.checks import field_error
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
+from bevviz.io.json_reader import read_json
 from bevviz.io.nuscenes import (
     LIDAR_CHANNEL,
     ego_pose,
@@ -277,12 +277,12 @@ def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ..
     """The embedded dataset's record of the camera it stores miscalibrated, as a note (none
     without the record; a note saying so when it cannot be read)."""
     path = Path(dataroot) / "miscalibration.json"
-    try:
-        rec = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         return ()
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return (f"{path.name} not read ({type(exc).__name__}: {exc}): no known miscalibration shown",)
+    try:
+        rec = read_json(path)  # bounded: a dataroot's file is data
+    except InputError as exc:  # unreadable, too large, too deep, malformed: said, not fatal
+        return (f"{path.name} not read ({exc}): no known miscalibration shown",)
     if not isinstance(rec, dict) or rec.get("scene") != scene_name:
         return ()
     err = rec.get("rotation_error", {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,16 @@ def test_table_problems_are_listed(app, tmp_path):
     assert {m.label: m.value for m in at.metric}["Samples"] == "2 / 2"
     table = next(d.value for d in at.dataframe if "error_field" in d.value.columns)
     assert list(table["error_field"]) == ["timestamp"] and str(2**70) in table["error_value"][0]
+
+
+@needs_sample
+def test_an_audit_without_the_lidar_it_asked_for_is_a_warning(app, tmp_path):
+    data = tmp_path / "nuscenes"
+    shutil.copytree(SYNTHETIC, data, ignore=shutil.ignore_patterns("LIDAR_TOP"))  # the LiDAR files are gone
+    out = tmp_path / "audit"
+    run_audit(data, out, scenes=["scene-0002"], settings=CheckSettings(lidar=True, estimate=False),
+              progress=False, report=False)
+    at = _opened(app, out)
+    _clean(at)
+    (warning,) = [w.value for w in at.warning if "less evidence" in w.value]
+    assert "column degraded" in warning and "no LiDAR" in warning

@@ -200,7 +200,7 @@ def test_broken_tables_are_a_named_error(tmp_path):
     shutil.copytree(DATAROOT / "v1.0-mini", root / "v1.0-mini")
     shutil.copytree(DATAROOT / "maps", root / "maps")
     (root / "v1.0-mini" / "sample.json").write_text("[{not json")
-    with pytest.raises(ValueError, match="dataroot.*not valid JSON"):
+    with pytest.raises(InputError, match="dataroot.*field .sample.json.: malformed JSON at line 1"):
         nu.open_dataset(root)
     # An empty sample table: every sample_data and scene points nowhere; each is a reported
     # problem (not a bare KeyError from the devkit's index), and loading a sample is a named error.

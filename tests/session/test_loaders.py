@@ -247,4 +247,5 @@ def test_the_miscalibration_record_is_a_note_or_says_why_it_is_not(tmp_path, nus
     assert loaders._miscalibration_note(tmp_path, "another scene") == ()
     (tmp_path / "miscalibration.json").write_text("{not json")
     note, = loaders._miscalibration_note(tmp_path, record["scene"])
-    assert note.startswith("miscalibration.json not read (JSONDecodeError: ") and "no known miscalibration" in note
+    assert note.startswith("miscalibration.json not read (") and "malformed JSON" in note \
+        and "no known miscalibration" in note
