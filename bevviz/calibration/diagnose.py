@@ -18,16 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.calibration.alignment import AXES, BOOTSTRAP, as_lidar_frames
-from bevviz.calibration.consensus import RigConsensus, rig_consensus
-from bevviz.calibration.ground_truth import GroundTruth
-from bevviz.calibration.lidar import CameraEvidence, lidar_evidence
-from bevviz.calibration.lidar_refine import refine_with_lidar
-from bevviz.calibration.masks import ignore_masks
-from bevviz.calibration.pyramid import Sampler, as_pyramids
-from bevviz.calibration.refine import DEFAULT_LEVELS, ROBUST_K, SEARCH_DEG, Level, RefineHistory, refine_camera
-from bevviz.calibration.seams import SEAM_RING, SeamAnalysis, SeamPair, analyze_seams, combine_seams, seam_grid
-from bevviz.calibration.sync import rig_timing
+from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, as_lidar_frames
+from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
+from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence
+from bevviz.calibration.lidar.masks import ignore_masks
+from bevviz.calibration.lidar.sync import rig_timing
+from bevviz.calibration.seams.analysis import SEAM_RING, SeamAnalysis, SeamPair, analyze_seams, combine_seams, seam_grid
+from bevviz.calibration.seams.ground_truth import GroundTruth
+from bevviz.calibration.seams.pyramid import Sampler, as_pyramids
+from bevviz.calibration.seams.refine import Level, refine_camera
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MIN_EDGE_POINTS,
@@ -52,7 +51,6 @@ __all__ = [
     "STANDOUT_RATIO",
     "CameraFinding",
     "diagnose",
-    "refine_extrinsics",
     "standout",
 ]
 
@@ -116,7 +114,7 @@ class Diagnosis(list):
         consensus: The rig consensus of the LiDAR offsets (None without LiDAR).
         seam_median: The rig's median seam cost.
         timing: With LiDAR, a sentence when the cameras agree that the LiDAR is displaced
-            along the car's axis (:func:`~bevviz.calibration.sync.rig_timing`: a timing
+            along the car's axis (:func:`~bevviz.calibration.lidar.sync.rig_timing`: a timing
             error); "" otherwise.
         lidar_doubt: With LiDAR, a sentence when (almost) no camera lines up with the LiDAR
             where it is stored, so the LiDAR itself looks off
@@ -271,14 +269,14 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
         levels: Schedule of the quick refinement.
         analyses: Precomputed :func:`analyze_seams` results, one per frame.
         sampler: ``grid_sample``-compatible sampler; default the two-stage gather-scatter sampler.
-        evidence: Precomputed LiDAR evidence (:func:`bevviz.calibration.lidar.lidar_evidence`);
+        evidence: Precomputed LiDAR evidence (:func:`bevviz.calibration.lidar.evidence.lidar_evidence`);
             ``lidar`` is then not needed.
         replicates: Bootstrap replicates of the LiDAR evidence per camera.
         progress: Optional ``callback(done, total, camera)`` for the thorough test and the
             LiDAR alignment.
         ignore: Optional camera name -> polygons (lists of (u, v) pixels of the calibrated
             image) that do not show the world, e.g. the car's own body
-            (:func:`bevviz.calibration.masks.ignore_masks`): LiDAR points there are not used.
+            (:func:`bevviz.calibration.lidar.masks.ignore_masks`): LiDAR points there are not used.
         rule: The LiDAR verdict's constants (:class:`~bevviz.calibration.verdicts.VerdictRule`).
         **kwargs: Passed to :func:`analyze_seams` (``stride``, ``blur``, ``ring``, ...).
 
@@ -291,7 +289,7 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
         Seam costs are ``1 -`` normalised-gradient-field correlation (see
         :class:`SeamPair`); the thorough score is the drop of the camera's mean seam cost
         (over its seams in every frame) under the quick refinement, in the same units.
-        LiDAR offsets are body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar`
+        LiDAR offsets are body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar.evidence`
         and docs/conventions.md.
     """
     frames = as_pyramids(images)
@@ -367,70 +365,3 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
     for f in findings.values():
         f.reason = f"{f.reason}; seams: {f.verdict}, {seam_why[f.camera]}."
     return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
-
-
-def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                      grid: BEVGrid | None = None, camera: str | None = None, lidar: object = None, *,
-                      translation: bool = False, levels: Sequence[Level] = DEFAULT_LEVELS,
-                      ring: tuple[float, float] = SEAM_RING, neighbours: Sequence[str] | None = None,
-                      robust: float | None = ROBUST_K, sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
-                      evidence: Mapping[str, CameraEvidence] | None = None,
-                      progress: Callable[[int, int, float], None] | None = None,
-                      ignore: Mapping[str, object] | None = None,
-                      rule: VerdictRule = RULE) -> tuple[Rig, RefineHistory]:
-    """Refine one camera's extrinsics; keep the result only if it passes its own held-out check.
-
-    With ``lidar``: the camera's rotation is aligned with the LiDAR edges relative to the
-    rig consensus and checked on two halves of the evidence
-    (:func:`bevviz.calibration.lidar_refine.refine_with_lidar`); a camera with too few LiDAR
-    edge points (``MIN_EDGE_POINTS``) falls back to its seams. Without: its seam
-    inconsistency is minimised (:func:`bevviz.calibration.refine.refine_camera`) and the
-    result is kept only when every seam improves on its own and ends consistent.
-
-    Args:
-        rig: The rig; every camera but ``camera`` is held fixed.
-        images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
-            of the same rig; or :class:`~bevviz.calibration.pyramid.ImagePyramid` objects.
-        grid: Ground grid for the seams; only its extent is used. Default :func:`seam_grid`.
-        camera: Camera to refine; default the first finding of :func:`diagnose`.
-        lidar: Optional LiDAR witness, as for :func:`diagnose` (one scan per frame).
-        translation, levels, ring, neighbours, robust, sampler, search_deg: Seam refinement
-            settings, as :func:`bevviz.calibration.refine.refine_camera`.
-        evidence: Precomputed LiDAR evidence of every camera (with ``lidar``; saves aligning
-            them again).
-        progress: Optional ``callback(step, total_steps, loss)``.
-        ignore: Optional per-camera polygons that do not show the world, as for :func:`diagnose`.
-        rule: The LiDAR verdict's constants, as for :func:`diagnose`.
-
-    Returns:
-        (the rig with the refined camera, or the input rig unchanged when
-        ``history.accepted`` is False; :class:`~bevviz.calibration.refine.RefineHistory`,
-        whose ``check`` says why).
-
-    Raises:
-        ValueError: ``levels`` not a non-empty sequence of :class:`Level`, unknown camera,
-            or (seams) a camera with no seam to refine against.
-
-    Convention:
-        The correction is a body-frame (FLU) rotation, applied as
-        ``ego_from_body' = ego_from_body @ exp(rot)``. See docs/conventions.md.
-    """
-    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
-            isinstance(lv, Level) for lv in levels):
-        raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
-    grid = seam_grid() if grid is None else grid
-    frames = None
-    if lidar is not None:  # aligned once: the diagnosis below (no camera given) reuses it
-        frames = as_lidar_frames([p.images for p in as_pyramids(images)], lidar, ignore_masks(rig, ignore))
-        if evidence is None or any(n not in evidence for n in rig.names):
-            evidence = lidar_evidence(rig, None, frames)
-    if camera is None:
-        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence, rule=rule)[0].camera
-    if frames is not None:
-        if evidence[camera].n_points >= MIN_EDGE_POINTS:
-            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress, rule=rule)
-        # Too few LiDAR edges in this camera: the seams are the witness left.
-    new_rig, hist = refine_camera(rig, images, grid, camera, translation=translation, levels=levels, ring=ring,
-                                  neighbours=neighbours, robust=robust, sampler=sampler, search_deg=search_deg,
-                                  progress=progress)
-    return (new_rig if hist.accepted else rig), hist

@@ -3,7 +3,7 @@
 The doctor says "inconclusive" rather than guess. The rules, in order:
 
 LiDAR witness (per camera, on its residual after the rig consensus,
-:mod:`~bevviz.calibration.consensus`):
+:mod:`~bevviz.calibration.lidar.consensus`):
     * fewer than ``MIN_EDGE_POINTS`` visible edge points, or fewer than ``MIN_CLUSTERS``
       image cells holding them: inconclusive (too little evidence);
     * edge points a median depth outside ``MIN_MEDIAN_DEPTH_M`` .. ``MAX_MEDIAN_DEPTH_M``
@@ -15,7 +15,7 @@ LiDAR witness (per camera, on its residual after the rig consensus,
         (A) *located*: on the directions the evidence pins down (principal directions of
             the bootstrap spread at most ``max_sd_deg``; a wide camera seldom pins its roll,
             a side camera often only a mix of roll and pitch,
-            :mod:`~bevviz.calibration.pinned`), at least ``CONFIDENCE`` of the bootstrap
+            :mod:`~bevviz.calibration.lidar.pinned`), at least ``CONFIDENCE`` of the bootstrap
             replicates put the camera more than ``TOLERANCE_DEG`` off on some axis however
             the unpinned rest lies;
         (B) *rejected*: the stored pose stands ``z_reject`` robust z below the optimum in
@@ -33,7 +33,7 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       tolerance of where the *other* cameras alone put
       it under some plausible consensus model, or a camera within the tolerance (of the
       consensus, or of the LiDAR itself) once the LiDAR may be displaced along the car's
-      axis (a timing error, :mod:`~bevviz.calibration.sync`);
+      axis (a timing error, :mod:`~bevviz.calibration.lidar.sync`);
     * at least ``CONFIDENCE`` of the replicates within the tolerance on every axis: ok;
       otherwise inconclusive (the evidence is split or not pinned down);
     * a camera that is ok on its own but whose raw offset (against the LiDAR) is beyond
@@ -54,7 +54,7 @@ Why ``TOLERANCE_DEG = 0.5``: half a degree moves a point 50 m out by 0.44 m, les
 BEVFormer BEV cell (0.512 m); a larger error smears objects across cells.
 
 Convention:
-    Offsets in body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar` and
+    Offsets in body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar.evidence` and
     docs/conventions.md.
 """
 
@@ -65,11 +65,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bevviz.calibration.alignment import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG
-from bevviz.calibration.consensus import RigConsensus
-from bevviz.calibration.lidar import CameraEvidence
-from bevviz.calibration.pinned import PinnedOffset, pinned_offset
-from bevviz.calibration.seams import SEAM_TRUST_COST
+from bevviz.calibration.lidar.alignment import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG
+from bevviz.calibration.lidar.consensus import RigConsensus
+from bevviz.calibration.lidar.evidence import CameraEvidence
+from bevviz.calibration.lidar.pinned import PinnedOffset, pinned_offset
+from bevviz.calibration.seams.analysis import SEAM_TRUST_COST
 
 __all__ = [
     "CONFIDENCE",
@@ -109,7 +109,7 @@ CONFIDENCE = 0.9
 #: Fewest visible edge points, and image cells holding them, for a LiDAR verdict.
 MIN_EDGE_POINTS = 60
 # The fewest visible edge points per frame for a "miscalibrated" verdict, MIN_VERDICT_POINTS,
-# lives in bevviz.calibration.alignment (where it also picks the edges a camera is scored on).
+# lives in bevviz.calibration.lidar.alignment (where it also picks the edges a camera is scored on).
 
 #: Other cameras that must line up with the LiDAR at their stored pose before one camera of a
 #: rig is called miscalibrated (fewer when the rig has fewer other cameras with evidence). A
@@ -125,7 +125,7 @@ MIN_EDGE_POINTS = 60
 #: in the sensor's frame, not the car's) made a camera "miscalibrated" in 12 of 20 diagnoses
 #: of those frames; in each, at most one camera stood less than 1.0 below its optimum. The
 #: offset condition came from the same cloud turned 90 deg with one nuScenes camera turned too
-#: (``python -m bevviz.calibration.stress --faults 2``):
+#: (``python -m bevviz.lab.stress --faults 2``):
 #: the turned camera and one other happened to stand within 1.0 z of optima 1.5 and 1.9 deg
 #: away, counted as two anchors, and a third camera was convicted.
 MIN_ANCHORS = 2
@@ -178,12 +178,12 @@ def format_axes(v: np.ndarray, unc: np.ndarray | None = None) -> str:
 @dataclass(frozen=True)
 class VerdictRule:
     """The constants of the LiDAR verdict, in one place (the evaluation tunes and tests them
-    leave-one-rig-out: ``python -m bevviz.calibration.evaluate --loro``).
+    leave-one-rig-out: ``python -m bevviz.lab.evaluate --loro``).
 
     Attributes:
         tolerance_deg: Largest rotation error (any axis) that counts as calibrated.
         z_structure: Smallest robust z of the optimum within the score landscape
-            (:attr:`~bevviz.calibration.lidar.CameraEvidence.z_best`): below it the image and
+            (:attr:`~bevviz.calibration.lidar.evidence.CameraEvidence.z_best`): below it the image and
             LiDAR edges do not single out any rotation (noise images, a blank wall).
         z_gap: Smallest drop (robust z) from the optimum to the stored calibration for the
             stored pose to be rejected.
@@ -195,14 +195,14 @@ class VerdictRule:
         confidence: Share of bootstrap replicates beyond the tolerance needed.
         max_sd_deg: Largest bootstrap spread (degrees) of a principal direction that takes
             part in a *located* verdict (path A): a direction known no better than this says
-            nothing (:func:`~bevviz.calibration.pinned.pinned_offset`).
+            nothing (:func:`~bevviz.calibration.lidar.pinned.pinned_offset`).
         z_reject: Smallest drop (robust z) from the optimum to the stored pose that rejects
             it without locating the camera (path B).
         half_reject: Smallest gain (robust z) of the optimum over the stored pose within
             each image half for path B.
         axis_drop: Smallest drop of the score (robust z) when one axis the camera is off on
             (its residual beyond the tolerance) is set back to its stored value, the other
-            two kept at the optimum (:attr:`~bevviz.calibration.lidar.CameraEvidence.axis_drop_z`):
+            two kept at the optimum (:attr:`~bevviz.calibration.lidar.evidence.CameraEvidence.axis_drop_z`):
             at least one such axis must show it (path A; path B's rejection is the
             landscape's own). An optimum that slides along a flat valley
             of the landscape is no evidence on that axis, however tight its bootstrap (the
@@ -232,8 +232,8 @@ class VerdictRule:
 #: halves), and the one camera the LiDAR puts just beyond the tolerance (nuScenes CAM_FRONT,
 #: roll +0.51 +- 0.06) stands 0.5 z below it (path A needs 0.75). The same choice stayed
 #: free of false alarms and wrong cameras with the image edge threshold moved from the 85th
-#: to the 80th or 90th percentile; ``python -m bevviz.calibration.evaluate --loro`` tests
-#: the choice made on two rigs on the third (``bevviz.calibration.rule_search.RULE_GRID``).
+#: to the 80th or 90th percentile; ``python -m bevviz.lab.evaluate --loro`` tests
+#: the choice made on two rigs on the third (``bevviz.lab.rule_search.RULE_GRID``).
 RULE = VerdictRule()
 
 #: Said of a one-camera rig.
@@ -278,7 +278,7 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
     """The LiDAR witness's verdict on one camera (rules in the module docstring).
 
     Args:
-        evidence: The camera's :class:`~bevviz.calibration.lidar.CameraEvidence`.
+        evidence: The camera's :class:`~bevviz.calibration.lidar.evidence.CameraEvidence`.
         consensus: The rig consensus (``fitted`` False: residual = offset against the LiDAR).
         tolerance: Largest calibrated error, degrees (default: the rule's).
         confidence: Share of replicates needed (default: the rule's).

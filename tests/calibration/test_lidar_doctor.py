@@ -7,13 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bevviz.calibration import camera_delta, diagnose, lidar_refine, perturb_rig, refine_extrinsics
-from bevviz.calibration.alignment import MIN_VERDICT_POINTS, EdgeAlignment, as_lidar_frames, hypothesis_matrix
-from bevviz.calibration.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
-from bevviz.calibration.lidar import camera_evidence
-from bevviz.calibration.lidar_edges import REFLECTIVITY, view_edges
-from bevviz.calibration.lidar_refine import FLOOR_MEDIAN_DEG, MIN_FLOOR_CAMERAS, placement_floor, refine_with_lidar
+from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine, refine_extrinsics
+from bevviz.calibration.lidar.alignment import MIN_VERDICT_POINTS, EdgeAlignment, as_lidar_frames, hypothesis_matrix
+from bevviz.calibration.lidar.edges import REFLECTIVITY, view_edges
+from bevviz.calibration.lidar.evidence import camera_evidence
+from bevviz.calibration.refine import FLOOR_MEDIAN_DEG, MIN_FLOOR_CAMERAS, placement_floor, refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS
+from bevviz.lab.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
 from bevviz.lidar import LidarScan
 
 
@@ -90,7 +90,7 @@ def test_a_rig_whose_calibrated_cameras_the_lidar_places_well_gets_the_correctio
     bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
     ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], as_lidar_frames(images, scan)))
     floor = {"A": 0.05, "B": 0.1, "C": 0.3}
-    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera, rule: floor)
+    monkeypatch.setattr(refine, "placement_floor", lambda rig, evidence, camera, rule: floor)
     new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
     assert hist.accepted and hist.proposal is None, hist.check
     assert camera_delta(rig["CAM_BACK"], new["CAM_BACK"]).angle_deg < 0.3
@@ -98,7 +98,7 @@ def test_a_rig_whose_calibrated_cameras_the_lidar_places_well_gets_the_correctio
     for name in rig.names:
         if name != "CAM_BACK":
             assert new[name] == bad[name]
-    monkeypatch.setattr(lidar_refine, "placement_floor", lambda rig, evidence, camera, rule: {"A": 0.5})
+    monkeypatch.setattr(refine, "placement_floor", lambda rig, evidence, camera, rule: {"A": 0.5})
     new, hist = refine_extrinsics(bad, images, None, "CAM_BACK", scan, evidence=ev)
     assert hist.accepted, hist.check  # one camera's placement is its own error as much as the LiDAR's
 
@@ -129,14 +129,14 @@ def test_a_correction_the_lidar_does_not_confirm_at_the_corrected_pose_is_refuse
     bad = perturb_rig(rig, "CAM_BACK", yaw_deg=2.0)
     frames = as_lidar_frames(images, scan)
     ev = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], frames))
-    measured = lidar_refine.camera_evidence
+    measured = refine.camera_evidence
 
     def unsettled(camera, frames, *args, **kwargs):
         e = measured(camera, frames, *args, **kwargs)
         scatter = np.random.default_rng(0).normal(0.0, 2.0, e.replicates_deg.shape) * [1.0, 0.0, 0.0]
         return dataclasses.replace(e, replicates_deg=e.replicates_deg + scatter)
 
-    monkeypatch.setattr(lidar_refine, "camera_evidence", unsettled)
+    monkeypatch.setattr(refine, "camera_evidence", unsettled)
     new, hist = refine_with_lidar(bad, None, "CAM_BACK", frames, evidence=ev)
     assert not hist.accepted and new is bad
     assert hist.check.startswith("the corrected pose is not confirmed") and "roll" in hist.check, hist.check
@@ -159,7 +159,7 @@ def test_seams_alone_cannot_confirm_a_correction_on_a_real_frame(real_sample):
 
 @pytest.mark.slow
 def test_the_ci_subset_of_the_evaluation_meets_the_safety_targets(real_sample):
-    """A subset of ``python -m bevviz.calibration.evaluate`` (the full table is in the
+    """A subset of ``python -m bevviz.lab.evaluate`` (the full table is in the
     closing notes): the faulty camera named, never a wrong one, never worse after refine."""
     # The seam refinement is left out (it took 27 of the test's 66 s): on a real frame seams
     # alone never confirm a correction (test_seams_alone_cannot_confirm_a_correction_on_a_real_frame).

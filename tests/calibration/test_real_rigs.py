@@ -13,16 +13,11 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
-from bevviz.calibration.alignment import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames
-from bevviz.calibration.consensus import rig_consensus
-from bevviz.calibration.evaluate import Case, random_faults
-from bevviz.calibration.evaluate import main as evaluate_main
-from bevviz.calibration.evaluate import summary as evaluate_summary
-from bevviz.calibration.frame_folder import load_frame_folder
-from bevviz.calibration.lidar import camera_evidence, lidar_evidence
-from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG, lidar_placement
+from bevviz.calibration.lidar.alignment import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames
+from bevviz.calibration.lidar.consensus import rig_consensus
+from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence
 from bevviz.calibration.perturbations import same_turn
-from bevviz.calibration.stress import denser
+from bevviz.calibration.refine import MAX_SPREAD_DEG, lidar_placement
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MAX_MEDIAN_DEPTH_M,
@@ -31,6 +26,11 @@ from bevviz.calibration.verdicts import (
     MIN_VERDICT_POINTS,
     MISCALIBRATED,
 )
+from bevviz.io.frame_folder import load_frame_folder
+from bevviz.lab.evaluate import Case, random_faults
+from bevviz.lab.evaluate import main as evaluate_main
+from bevviz.lab.evaluate import summary as evaluate_summary
+from bevviz.lab.stress import denser
 
 
 def _frame(sample_data, name):

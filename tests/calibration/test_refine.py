@@ -1,4 +1,4 @@
-"""bevviz.calibration.refine: seam refinement recovers injected rotations on the embedded sample.
+"""bevviz.calibration.seams.refine: seam refinement recovers injected rotations on the embedded sample.
 
 Default run: refinement on a representative subset of cameras and axes (``sweeps.SUBSET``),
 and the miscalibrated scene B. Set ``BEVVIZ_FULL=1`` for the sweep over every camera x axis

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bevviz.calibration.consensus import RigConsensus
-from bevviz.calibration.lidar import CameraEvidence
+from bevviz.calibration.lidar.consensus import RigConsensus
+from bevviz.calibration.lidar.evidence import CameraEvidence
 from bevviz.calibration.verdicts import (
     ANCHOR_MAX_OFFSET_DEG,
     INCONCLUSIVE,
