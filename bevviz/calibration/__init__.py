@@ -11,7 +11,7 @@ Two witnesses, each in its own room, and the judgement on top:
   corrections alike);
 * :mod:`~bevviz.calibration.verdicts`: "miscalibrated" / "ok" / "inconclusive" from each
   witness and from both, as an ordered list of named checks, each raising a
-  :class:`~bevviz.calibration.doubts.Doubt` or none; :mod:`~bevviz.calibration.doubts`
+  :class:`~bevviz.calibration.verdicts.doubts.Doubt` or none; :mod:`~bevviz.calibration.verdicts.doubts`
   holds the doubts and renders the sentences;
 * :mod:`~bevviz.calibration.diagnose`: every camera's finding, one function per question
   (the full doctor, the seams' quick ranking, each suspect rotated alone, against a known
@@ -33,7 +33,18 @@ Convention:
     ``R = Rz(yaw) Ry(pitch) Rx(roll)``. See docs/conventions.md.
 """
 
-from bevviz.calibration.diagnose import DIAGNOSE_LEVELS, CameraFinding, Diagnosis, diagnose, standout
+from bevviz.calibration.diagnose import (
+    DIAGNOSE_LEVELS,
+    CameraFinding,
+    DiagnoseSettings,
+    Diagnosis,
+    against_texture,
+    diagnose,
+    judge_with_lidar,
+    rank_seams,
+    rotate_suspects,
+    standout,
+)
 from bevviz.calibration.lidar import (
     AXES,
     BOOTSTRAP,
@@ -72,6 +83,7 @@ from bevviz.calibration.perturbations import (
 from bevviz.calibration.refine import (
     FLOOR_MEDIAN_DEG,
     TARGET_DEG,
+    RefineSettings,
     lidar_placement,
     placement_floor,
     refine_extrinsics,
@@ -98,6 +110,7 @@ from bevviz.calibration.seams import (
     Sampler,
     SeamAnalysis,
     SeamPair,
+    SeamRefineSettings,
     analyze_seams,
     as_frames,
     as_pyramids,
@@ -122,8 +135,14 @@ from bevviz.calibration.verdicts import (
     STANDOUT_RATIO,
     TOLERANCE_DEG,
     VERDICTS,
+    Basis,
+    Doubt,
+    Judgement,
     LidarVerdict,
+    SeamVerdict,
     VerdictRule,
+    Why,
+    combine,
     lidar_verdict,
     seam_verdict,
 )
@@ -143,7 +162,7 @@ __all__ = [
     "seam_grid", "seam_neighbours",
     # refinement
     "DEFAULT_LEVELS", "FAST_LEVELS", "ROBUST_K", "SEARCH_DEG", "SEARCH_LEVELS", "SEARCH_STEP_DEG", "Level",
-    "RefineHistory", "RefineStep", "refine_camera",
+    "RefineHistory", "RefineStep", "SeamRefineSettings", "refine_camera",
     # LiDAR witness
     "AXES", "BOOTSTRAP", "SEARCH_RADIUS_DEG", "CameraEvidence", "EdgeAlignment", "LidarEdges", "LidarFrame",
     "as_lidar_frames", "attraction_maps", "camera_evidence", "edge_mask", "edge_strength", "hypothesis_matrix",
@@ -154,8 +173,11 @@ __all__ = [
     # real frame folders
     "RealFrame", "load_frame_folder",
     # consensus and verdicts
-    "CONFIDENCE", "INCONCLUSIVE", "MISCALIBRATED", "OK", "RULE", "TOLERANCE_DEG", "VERDICTS", "LidarVerdict",
-    "RigConsensus", "VerdictRule", "lidar_verdict", "rig_consensus", "seam_verdict",
-    # diagnosis
-    "DIAGNOSE_LEVELS", "STANDOUT_RATIO", "CameraFinding", "Diagnosis", "diagnose", "refine_extrinsics", "standout",
+    "CONFIDENCE", "INCONCLUSIVE", "MISCALIBRATED", "OK", "RULE", "TOLERANCE_DEG", "VERDICTS", "Basis", "Doubt",
+    "Judgement", "LidarVerdict", "RigConsensus", "SeamVerdict", "VerdictRule", "Why", "combine", "lidar_verdict",
+    "rig_consensus", "seam_verdict",
+    # diagnosis and refinement, one function per question
+    "DIAGNOSE_LEVELS", "STANDOUT_RATIO", "CameraFinding", "DiagnoseSettings", "Diagnosis", "RefineSettings",
+    "against_texture", "diagnose", "judge_with_lidar", "rank_seams", "refine_extrinsics", "rotate_suspects",
+    "standout",
 ]

@@ -24,24 +24,20 @@ Held-out check (both halves of the evidence must agree):
       (cross-validation: the correction explains evidence it was not fitted to),
     * where both kinds of edge hold at least ``MIN_EDGE_POINTS`` points, the depth edges
       alone and the reflectivity edges alone put the camera within ``KIND_AGREEMENT_DEG`` of
-      each other on every axis (two witnesses of different physics: on a TRI frame the
-      halves agreed on a roll the reflectivity edges did not share, 1.01 deg apart, and the
-      correction ended 1.20 deg from the truth), and
+      each other on every axis (two witnesses of different physics: halves can agree on a
+      roll the reflectivity edges do not share), and
     * judged again at the corrected pose (its evidence measured afresh, the rig consensus of
       the other cameras), the LiDAR calls the camera calibrated ("ok": its offset pinned
-      down and within the tolerance). On a TRI frame a correction passed every check above
-      and ended 1.12 deg from the truth; at its corrected pose the roll's bootstrap spread
-      was 2.2 deg ("inconclusive"). The 12 other accepted corrections of the development
-      frames were all "ok" there.
+      down and within the tolerance): a correction can pass every check above and still
+      leave the camera's roll spread over degrees there.
 
     A correction that passes every check is still only *proposed* (``history.proposal``,
     not applied) when the LiDAR places the rig's other, calibrated cameras further than
     ``FLOOR_MEDIAN_DEG`` from their stored poses (median over at least
     ``MIN_FLOOR_CAMERAS`` of them, :func:`placement_floor`): the corrected camera would end
     about as far from its true pose, and fewer than 9 in 10 corrections within
-    ``TARGET_DEG``. On the real nuScenes keyframe the LiDAR puts its calibrated cameras 0.07
-    to 0.53 deg from the dataset's calibration (median 0.28 to 0.37, whichever camera is
-    left out), and its corrections ended 0.07 to 0.51 deg from it, 5 of 7 beyond 0.3 deg.
+    ``TARGET_DEG`` (docs/calibration.md, tuning table: the real keyframe whose corrections
+    are only proposed).
 
     Otherwise the input rig comes back unchanged (``history.accepted`` False), so a
     refinement never makes a calibration worse on evidence it cannot confirm.
@@ -55,26 +51,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.calibration.diagnose import diagnose
+from bevviz.calibration.diagnose import DiagnoseSettings, diagnose
 from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment, LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.lidar.evidence import CameraEvidence, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import camera_delta, perturb_camera
-from bevviz.calibration.seams.analysis import SEAM_RING, seam_grid
-from bevviz.calibration.seams.pyramid import Sampler, as_pyramids
+from bevviz.calibration.seams.analysis import seam_grid
+from bevviz.calibration.seams.pyramid import as_pyramids
 from bevviz.calibration.seams.refine import (
-    DEFAULT_LEVELS,
-    ROBUST_K,
-    SEARCH_DEG,
-    Level,
     RefineHistory,
     RefineStep,
+    SeamRefineSettings,
     refine_camera,
 )
 from bevviz.calibration.verdicts import (
@@ -89,20 +83,18 @@ from bevviz.calibration.verdicts import (
     lidar_verdict,
 )
 from bevviz.camera import Camera, Rig
-from bevviz.shapes import field_error
 
 __all__ = ["HALF_AGREEMENT_DEG", "KIND_AGREEMENT_DEG", "MAX_SPREAD_DEG", "MIN_FLOOR_CAMERAS", "TARGET_DEG",
-           "FLOOR_MEDIAN_DEG", "lidar_placement", "placement_floor", "refine_extrinsics", "refine_with_lidar"]
+           "FLOOR_MEDIAN_DEG", "RefineSettings", "lidar_placement", "placement_floor", "refine_extrinsics",
+           "refine_with_lidar"]
 
 #: Largest disagreement (degrees, any corrected axis) between the two halves' optima: the
 #: tolerance itself (halves further apart than what counts as calibrated cannot confirm).
 HALF_AGREEMENT_DEG = TOLERANCE_DEG
-#: Largest bootstrap spread (degrees) of a corrected axis (0.25 refused the 2 deg yaw of the
-#: embedded keyframe's CAM_BACK, roll spread 0.32, which then ends 0.20 deg from the truth).
+#: Largest bootstrap spread (degrees) of a corrected axis (docs/calibration.md, tuning table).
 MAX_SPREAD_DEG = 0.35
 #: Largest disagreement (degrees, any axis) between the depth-edge and the reflectivity-edge
-#: optima of a corrected camera. The accepted corrections of the development frames had 0.08
-#: to 0.32 between them, one KITTI frame 0.63 (ending 0.14 deg from the truth); 1.01 was wrong.
+#: optima of a corrected camera (docs/calibration.md, tuning table).
 KIND_AGREEMENT_DEG = 0.75
 #: The accuracy (degrees, rotation angle from the true pose) an applied correction promises.
 TARGET_DEG = 0.3
@@ -322,23 +314,35 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     return (rig.replace(new_cam) if hist.accepted else rig), hist
 
 
+@dataclass(frozen=True)
+class RefineSettings(SeamRefineSettings):
+    """What a refinement runs: the seam refinement's settings
+    (:class:`~bevviz.calibration.seams.refine.SeamRefineSettings`: ``translation``, ``levels``,
+    ``ring``, ``neighbours``, ``robust``, ``sampler``, ``search_deg``) and the LiDAR verdict's.
+
+    Attributes:
+        rule: The LiDAR verdict's constants (the stored pose must be rejected under them).
+
+    Raises:
+        InputError: ``levels`` not a non-empty sequence of :class:`Level` (when made).
+    """
+
+    rule: VerdictRule = RULE
+
+
 def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
                       grid: BEVGrid | None = None, camera: str | None = None, lidar: object = None, *,
-                      translation: bool = False, levels: Sequence[Level] = DEFAULT_LEVELS,
-                      ring: tuple[float, float] = SEAM_RING, neighbours: Sequence[str] | None = None,
-                      robust: float | None = ROBUST_K, sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
-                      evidence: Mapping[str, CameraEvidence] | None = None,
+                      settings: RefineSettings | None = None, evidence: Mapping[str, CameraEvidence] | None = None,
                       progress: Callable[[int, int, float], None] | None = None,
-                      ignore: Mapping[str, object] | None = None,
-                      rule: VerdictRule = RULE) -> tuple[Rig, RefineHistory]:
+                      ignore: Mapping[str, object] | None = None) -> tuple[Rig, RefineHistory]:
     """Refine one camera's extrinsics; keep the result only if it passes its own held-out check.
 
     With ``lidar``: the camera's rotation is aligned with the LiDAR edges relative to the
-    rig consensus and checked on two halves of the evidence
-    (:func:`bevviz.calibration.refine.refine_with_lidar`); a camera with too few LiDAR
-    edge points (``MIN_EDGE_POINTS``) falls back to its seams. Without: its seam
-    inconsistency is minimised (:func:`bevviz.calibration.seams.refine.refine_camera`) and the
-    result is kept only when every seam improves on its own and ends consistent.
+    rig consensus and checked on two halves of the evidence (:func:`refine_with_lidar`); a
+    camera with too few LiDAR edge points (``MIN_EDGE_POINTS``) falls back to its seams.
+    Without: its seam inconsistency is minimised
+    (:func:`bevviz.calibration.seams.refine.refine_camera`) and the result is kept only when
+    every seam improves on its own and ends consistent.
 
     Args:
         rig: The rig; every camera but ``camera`` is held fixed.
@@ -347,13 +351,11 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         grid: Ground grid for the seams; only its extent is used. Default :func:`seam_grid`.
         camera: Camera to refine; default the first finding of :func:`diagnose`.
         lidar: Optional LiDAR witness, as for :func:`diagnose` (one scan per frame).
-        translation, levels, ring, neighbours, robust, sampler, search_deg: Seam refinement
-            settings, as :func:`bevviz.calibration.seams.refine.refine_camera`.
+        settings: :class:`RefineSettings` (default: the shipped doctor's).
         evidence: Precomputed LiDAR evidence of every camera (with ``lidar``; saves aligning
             them again).
         progress: Optional ``callback(step, total_steps, loss)``.
         ignore: Optional per-camera polygons that do not show the world, as for :func:`diagnose`.
-        rule: The LiDAR verdict's constants, as for :func:`diagnose`.
 
     Returns:
         (the rig with the refined camera, or the input rig unchanged when
@@ -361,16 +363,13 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         whose ``check`` says why).
 
     Raises:
-        ValueError: ``levels`` not a non-empty sequence of :class:`Level`, unknown camera,
-            or (seams) a camera with no seam to refine against.
+        InputError: unknown camera, or (seams) a camera with no seam to refine against.
 
     Convention:
         The correction is a body-frame (FLU) rotation, applied as
         ``ego_from_body' = ego_from_body @ exp(rot)``. See docs/conventions.md.
     """
-    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
-            isinstance(lv, Level) for lv in levels):
-        raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
+    s = RefineSettings() if settings is None else settings
     grid = seam_grid() if grid is None else grid
     frames = None
     if lidar is not None:  # aligned once: the diagnosis below (no camera given) reuses it
@@ -378,12 +377,11 @@ def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         if evidence is None or any(n not in evidence for n in rig.names):
             evidence = lidar_evidence(rig, None, frames)
     if camera is None:
-        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence, rule=rule)[0].camera
+        asked = DiagnoseSettings(sampler=s.sampler, rule=s.rule)
+        camera = diagnose(rig, images, grid, lidar, settings=asked, evidence=evidence)[0].camera
     if frames is not None:
         if evidence[camera].n_points >= MIN_EDGE_POINTS:
-            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress, rule=rule)
+            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress, rule=s.rule)
         # Too few LiDAR edges in this camera: the seams are the witness left.
-    new_rig, hist = refine_camera(rig, images, grid, camera, translation=translation, levels=levels, ring=ring,
-                                  neighbours=neighbours, robust=robust, sampler=sampler, search_deg=search_deg,
-                                  progress=progress)
+    new_rig, hist = refine_camera(rig, images, grid, camera, s, progress)
     return (new_rig if hist.accepted else rig), hist

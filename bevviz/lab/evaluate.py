@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bevviz.calibration.diagnose import diagnose
+from bevviz.calibration.diagnose import DiagnoseSettings, diagnose
 from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment, as_lidar_frames
 from bevviz.calibration.lidar.evidence import camera_evidence
 from bevviz.calibration.lidar.masks import ignore_masks
@@ -56,6 +56,7 @@ from bevviz.calibration.perturbations import camera_delta, perturb_rig
 from bevviz.calibration.refine import (
     FLOOR_MEDIAN_DEG,
     TARGET_DEG,
+    RefineSettings,
     lidar_placement,
     refine_extrinsics,
     refine_with_lidar,
@@ -63,6 +64,7 @@ from bevviz.calibration.refine import (
 from bevviz.calibration.seams.analysis import analyze_seams, seam_grid
 from bevviz.calibration.verdicts import MIN_EDGE_POINTS, MISCALIBRATED, RULE, VerdictRule
 from bevviz.camera import Camera, Rig
+from bevviz.errors import InputError
 from bevviz.io.frame_folder import RealFrame, load_frame_folder
 from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
 from bevviz.lab.rule_search import RULE_GRID, Stored, leave_one_rig_out, rig_key, stored
@@ -178,7 +180,8 @@ def load_frames(paths: Sequence[str | Path], version: str = "v1.0-mini") -> list
         elif (p / version).is_dir():
             out.append(_nuscenes_frame(p, version))
         else:
-            raise ValueError(f"frames: {p} is neither a frame folder (rig.json) nor a nuScenes dataroot ({version}/)")
+            raise InputError(f"frames: {p} is neither a frame folder (rig.json) nor a nuScenes dataroot ({version}/)",
+                             "frames", str(p))
     return out
 
 
@@ -273,7 +276,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             analyses = [analyze_seams(bad, im, grid) for im in images] if len(bad) > 1 else None
             if cam is None:
                 clean_analyses = analyses  # the timing cases below judge the same rig and images
-            found = diagnose(bad, images, grid, evidence=ev, analyses=analyses, rule=rule)
+            found = diagnose(bad, images, grid, settings=DiagnoseSettings(rule=rule), evidence=ev, analyses=analyses)
             case = Case(cam, None if cam is None else "random", float(np.linalg.norm(fault)), name,
                         [float(v) for v in fault], [f.camera for f in found if f.verdict == MISCALIBRATED],
                         cameras=len(bad))
@@ -287,7 +290,8 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
                 if refine:
                     new, hist = refine_with_lidar(bad, None, cam, lidar_frames, evidence=ev, rule=rule,
                                                   alignment=alignment) if ev[cam].n_points >= MIN_EDGE_POINTS else \
-                        refine_extrinsics(bad, images, grid, cam, [f.scan for f in group], evidence=ev, rule=rule)
+                        refine_extrinsics(bad, images, grid, cam, [f.scan for f in group],
+                                          settings=RefineSettings(rule=rule), evidence=ev)
                     case.lidar_accepted, case.lidar_check = hist.accepted, hist.check
                     case.lidar_end_deg = _angle(frame.rig, new, cam)
                     if hist.proposal is not None:
@@ -308,7 +312,8 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             moved = [lf for f in group
                      for lf in as_lidar_frames(f.images, _displaced(f.scan, shift), ignore_masks(f.rig, f.ignore))]
             ev = {n: camera_evidence(frame.rig[n], moved) for n in frame.rig.names}
-            found = diagnose(frame.rig, images, grid, evidence=ev, analyses=clean_analyses, rule=rule)
+            found = diagnose(frame.rig, images, grid, settings=DiagnoseSettings(rule=rule), evidence=ev,
+                             analyses=clean_analyses)
             case = Case(None, "timing", float(shift), name, cameras=len(frame.rig),
                         lidar_named=[f.camera for f in found if f.verdict == MISCALIBRATED])
             case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
@@ -501,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
             cases, stores, timings = evaluate_frames(
                 frames, lambda f: random_faults(f, args.faults, args.seed), refine=not args.no_refine,
                 sequence=args.sequence)
-    except ValueError as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     table = frame_table(cases)

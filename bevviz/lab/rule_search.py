@@ -23,7 +23,15 @@ import numpy as np
 
 from bevviz.calibration.lidar.consensus import RigConsensus
 from bevviz.calibration.lidar.evidence import CameraEvidence
-from bevviz.calibration.verdicts import MISCALIBRATED, RULE, VerdictRule, combine, lidar_verdict
+from bevviz.calibration.verdicts import (
+    MISCALIBRATED,
+    RULE,
+    SeamVerdict,
+    VerdictRule,
+    combine,
+    lidar_verdict,
+    seam_verdict,
+)
 from bevviz.camera import Rig
 
 __all__ = ["RULE_GRID", "Stored", "choose", "judge", "leave_one_rig_out", "rig_key", "rules", "score_rule", "stored"]
@@ -46,23 +54,23 @@ class Stored:
     rig: Rig
     evidence: dict[str, CameraEvidence]
     consensus: RigConsensus
-    seams: dict[str, tuple[str, str, float]]
+    seams: dict[str, tuple[SeamVerdict, float]]
 
 
 def stored(rig: Rig, evidence: dict[str, CameraEvidence], found) -> Stored:
     """What a diagnosis ``found`` (:func:`~bevviz.calibration.diagnose.diagnose`'s findings) of
     ``rig`` can be re-judged from."""
     return Stored(rig, evidence, found.consensus,
-                  {f.camera: (f.witnesses.get("seams", "inconclusive"), "", f.quick_score) for f in found})
+                  {f.camera: (seam_verdict(f.quick_score, len(f.seams), found.seam_median), f.quick_score)
+                   for f in found})
 
 
 def judge(case: Stored, rule: VerdictRule) -> list[str]:
     """Cameras named "miscalibrated" under ``rule`` (as :func:`diagnose` judges them)."""
     named = []
     for cam, ev in case.evidence.items():
-        seam_v, seam_why, quick = case.seams[cam]
-        verdict, _ = combine(lidar_verdict(ev, case.consensus, rule=rule), (seam_v, seam_why), quick)
-        if verdict == MISCALIBRATED:
+        seams, quick = case.seams[cam]
+        if combine(lidar_verdict(ev, case.consensus, rule=rule), seams, quick).verdict == MISCALIBRATED:
             named.append(cam)
     return named
 

@@ -49,6 +49,7 @@ from bevviz.calibration.diagnose import diagnose
 from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED
 from bevviz.camera import Camera, Rig, measured_from_ground
+from bevviz.errors import InputError
 from bevviz.io.frame_folder import RealFrame
 from bevviz.lab.evaluate import DEFAULT_DATAROOT, evaluate_frames, load_frames, random_faults
 from bevviz.lidar import LidarScan
@@ -298,7 +299,7 @@ def _blur(img: np.ndarray) -> np.ndarray:
 def _jpeg(img: np.ndarray) -> np.ndarray:
     ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 15])
     if not ok:
-        raise ValueError("images: cannot be encoded as JPEG")
+        raise InputError("images: cannot be encoded as JPEG", "images", img.shape)
     return cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
 
 
@@ -514,7 +515,7 @@ def _run(case: StressCase, frame: RealFrame, make: Callable, seed: int, faults: 
             case.faults = len(turned)
             case.faults_named = sum(c.camera in c.lidar_named for c in turned)
             case.wrong = [f"{c.camera}: {n}" for c in turned for n in c.lidar_named if n != c.camera]
-    except ValueError as exc:
+    except InputError as exc:
         case.error = str(exc)
 
 
@@ -583,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         frames = load_frames(args.frames or [DEFAULT_DATAROOT], args.version)
-    except ValueError as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     chosen = {k: VARIANTS[k] for k in (args.variants or VARIANTS)}

@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine, refine_extrinsics
+from bevviz.calibration import DiagnoseSettings, Doubt, camera_delta, diagnose, perturb_rig, refine, refine_extrinsics
 from bevviz.calibration.lidar.alignment import MIN_VERDICT_POINTS, EdgeAlignment, as_lidar_frames, hypothesis_matrix
 from bevviz.calibration.lidar.edges import REFLECTIVITY, view_edges
 from bevviz.calibration.lidar.evidence import camera_evidence
 from bevviz.calibration.refine import FLOOR_MEDIAN_DEG, MIN_FLOOR_CAMERAS, placement_floor, refine_with_lidar
-from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS
+from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS, lidar_doubt, rig_doubt
 from bevviz.lab.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
 from bevviz.lidar import LidarScan
 
@@ -40,12 +40,12 @@ def test_a_two_degree_yaw_names_that_camera_and_no_other(real_sample, real_evide
     assert _named(found) == ["CAM_BACK"]
     assert found[0].camera == "CAM_BACK"
     assert found[0].offset_deg["yaw"] == pytest.approx(2.0, abs=0.3)
-    assert "CAM_BACK" in found[0].reason and "edge points" in found[0].reason
+    assert found[0].doubt is None and found[0].witnesses["lidar"] == MISCALIBRATED
 
 
 def test_diagnose_takes_the_scan_itself(real_sample):
     rig, images, scan = real_sample
-    found = diagnose(rig, images, lidar=scan, replicates=8)
+    found = diagnose(rig, images, lidar=scan, settings=DiagnoseSettings(replicates=8))
     assert len(found) == len(rig) and all(f.lidar is not None for f in found)
 
 
@@ -59,9 +59,11 @@ def test_a_lidar_in_the_wrong_frame_accuses_no_camera(real_sample):
                        dict(scan.exposure_from_keyframe))
     found = diagnose(rig, images, lidar=turned)
     assert [f.camera for f in found if f.verdict == MISCALIBRATED] == []
-    assert any("line up with the LiDAR" in f.reason for f in found)
-    assert found.lidar_doubt.startswith("only ") and "sensor's frame" in found.lidar_doubt  # said once, rig-wide
-    assert diagnose(rig, images, lidar=scan, replicates=8).lidar_doubt == ""  # the scan as it is: no doubt
+    assert any(f.doubt is Doubt.LIDAR_MAY_BE_OFF for f in found), [f.doubt for f in found]
+    assert rig_doubt(found.consensus).doubt is Doubt.LIDAR_LOOKS_OFF  # said once, rig-wide
+    assert found.lidar_doubt == lidar_doubt(found.consensus)
+    as_it_is = diagnose(rig, images, lidar=scan, settings=DiagnoseSettings(replicates=8))
+    assert as_it_is.lidar_doubt == "" and rig_doubt(as_it_is.consensus) is None  # the scan as it is: no doubt
 
 
 def test_on_the_keyframe_the_lidar_proposes_the_correction_but_does_not_apply_it(real_sample, real_evidence):

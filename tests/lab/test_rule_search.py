@@ -9,7 +9,7 @@ import pytest
 
 from bevviz.calibration.lidar.consensus import RigConsensus
 from bevviz.calibration.lidar.evidence import CameraEvidence
-from bevviz.calibration.verdicts import RULE, VerdictRule
+from bevviz.calibration.verdicts import RULE, VerdictRule, seam_verdict
 from bevviz.lab.rule_search import RULE_GRID, Stored, choose, judge, leave_one_rig_out, rules, score_rule
 
 
@@ -28,7 +28,7 @@ def _stored(gap_z: float, offset_deg: float = 1.5) -> Stored:
                         score_stored_coarse=0.80 - 0.02 * gap_z, halves_deg=np.array([off, off]),
                         half_gain=np.array([2.0, 2.0]))
     return Stored(rig=None, evidence={"CAM_X": ev}, consensus=RigConsensus(),
-                  seams={"CAM_X": ("inconclusive", "seams cannot judge", 1.0)})
+                  seams={"CAM_X": (seam_verdict(1.0, 1, 0.06), 1.0)})  # one seam: the seams cannot judge
 
 
 GRID = {"z_gap": (0.5, 0.75, 1.25)}

@@ -9,6 +9,7 @@ import pytest
 
 from bevviz.calibration.diagnose import diagnose
 from bevviz.calibration.lidar.masks import ignore_masks
+from bevviz.errors import InputError
 from bevviz.io.frame_folder import load_frame_folder
 from bevviz.lab.stress import (
     BARREL_K1,
@@ -218,9 +219,14 @@ def test_a_moved_lidar_is_skipped_on_a_one_camera_rig_and_said_so(kitti):
 
 def test_a_variant_that_cannot_run_or_accuses_fails_the_summary(kitti):
     def broken(frame, rng):
-        raise ValueError("images: no such camera")
+        raise InputError("images: no such camera", "images", "CAM_X")
     (case,) = stress_frames([kitti], {"broken": ("raises", broken)}, log=None)
     assert case.error == "images: no such camera"
+
+    def buggy(frame, rng):  # not bad input: a bug in the variant, which no case swallows
+        raise ValueError("a bug")
+    with pytest.raises(ValueError, match="a bug"):
+        stress_frames([kitti], {"buggy": ("raises", buggy)}, log=None)
     rows, ok = summary([case])
     assert not ok and "1 could not run" in rows[-1]
     rows, ok = summary([StressCase("f", "v", 6, ["CAM_FRONT"])])

@@ -88,6 +88,7 @@ from bevviz.calibration.seams.refine import (
     Level,
     RefineHistory,
     RefineStep,
+    SeamRefineSettings,
     refine_camera,
 )
 
@@ -98,5 +99,5 @@ __all__ = [
     "SeamPair", "analyze_seams", "combine_seams", "rig_centre", "rig_seam_cost", "ring_mask", "seam_cost",
     "seam_grid", "seam_neighbours",
     "DEFAULT_LEVELS", "FAST_LEVELS", "ROBUST_K", "SEARCH_DEG", "SEARCH_LEVELS", "SEARCH_STEP_DEG", "Level",
-    "RefineHistory", "RefineStep", "refine_camera",
+    "RefineHistory", "RefineStep", "SeamRefineSettings", "refine_camera",
 ]

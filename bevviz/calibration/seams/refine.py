@@ -49,6 +49,7 @@ __all__ = [
     "refine_camera",
     "RefineHistory",
     "RefineStep",
+    "SeamRefineSettings",
 ]
 
 
@@ -232,28 +233,14 @@ class _Adam:
 
 
 
-@on_one_thread
-def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                  grid: BEVGrid | None, camera: str, *, translation: bool = False,
-                  levels: Sequence[Level] = DEFAULT_LEVELS, ring: tuple[float, float] = SEAM_RING,
-                  neighbours: Sequence[str] | None = None, robust: float | None = ROBUST_K,
-                  sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
-                  progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
-    """Refine one named camera's extrinsics by minimising its seam inconsistency (self-consistency).
+@dataclass(frozen=True)
+class SeamRefineSettings:
+    """What a seam refinement runs, in one frozen place (defaults: the accurate schedule).
 
-    :func:`bevviz.calibration.refine_extrinsics` is the same with the camera optional.
-
-    Args:
-        rig: The rig; every camera but ``camera`` is held fixed.
-        images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
-            of the same rig (all seams of all frames are combined); or
-            :class:`ImagePyramid` objects (their downsampled levels are cached).
-        grid: Ground grid; only its extent is used (it bounds the ground compared), the
-            cell sizes come from ``levels``. Default :func:`seam_grid` (out to 30 m).
-        camera: Camera to refine.
+    Attributes:
         translation: Also refine the optical centre (weakly constrained by seams: a shift of
             a few cm changes the ground by the same few cm, a rotation by far more).
-        levels: Coarse-to-fine schedule (:class:`Level`).
+        levels: Coarse-to-fine schedule (a non-empty sequence of :class:`Level`).
         ring: (r_min, r_max) metres of ground used.
         neighbours: Cameras to compare with; default :func:`seam_neighbours`.
         robust: Scale k of the robust combination of seam terms ``k log(1 + cost / k)``
@@ -269,6 +256,43 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
             Periodic ground (a metric checker, tiles, parking bays) gives false minima one
             period away (about 3 deg for a 1 m pattern 20 m out) that gradient descent from
             the given pose alone falls into.
+
+    Raises:
+        InputError: ``levels`` not a non-empty sequence of :class:`Level` (when made).
+    """
+
+    translation: bool = False
+    levels: Sequence[Level] = DEFAULT_LEVELS
+    ring: tuple[float, float] = SEAM_RING
+    neighbours: Sequence[str] | None = None
+    robust: float | None = ROBUST_K
+    sampler: Sampler | None = None
+    search_deg: float = SEARCH_DEG
+
+    def __post_init__(self):
+        levels = self.levels
+        if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
+                isinstance(lv, Level) for lv in levels):
+            raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
+
+
+@on_one_thread
+def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+                  grid: BEVGrid | None, camera: str, settings: SeamRefineSettings | None = None,
+                  progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
+    """Refine one named camera's extrinsics by minimising its seam inconsistency (self-consistency).
+
+    :func:`bevviz.calibration.refine_extrinsics` is the same with the camera optional.
+
+    Args:
+        rig: The rig; every camera but ``camera`` is held fixed.
+        images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
+            of the same rig (all seams of all frames are combined); or
+            :class:`ImagePyramid` objects (their downsampled levels are cached).
+        grid: Ground grid; only its extent is used (it bounds the ground compared), the
+            cell sizes come from ``levels``. Default :func:`seam_grid` (out to 30 m).
+        camera: Camera to refine.
+        settings: :class:`SeamRefineSettings` (default: the accurate schedule).
         progress: Optional ``callback(step, total_steps, loss)`` after every optimisation
             step run, those of the search's alternative starts included (``total_steps``
             counts them, so it can exceed the schedule's own step count).
@@ -277,16 +301,15 @@ def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[
         (the rig with the refined camera, :class:`RefineHistory`).
 
     Raises:
-        ValueError: ``levels`` not a non-empty sequence of :class:`Level`, unknown camera, or
-            a camera with no seam to refine against.
+        InputError: unknown camera, or a camera with no seam to refine against.
 
     Convention:
         The correction is a body-frame (FLU) rotation vector in degrees and an ego-frame
         translation in cm, applied as ``ego_from_body' = ego_from_body @ exp(rot)``.
     """
-    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
-            isinstance(lv, Level) for lv in levels):
-        raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
+    s = SeamRefineSettings() if settings is None else settings
+    translation, levels, ring, robust, sampler = s.translation, s.levels, s.ring, s.robust, s.sampler
+    neighbours, search_deg = s.neighbours, s.search_deg
     t0 = time.perf_counter()
     grid = seam_grid() if grid is None else grid
     rig[camera]  # named error for an unknown camera
