@@ -102,22 +102,16 @@ DEPTH_CELL_RAD = 0.0063
 #: shrunk first: the attraction scales are angles, the finest 0.0063 rad = 6 px here).
 MAP_FOCAL_PX = 1000.0
 #: Most edge points a camera keeps per frame (a fixed random subset beyond: the scores are
-#: means, so a dense cloud costs no more than this; the development frames hold at most 945).
+#: means, so a dense cloud costs no more than this).
 MAX_EDGE_POINTS = 2000
 #: Fewest visible edge points per frame for a "miscalibrated" verdict (fewer: inconclusive). A
 #: sparse cloud's edges are placed coarsely and its landscape is rough, and neither the
-#: bootstrap nor the halves see a bias: the TRI frames thinned to a random quarter or half of
-#: their points (36 diagnoses) had 8 of 139 cameras with fewer than 250 edge points called
-#: miscalibrated (92 to 244 points), none of 77 with 250 to 600; the three TRI frames thinned to
-#: a quarter and judged together convicted a camera with 639 points (213 a frame): more frames
-#: of a sparse cloud do not place its edges better. Full clouds give the development cameras
-#: 216 to 945 points a frame; one named fault (TRI, 280 points) sits between.
+#: bootstrap nor the halves see a bias; more frames of a sparse cloud do not place its edges
+#: better (docs/calibration.md, tuning table).
 MIN_VERDICT_POINTS = 300
 # MIN_VERDICT_POINTS also picks the edges a camera is scored on: its own view's
-# (view_edges), unless they are fewer and the scan has rings, then the rings' (lidar_edges).
-# On the nuScenes keyframe (32 beams) the views hold 120-265 edges a camera and the rings name
-# 10 of 12 faults against 0; on KITTI (64 beams, rings from its storage order) the views hold
-# 447-889 and name 4 of 6 against 2 of 6 along the rings.
+# (view_edges), unless they are fewer and the scan has rings, then the rings' (lidar_edges):
+# a sparse LiDAR's rings are the stronger witness.
 #: Nearest depth (metres) of an edge point in front of the camera.
 MIN_DEPTH_M = 1.0
 #: Step (degrees) of the per-axis profiles.

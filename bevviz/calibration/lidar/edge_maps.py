@@ -39,7 +39,7 @@ EDGE_BLUR_PX = 1.0
 #: Attraction scales (pixels at 1600 px image width), coarse to fine.
 ATTRACTION_SCALES_PX = (16.0, 8.0)
 #: The same scales as angles (radians: pixels / focal length), for images of any focal
-#: length: 16 and 8 px at nuScenes' 1266 px focal length.
+#: length: 16 and 8 px at a 1266 px focal length (a 1600 px wide image of about 64 deg).
 ATTRACTION_SCALES_RAD = (0.0126, 0.0063)
 
 

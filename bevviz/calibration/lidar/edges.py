@@ -25,11 +25,10 @@ gradients across that link (:func:`bevviz.calibration.lidar.edge_maps.oriented_a
 index (a spinning LiDAR's own scan lines, as a nuScenes ``.bin`` stores them; a ring whose
 points are not stored in scan order is put in azimuth order, :func:`in_scan_order`). The
 doctor scores a camera on them where its own view holds too few edges for a verdict
-(:data:`bevviz.calibration.lidar.alignment.MIN_VERDICT_POINTS`): a sparse LiDAR, where they are the
-stronger witness (on the real nuScenes keyframe, 32 beams, the views hold 120-265 edges a
-camera; the rings name 10 of 12 injected 1-2 deg faults, the views 0 of 12; no false alarm
-either way). Their intensities are read on one reference scale (``REFERENCE_*``), so any unit
-is read alike. :func:`with_rings` / :func:`firing_period` recover rings from a firing order (a
+(:data:`bevviz.calibration.lidar.alignment.MIN_VERDICT_POINTS`): a sparse LiDAR, where they
+are the stronger witness (docs/calibration.md, tuning table). Their intensities are read on
+one reference scale (``REFERENCE_*``), so any unit is read alike. :func:`with_rings` /
+:func:`firing_period` recover rings from a firing order (a
 plain (N, 4) array of a spinning LiDAR, as its driver writes it); the doctor uses them for a
 scan without a ring index whose whole storage order is one such firing order.
 
@@ -79,9 +78,9 @@ DEPTH_JUMP_M = 0.3
 #: ... or, for far points, this fraction of the range, whichever is larger.
 DEPTH_JUMP_REL = 0.05
 #: Ring edges read intensities on one reference scale whatever the scan's unit
-#: (:func:`_log_intensity`): a log-normal of this median and spread in ``log(1 + i)``, the
-#: nuScenes keyframe's own (median 12 of 0..255; interquartile range 1.31, i.e. 0.97 as a
-#: normal's spread). A linear unit is rescaled to the median; a scan whose spread then differs
+#: (:func:`_log_intensity`): a log-normal of this median and spread in ``log(1 + i)`` (a
+#: 0..255 scan of the embedded real keyframe: median 12, interquartile range 1.31, i.e.
+#: 0.97 as a normal's spread). A linear unit is rescaled to the median; a scan whose spread then differs
 #: from the reference's by more than ``LINEAR_SPREAD_RATIO`` (a logarithmic or gamma-encoded
 #: unit) has each return's per-scan rank mapped onto the reference instead.
 REFERENCE_MEDIAN_INTENSITY = 12.0
@@ -334,8 +333,8 @@ def _log_intensity(intensity: np.ndarray) -> np.ndarray:
     ``REFERENCE_LOG_SPREAD``) as ``log(1 + i)``, (N,) float64.
 
     A linear unit (0..255, 0..1, raw counts) is rescaled to the reference median: its spread
-    in ``log(1 + i)`` is then the reference's within ``LINEAR_SPREAD_RATIO`` (the nuScenes
-    keyframe reads exactly as it is). Any other unit (logarithmic, gamma-encoded) is read
+    in ``log(1 + i)`` is then the reference's within ``LINEAR_SPREAD_RATIO`` (the reference
+    scan reads exactly as it is). Any other unit (logarithmic, gamma-encoded) is read
     through its per-scan ranks: the reference's ``log(1 + i)`` at each return's rank. All
     zeros when the scan carries no usable intensity (an (N, 3) array): then no reflectivity
     edge is found.
@@ -382,8 +381,8 @@ def return_ranks(scan: LidarScan) -> np.ndarray | None:
     An organised cloud (a range image flattened: Ouster, Waymo) stores its no-returns as
     points at the sensor with intensity 0. Ranked with the returns, a third of the scan at
     the bottom squeezes every real return's rank into the top two thirds, and the rank jumps
-    of lane markings and signs fall under ``RANK_JUMP``: on a TRI frame, a third more points
-    at the LiDAR named 4 of 12 faults instead of 8. Where the scan does not know where its
+    of lane markings and signs fall under ``RANK_JUMP`` (docs/calibration.md, tuning
+    table: half the faults went unnamed). Where the scan does not know where its
     sensor is (a frame folder's origin is the ego origin), the no-returns still sit on one
     position, a stack, and are left out as well.
     """

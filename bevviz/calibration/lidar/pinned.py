@@ -1,7 +1,7 @@
 """What a bootstrap pins down of a camera's offset: its well-known *directions*, not just axes.
 
 A camera's rotation offset is known well along some directions and poorly along others.
-The poorly known directions are seldom the roll, pitch or yaw axis itself: a TRI side camera
+The poorly known directions are seldom the roll, pitch or yaw axis itself: a side camera
 whose LiDAR edges crowd one side of the image slides along a valley of roll and pitch
 together (its bootstrap spreads 1.5 deg on both axes and 0.1 deg across the valley), so
 asking "which *axes* are known to 0.7 deg?" finds none there, although the offset across

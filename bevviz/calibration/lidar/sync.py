@@ -4,9 +4,9 @@ A moving car whose LiDAR sweep and camera exposure are not matched in time (a wr
 timestamp, an unsynchronised trigger, a missing ego-motion compensation) sees its LiDAR
 points displaced along its direction of travel by speed x time error: at 10 m/s, 20 ms is
 0.2 m. A rotation-only alignment turns the camera to absorb that displacement, so every
-camera of the rig looks rotated at once (on the embedded nuScenes keyframe, moving at about
-9 m/s, a doubled ego-motion compensation turns CAM_FRONT_LEFT by 1.2 deg of yaw). A
-rotation moves near and far points by the same angle, a displacement moves near points
+camera of the rig looks rotated at once (a car at about 9 m/s with its ego motion
+compensated twice: a front-left camera turned by about a degree of yaw). A rotation
+moves near and far points by the same angle, a displacement moves near points
 more: fitted together, the two separate.
 
 The fit (:func:`timing_fit`): for each displacement ``s`` of the edge points along the
@@ -19,16 +19,8 @@ when some displacement explains the evidence at least as well as the rotation-on
 the LiDAR itself does (:meth:`TimingFit.explaining`: a displacement along the car's axis,
 from a timing error or a translation error of the calibration, explains it as well as a
 rotation does; the displacement shifts the other cameras' evidence too, so the consensus
-alone is no fixed reference: with the nuScenes keyframe's cloud 0.8 m ahead it put
-CAM_FRONT_LEFT at pitch +0.9 deg, and the camera was convicted). On the 27 correctly
-calibrated cameras of the seven development frames (fit out to 1.6 m) the joint optimum is
-within 0.1 m of no displacement for 21 and within 0.2 m for 22; the other five (TRI
-CAMERA_05 and CAMERA_01, CAMERA_09 on t2 at +0.5, +0.8 and -0.7 m, CAMERA_08 on t0 at the
-fit's end, -1.6 m, gaining 0.59 z; KITTI 000001 at +1.0 m) are where the score changes
-little along the axis. On those frames the check cost no named fault (39 of 54 with and
-without it, an older verdict) and removed every false alarm of the LiDAR displaced by
-0.3 m (5 in 14 cases without it); with the LiDAR's own reference too, none in 56 cases of
-0.3, 0.8, 1.5 and 2.5 m either way, and the same 37 faults named.
+alone is no fixed reference). What the check costs and saves on the development frames:
+docs/calibration.md (tuning table).
 
 Convention:
     ``shift_m`` moves the LiDAR points *forward* (ego +x) relative to the camera;
@@ -48,12 +40,7 @@ __all__ = ["MAX_SHIFT_M", "RIG_GAIN_Z", "RIG_SHARE", "RIG_SHIFT_M", "SHIFT_STEP_
            "timing_fit"]
 
 #: Largest displacement (metres) along the car's forward axis tried: 50 ms (half a sweep) at
-#: 32 m/s, a highway. Up to 0.8 m (40 ms at 20 m/s) before: the KITTI 000002 frame's cloud
-#: displaced 2.5 m convicted its camera (a one-camera rig: no consensus to compare with);
-#: with 1.6 m none of the seven development frames accuses a camera with its cloud displaced
-#: by 0.3, 0.8, 1.5 or 2.5 m either way (56 cases), the same 37 of 54 faults are named with
-#: ``--seed 0`` and 27 of 54 with ``--seed 1``, and a 6-camera diagnosis takes 2.7 s instead
-#: of 1.8 s on the TRI frame (``scripts/bench_doctor.py``, 2 threads).
+#: 32 m/s, a highway (docs/calibration.md, tuning table).
 MAX_SHIFT_M = 1.6
 #: Spacing (metres) of the displacements tried.
 SHIFT_STEP_M = 0.1
@@ -61,15 +48,9 @@ SHIFT_STEP_M = 0.1
 #: least) align best with the LiDAR displaced by ``RIG_SHIFT_M`` or more the same way, each
 #: gaining at least ``RIG_GAIN_Z`` robust z over no displacement (a calibration fault is one
 #: camera's; a timing error moves them all; a camera whose score barely changes along the
-#: axis says nothing). On the seven development frames at most one camera of a rig qualifies
-#: (no note); with the LiDAR displaced by 0.3 m the note appears in 4 of the 8 nuScenes and TRI
-#: cases (nuScenes both ways, TRI t0 and t2 at +0.3 m; 3 of 6 cameras qualify in the others):
-#: a note, so it errs on the side of silence.
-#: Without the gain condition, dark images (gamma 2.2, half the brightness) of a correctly
-#: calibrated TRI frame read as out of sync (four cameras at +0.4 to +0.8 m, gains 0.04-0.23 z).
-#: A camera whose joint optimum is the fit's last displacement (:attr:`TimingFit.at_end`) does
-#: not count either: with the fit out to 1.6 m the dark TRI t2 frame read as out of sync at
-#: +1.6 m (four of six cameras there).
+#: axis says nothing; nor does a camera whose joint optimum is the fit's last displacement,
+#: :attr:`TimingFit.at_end`). A note, so it errs on the side of silence (docs/calibration.md,
+#: tuning table).
 RIG_SHIFT_M = 0.2
 RIG_SHARE = 2 / 3
 RIG_GAIN_Z = 0.2

@@ -54,8 +54,8 @@ __all__ = [
 ]
 
 #: Largest seam cost (NGF; the rig median for a verdict, each seam after a refinement) at
-#: which seams can judge a camera: 0.06 on the synthetic sample, about 0.85 on a real
-#: nuScenes frame (narrow low-texture overlaps, cars standing in the seams).
+#: which seams can judge a camera (above it: narrow low-texture overlaps, cars standing in
+#: the seams; docs/calibration.md, tuning table).
 SEAM_TRUST_COST = 0.5
 
 
@@ -84,7 +84,7 @@ NGF_EPS = 0.1
 def seam_grid(radius: float = 30.0, resolution: float = 0.2, centre_x: float = 1.0) -> BEVGrid:
     """A ground-plane BEV grid suited to seams: fine cells out to ``radius`` metres.
 
-    The nuScenes-like rig's side overlaps are narrow wedges (about 10 degrees), so cells
+    A six-camera surround rig's side overlaps are narrow wedges (about 10 degrees), so cells
     must be small for a seam to hold enough of them; the default is 0.2 m over a square of
     side ``2 * radius`` around ``x = centre_x`` (the middle of a car whose ego origin is the
     rear axle).
