@@ -87,6 +87,25 @@ def test_diagnose_ground_truth_mode(truth, samples, nuscenes_root):
     assert found[0].score > 1.3 * found[1].score
 
 
+def _rows(found):
+    return [(f.camera, f.score, f.verdict, f.doubt, f.reason) for f in found]
+
+
+def test_diagnose_asks_the_one_question_its_inputs_allow(truth, samples, nuscenes_root):
+    """One function per question: diagnose without LiDAR and not thorough is rank_seams, with a
+    known texture against_texture; every inconclusive finding carries a doubt, no sure one does."""
+    images = samples[0][2]
+    bad = perturb_rig(truth, "CAM_BACK_LEFT", pitch_deg=1.0)
+    quick = cal.rank_seams(bad, DiagnoseSettings().analyses(bad, images, DIAG_GRID))
+    assert _rows(quick) == _rows(diagnose(bad, images, DIAG_GRID, settings=DiagnoseSettings(thorough=False)))
+    gt = _ground_truth(nuscenes_root)
+    texture = cal.against_texture(bad, DiagnoseSettings().analyses(bad, images, DIAG_GRID, gt)[0])
+    assert _rows(texture) == _rows(diagnose(bad, images, DIAG_GRID, ground_truth=gt))
+    for f in [*quick, *texture]:
+        assert (f.doubt is not None) == (f.verdict == cal.INCONCLUSIVE), (f.camera, f.verdict, f.doubt)
+        assert f.doubt is None or isinstance(f.doubt, cal.Doubt)
+
+
 def test_diagnose_ground_truth_mode_scene_b_with_ego_pose(samples, nuscenes_root):
     """Scene B's samples sit at other ego poses: the texture is looked up through them."""
     nusc = open_dataset(nuscenes_root)
