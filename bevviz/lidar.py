@@ -45,7 +45,7 @@ MIN_RANGE_M = 1.5
 #: frame folder does not say where that is (its origin is the ego origin). Real returns never
 #: coincide so often: the development clouds hold at most 14 points at one position (on
 #: nuScenes' roof, within 0.5 m of its LiDAR). With a third more points stacked 2 m from the
-#: scan's origin (``python -m bevviz.calibration.stress --variants "no-returns, sensor not
+#: scan's origin (``python -m bevviz.lab.stress --variants "no-returns, sensor not
 #: located"``, 7 frames, 2 faults a camera) the doctor named 28 of 54 faults before stacks
 #: were set aside, 37 with (as the frames as stored); none accused or wrong either way.
 STACK_MIN_POINTS = 64

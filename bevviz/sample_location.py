@@ -5,7 +5,7 @@ The samples (``sample_data/`` of the repository) travel inside the installed pac
 checkout (an editable install, or the repository on ``sys.path``) the package has no such
 folder and the repository's ``sample_data/`` beside it is used. The use-case layer
 (:mod:`bevviz.session.embedded`) names the samples; the evaluation of the Calibration Doctor
-(:mod:`bevviz.calibration.evaluate`) reads its default frame from here too.
+(:mod:`bevviz.lab.evaluate`) reads its default frame from here too.
 """
 
 from __future__ import annotations

@@ -6,20 +6,17 @@ Every number comes from the scene's :class:`bevviz.session.Doctor` (``appkit.ses
 the one ``bevviz check`` asks: this page only draws what it answers.
 """
 
-import json
-
 import pandas as pd
 import streamlit as st
 
-from appkit import compute, doctor
+from appkit import compute, doctor, doctor_views
 from appkit.doctor import HELP
 from appkit.guards import require_images, shown_errors
 from appkit.navigation import require_app
 from appkit.session import adopt_rig, current_doctor, current_scene
-from bevviz import downloads
-from bevviz.calibration import PERTURBATION_KEYS, STANDOUT_RATIO
+from bevviz.calibration import STANDOUT_RATIO
 from bevviz.checks import escape_markdown as esc
-from bevviz.viz.calibration import before_after_figure, mosaic_figure, seam_matrix_figure
+from bevviz.viz.calibration import mosaic_figure, seam_matrix_figure
 from bevviz.viz.calibration_lidar import lidar_alignment_figure, score_profiles_figure
 
 require_app()  # first: a page URL opened as the first request runs through app.py
@@ -52,13 +49,7 @@ def adopt(rig, camera: str) -> None:
 
 
 st.subheader("Perturb")
-pc1, pc2 = st.columns([1, 3])
-pert_cam = pc1.selectbox("Camera", scene.rig.names, key="cd_pert_cam")
-pc1.button("Reset all perturbations", on_click=reset_perturbations, key="cd_reset")
-cols = pc2.columns(4)
-for i, (k, label, lo, hi, step) in enumerate(doctor.SLIDERS):
-    ss.setdefault(doctor.slider_key(pert_cam, k), PERTURBATION_KEYS[k])
-    cols[i % 4].slider(label, lo, hi, step=step, key=doctor.slider_key(pert_cam, k))
+doctor_views.perturb_controls(scene.rig.names, reset_perturbations)
 perturbed = doctor.perturbations(ss, scene.rig.names)
 grid = doctor.seam_grid_of(radius, cell)
 doc = current_doctor(grid=grid, all_frames=all_frames)
@@ -105,33 +96,7 @@ if scene.lidar is not None:
         else:
             st.caption("Runs on demand.")
     else:
-        st.markdown(doctor.named_markdown(found))
-        for note in (found.lidar_doubt, found.timing):  # rig-level findings: before the per-camera table
-            if note:
-                st.warning(esc(note))
-        st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts",
-                     column_order=("camera", "verdict", "roll (deg)", "pitch (deg)", "yaw (deg)", "edge points",
-                                   "witnesses"))
-        st.caption(doctor.OFFSETS_TEXT)
-        st.markdown("**Why, per camera**")
-        st.markdown(doctor.reasons_markdown(found))
-        st.markdown("**Evidence, per camera and frame**")
-        st.dataframe(pd.DataFrame(doctor.evidence_rows(found)), hide_index=True, key="cd_lidar_evidence")
-        st.caption(doctor.Z_TEXT)
-        summary = doctor.consensus_summary(found.consensus)
-        k1, k2, k3 = st.columns([1.6, 1, 1])
-        k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
-        k2.metric("Common pitch", summary["pitch"])
-        aside = summary["set_aside"]
-        k3.metric("Set aside from the consensus", f"{len(aside)} camera{'s' if len(aside) != 1 else ''}" if aside
-                  else "none", help="Cameras whose own errors did not fit the rest of the rig.")
-        if aside:  # names in full (a metric cuts a long value off)
-            k3.caption(esc(", ".join(aside)))
-        if summary["suspect"]:
-            st.warning(esc(summary["suspect"]))
-        elif not summary["fitted"]:
-            st.caption(f"No rig consensus: {esc(summary['why'])}.")
-
+        doctor_views.lidar_findings(found)
         ss.setdefault("cd_lidar_cam", found[0].camera)
         look = st.selectbox("Camera", rig.names, key="cd_lidar_cam")
         ev = doc.evidence()[look]
@@ -147,27 +112,7 @@ if scene.lidar is not None:
                 refined = doc.refine_lidar(look)
                 ss["cd_lidar_result"] = {"camera": look, "rig": refined.rig}  # the last one, for readers of the session
         if (lres := doc.refined("lidar", look)) is not None:
-            lh = lres.history
-            if lh.accepted:
-                st.success(f"Accepted: {esc(lh.check)}")
-                value, why = doctor.correction_metric(lh.delta)
-                st.metric("Correction", value, help=why)
-                a1, a2 = st.columns(2)
-                a1.button("Apply to the session rig", key="cd_lidar_apply", on_click=adopt, args=(lres.rig, look),
-                          help=HELP["adopt"])
-                a2.download_button("Refined rig (JSON)", downloads.rig_json(lres.rig, dict(scene.image_files) or None),
-                                   file_name="rig_refined.json", mime="application/json", key="cd_lidar_dl")
-            elif (proposed := lres.proposed_rig) is not None:
-                st.warning(f"{esc(lh.check[:1].upper() + lh.check[1:])}. The rig is left as it is.")
-                value, why = doctor.correction_metric(lh.delta)
-                st.metric("Proposed correction", value, help=why)
-                p1, p2 = st.columns(2)
-                p1.button("Apply the proposal anyway", key="cd_lidar_apply_proposal", on_click=adopt,
-                          args=(proposed, look), help=HELP["adopt_proposal"])
-                p2.download_button("Proposed rig (JSON)", downloads.rig_json(proposed, dict(scene.image_files) or None),
-                                   file_name="rig_proposed.json", mime="application/json", key="cd_lidar_dl_proposal")
-            else:
-                st.warning(f"Not accepted (the rig is left as it is): {esc(lh.check)}")
+            doctor_views.lidar_refinement(lres, scene, adopt)
 
 st.subheader("Which camera is off? The seam witness" if scene.lidar is not None else "Which camera is off?")
 d1, d2 = st.columns([1, 1])
@@ -204,21 +149,4 @@ if r4.button("Auto-refine", type="primary", key="cd_refine"):
                          progress=lambda k, n, loss: bar.progress(k / n, text=f"step {k}/{n}, loss {loss:.3f}"))
     bar.empty()
 if (res := doc.refined("seams")) is not None:
-    hist, d = res.history, res.history.delta
-    k1, k2, k3, k4 = st.columns(4)
-    k1.metric("Seam loss", f"{hist.final_loss:.3f}", delta=f"{hist.final_loss - hist.initial_loss:+.3f}",
-              delta_color="inverse")
-    k2.metric("Correction", f"{d.angle_deg:.2f} deg")
-    k3.metric("roll / pitch / yaw", f"{d.roll_deg:+.2f} / {d.pitch_deg:+.2f} / {d.yaw_deg:+.2f}")
-    k4.metric("Left vs the loaded calibration", f"{res.from_loaded_deg:.3f} deg", help=HELP["from_loaded"])
-    st.plotly_chart(doctor.loss_figure(hist), key="cd_loss")
-    st.plotly_chart(before_after_figure(view.mosaic, res.after.mosaic, view.analysis.grid, view.error, res.after.error,
-                                        titles=("before", "after")), key="cd_before_after")
-    b1, b2, b3 = st.columns(3)
-    b1.download_button("Corrected rig (JSON)", downloads.rig_json(res.rig, dict(scene.image_files) or None),
-                       file_name="rig_refined.json", mime="application/json", key="cd_dl_rig")
-    b2.download_button("Correction per camera (JSON)", res.deltas_json().encode(), file_name="rig_correction.json",
-                       mime="application/json", key="cd_dl_delta")
-    b3.button("Adopt the corrected rig", key="cd_adopt", on_click=adopt, args=(res.rig, res.camera), help=HELP["adopt"])
-    with st.expander("Correction as JSON"):
-        st.code(json.dumps(d.to_dict(), indent=2), language="json")
+    doctor_views.seam_refinement(res, view, scene, adopt)

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bevviz.calibration import diagnose  # noqa: E402
-from bevviz.calibration.evaluate import load_frames  # noqa: E402
-from bevviz.calibration.stress import denser  # noqa: E402
+from bevviz.lab.evaluate import load_frames  # noqa: E402
+from bevviz.lab.stress import denser  # noqa: E402
 
 DEFAULT = (ROOT / "sample_data" / "real_nuscenes", ROOT / "sample_data" / "real_tri")
 

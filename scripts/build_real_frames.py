@@ -2,7 +2,7 @@
 
 Usage: ``python scripts/build_real_frames.py --src DIR --out sample_data``
 
-``DIR`` holds real frame folders in the format :mod:`bevviz.calibration.frame_folder` reads
+``DIR`` holds real frame folders in the format :mod:`bevviz.io.frame_folder` reads
 (``rig.json``, ``images/``, ``lidar_ego.npy``, optional ``exposure.json``): ``tri_s02_t0`` (a
 TRI DDAD-style 6-camera rig, from TRI-ML/dgp's test scene) and ``kitti_000001`` (KITTI's
 colour camera 2 with its Velodyne). What is made smaller, and how:
@@ -17,7 +17,7 @@ colour camera 2 with its Velodyne). What is made smaller, and how:
 Point order, intensity scale (0..1 in both), extrinsics and exposure motion are unchanged.
 Each folder gets a README with the source, the licence and what was changed. A rerun writes
 the same bytes. The script reads the rebuilt folders back with
-:func:`bevviz.calibration.frame_folder.load_frame_folder` and checks that the sweeps'
+:func:`bevviz.io.frame_folder.load_frame_folder` and checks that the sweeps'
 projections agree with the sources' within 0.01 px (times the scale).
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bevviz.calibration.frame_folder import load_frame_folder  # noqa: E402
+from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.projection import project_points  # noqa: E402
 
 TRI_README = """# real_tri: one frame of a TRI 6-camera rig (generated: do not edit by hand)
@@ -43,7 +43,7 @@ TRI_README = """# real_tri: one frame of a TRI 6-camera rig (generated: do not e
 Six camera images and the merged LiDAR sweep of one moment from a Toyota Research Institute
 (TRI) surround rig (DDAD-style: one narrow front camera, five wide ones), with the dataset's
 own calibration, built by `scripts/build_real_frames.py`, in the frame-folder format the Calibration Doctor reads
-(`bevviz.calibration.frame_folder.load_frame_folder`; `rig.json`, `images/`,
+(`bevviz.io.frame_folder.load_frame_folder`; `rig.json`, `images/`,
 `lidar_ego.npy`, `exposure.json`).
 
 ## Source and licence
@@ -74,7 +74,7 @@ KITTI_README = """# real_kitti: one KITTI frame (generated: do not edit by hand)
 KITTI's rectified colour camera 2 and the Velodyne HDL-64E sweep of the same moment, with
 KITTI's own calibration (the ego frame is the Velodyne's), built by
 `scripts/build_real_frames.py`, in the frame-folder format the
-Calibration Doctor reads (`bevviz.calibration.frame_folder.load_frame_folder`; `rig.json`,
+Calibration Doctor reads (`bevviz.io.frame_folder.load_frame_folder`; `rig.json`,
 `images/`, `lidar_ego.npy`). A one-camera rig: the doctor judges it as a camera-LiDAR pair.
 
 ## Source and licence

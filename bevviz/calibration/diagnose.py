@@ -1,13 +1,21 @@
-"""Diagnosis: which camera of a rig is miscalibrated, and the refinement entry point.
+"""Diagnosis: which camera of a rig is miscalibrated, one function per question.
 
-:func:`diagnose` ranks the cameras (quick: by their seams; thorough: by how much letting
-each suspect rotate alone repairs its seams; ground-truth mode: against a known texture);
-:func:`standout` says whether one camera stands out; :func:`refine_extrinsics` refines the
-given camera, or the one the diagnosis names.
+* :func:`judge_with_lidar`: the LiDAR witness (each camera's own offset with its bootstrap
+  spread) and the seams, one verdict each;
+* :func:`rank_seams`: the seams' quick ranking (each camera's better seam against the rig
+  median; live views);
+* :func:`rotate_suspects`: the thorough seam test (each suspect rotated alone: how much
+  that repairs its seams);
+* :func:`against_texture`: each camera against a known ground texture;
+* :func:`diagnose`: the public entry point, which asks the question its inputs allow.
+
+:func:`standout` says whether one camera stands out of a quick ranking. Every function's
+tunable constants sit in one frozen :class:`DiagnoseSettings`.
 
 Convention:
     Ego frame x forward, y left, z up; ground plane z = 0; camera RDF; pixels at centres;
-    grids normalised with ``align_corners=False``. See docs/conventions.md.
+    grids normalised with ``align_corners=False``. LiDAR offsets are body-frame (FLU) degrees.
+    See docs/conventions.md.
 """
 
 from __future__ import annotations
@@ -18,16 +26,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.calibration.alignment import AXES, BOOTSTRAP, as_lidar_frames
-from bevviz.calibration.consensus import RigConsensus, rig_consensus
-from bevviz.calibration.ground_truth import GroundTruth
-from bevviz.calibration.lidar import CameraEvidence, lidar_evidence
-from bevviz.calibration.lidar_refine import refine_with_lidar
-from bevviz.calibration.masks import ignore_masks
-from bevviz.calibration.pyramid import Sampler, as_pyramids
-from bevviz.calibration.refine import DEFAULT_LEVELS, ROBUST_K, SEARCH_DEG, Level, RefineHistory, refine_camera
-from bevviz.calibration.seams import SEAM_RING, SeamAnalysis, SeamPair, analyze_seams, combine_seams, seam_grid
-from bevviz.calibration.sync import rig_timing
+from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, as_lidar_frames
+from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
+from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence
+from bevviz.calibration.lidar.masks import ignore_masks
+from bevviz.calibration.lidar.sync import rig_timing
+from bevviz.calibration.seams.analysis import (
+    MIN_SEAM_CELLS,
+    SEAM_RING,
+    SeamAnalysis,
+    SeamPair,
+    analyze_seams,
+    combine_seams,
+    seam_grid,
+)
+from bevviz.calibration.seams.ground_truth import GroundTruth
+from bevviz.calibration.seams.pyramid import Sampler, as_pyramids
+from bevviz.calibration.seams.refine import Level, SeamRefineSettings, refine_camera
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MIN_EDGE_POINTS,
@@ -37,6 +52,8 @@ from bevviz.calibration.verdicts import (
     RULE,
     STANDOUT_RATIO,
     VERDICTS,
+    Doubt,
+    SeamVerdict,
     VerdictRule,
     combine,
     lidar_doubt,
@@ -44,6 +61,7 @@ from bevviz.calibration.verdicts import (
     seam_verdict,
 )
 from bevviz.camera import Rig
+from bevviz.errors import InputError
 from bevviz.shapes import field_error
 from bevviz.threads import on_one_thread
 
@@ -51,12 +69,68 @@ __all__ = [
     "DIAGNOSE_LEVELS",
     "STANDOUT_RATIO",
     "CameraFinding",
+    "DiagnoseSettings",
+    "Diagnosis",
+    "against_texture",
     "diagnose",
-    "refine_extrinsics",
+    "judge_with_lidar",
+    "rank_seams",
+    "rotate_suspects",
     "standout",
 ]
 
+#: Images of one frame (camera name -> uint8 RGB (H, W, 3)), or a list of frames of one rig.
+Images = Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]
+#: Progress callback: ``(done, total, camera)``.
+Progress = Callable[[int, int, str], None]
 
+#: Quick refinement used by :func:`rotate_suspects` to test each suspect.
+DIAGNOSE_LEVELS = (
+    Level(stride=8, blur=3.0, cell=0.4, steps=25, lr_deg=0.3),
+    Level(stride=4, blur=2.0, cell=0.3, steps=15, lr_deg=0.1, cost="ngf"),
+)
+
+
+@dataclass(frozen=True)
+class DiagnoseSettings:
+    """What a diagnosis runs, in one frozen place (defaults: the shipped doctor).
+
+    Attributes:
+        thorough: Without LiDAR, :func:`diagnose` tests the suspects by letting each rotate
+            alone (:func:`rotate_suspects`) rather than ranking the seam costs only
+            (:func:`rank_seams`: fast, for live views; fooled by seams that objects hide).
+            None: True without LiDAR (with LiDAR the LiDAR is the stronger witness).
+        suspects: How many cameras (highest quick score first) the thorough test tries;
+            None = all.
+        levels: Schedule of the thorough test's quick refinement.
+        replicates: Bootstrap replicates of the LiDAR evidence per camera.
+        rule: The LiDAR verdict's constants (:class:`~bevviz.calibration.verdicts.VerdictRule`).
+        sampler: ``grid_sample``-compatible sampler; None: the two-stage gather-scatter sampler.
+        stride, blur, ring, min_cells: The seam analysis (:func:`analyze_seams`).
+    """
+
+    thorough: bool | None = None
+    suspects: int | None = 3
+    levels: Sequence[Level] = DIAGNOSE_LEVELS
+    replicates: int = BOOTSTRAP
+    rule: VerdictRule = RULE
+    sampler: Sampler | None = None
+    stride: int = 2
+    blur: float = 1.0
+    ring: tuple[float, float] = SEAM_RING
+    min_cells: int = MIN_SEAM_CELLS
+
+    def analyses(self, rig: Rig, images: Images, grid: BEVGrid | None,
+                 ground_truth: GroundTruth | np.ndarray | None = None) -> list[SeamAnalysis]:
+        """The seam analysis of every frame of ``images`` (``ground_truth`` on the first)."""
+        grid = seam_grid() if grid is None else grid
+        return [analyze_seams(rig, f, grid, stride=self.stride, blur=self.blur, ring=self.ring,
+                              min_cells=self.min_cells, ground_truth=ground_truth if k == 0 else None,
+                              sampler=self.sampler) for k, f in enumerate(as_pyramids(images))]
+
+
+#: The shipped settings.
+DEFAULTS = DiagnoseSettings()
 
 
 @dataclass
@@ -76,6 +150,8 @@ class CameraFinding:
         reason: A readable sentence: the verdict and the evidence for it.
         verdict: ``"miscalibrated"``, ``"ok"`` or ``"inconclusive"``
             (:mod:`bevviz.calibration.verdicts`).
+        doubt: Why it is not surer (a :class:`~bevviz.calibration.verdicts.doubts.Doubt`;
+            set for every "inconclusive"), None when the verdict is sure.
         seams: The camera's seams (costs averaged over the frames).
         quick_score: The quick score (second-worst seam / rig median), always filled.
         correction_deg: Rotation (degrees) the quick refinement applied, or None.
@@ -97,6 +173,7 @@ class CameraFinding:
     correction_deg: float | None = None
     gt_cost: float | None = None
     verdict: str = INCONCLUSIVE
+    doubt: Doubt | None = None
     offset_deg: dict[str, float] | None = None
     uncertainty_deg: dict[str, float] | None = None
     edge_points: int = 0
@@ -116,11 +193,11 @@ class Diagnosis(list):
         consensus: The rig consensus of the LiDAR offsets (None without LiDAR).
         seam_median: The rig's median seam cost.
         timing: With LiDAR, a sentence when the cameras agree that the LiDAR is displaced
-            along the car's axis (:func:`~bevviz.calibration.sync.rig_timing`: a timing
+            along the car's axis (:func:`~bevviz.calibration.lidar.sync.rig_timing`: a timing
             error); "" otherwise.
         lidar_doubt: With LiDAR, a sentence when (almost) no camera lines up with the LiDAR
             where it is stored, so the LiDAR itself looks off
-            (:func:`~bevviz.calibration.verdicts.lidar_doubt`); "" otherwise.
+            (:func:`~bevviz.calibration.verdicts.rule.lidar_doubt`); "" otherwise.
     """
 
     def __init__(self, findings=(), consensus: RigConsensus | None = None, seam_median: float = float("nan"),
@@ -143,14 +220,6 @@ class Diagnosis(list):
         raise field_error("camera", name, f"no finding about it; cameras: {[f.camera for f in self]}")
 
 
-#: Quick refinement used by :func:`diagnose` to test each suspect.
-DIAGNOSE_LEVELS = (
-    Level(stride=8, blur=3.0, cell=0.4, steps=25, lr_deg=0.3),
-    Level(stride=4, blur=2.0, cell=0.3, steps=15, lr_deg=0.1, cost="ngf"),
-)
-
-
-
 def _quick(camera: str, pairs: Sequence[SeamPair], median: float) -> tuple[float, str, list[SeamPair]]:
     seams = [p for p in pairs if camera in (p.a, p.b)]
     seams.sort(key=lambda p: -p.ratio)
@@ -167,6 +236,7 @@ def _quick(camera: str, pairs: Sequence[SeamPair], median: float) -> tuple[float
     else:
         score, reason = 0.0, "no seam with any other camera on this grid; cannot be judged from seams"
     return float(score), reason, seams
+
 
 
 
@@ -206,12 +276,138 @@ NO_EVIDENCE_NOTE = ("the scan carries neither intensity nor the ego motion to th
                     "returns")
 
 
+def _seam_findings(rig: Rig, analyses: Sequence[SeamAnalysis]) -> tuple[dict[str, CameraFinding], float,
+                                                                       dict[str, str], dict[str, SeamVerdict]]:
+    """Every camera's finding from its seams alone: ``(findings, rig median seam cost,
+    camera -> its seams in words, camera -> the seam verdict)``."""
+    pairs, med = combine_seams(analyses)
+    findings: dict[str, CameraFinding] = {}
+    quick_text: dict[str, str] = {}
+    seam_v: dict[str, SeamVerdict] = {}
+    for cam in rig.names:
+        q, quick_text[cam], seams = _quick(cam, pairs, med)
+        seam_v[cam] = sv = seam_verdict(q, len(seams), med)
+        findings[cam] = CameraFinding(cam, q, f"{cam}: {quick_text[cam]}", seams, q, verdict=sv.verdict,
+                                      doubt=sv.doubt, witnesses={"seams": sv.verdict})
+    return findings, med, quick_text, seam_v
+
+
+def _seams_said(findings: Mapping[str, CameraFinding], seam_v: Mapping[str, SeamVerdict]) -> None:
+    """End every reason with the seam witness's verdict and clause (in place)."""
+    for f in findings.values():
+        f.reason = f"{f.reason}; seams: {f.verdict}, {seam_v[f.camera].reason}."
+
+
+@on_one_thread
+def rank_seams(rig: Rig, analyses: Sequence[SeamAnalysis]) -> Diagnosis:
+    """The seams' quick ranking: each camera by its better seam against the rig median, no
+    refinement and no LiDAR (live views).
+
+    Args:
+        rig: The rig (N_cam cameras).
+        analyses: Its :func:`analyze_seams` results, one per frame (without ground truth).
+
+    Returns:
+        :class:`Diagnosis`, highest quick score first.
+    """
+    findings, med, _, seam_v = _seam_findings(rig, analyses)
+    _seams_said(findings, seam_v)
+    return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
+
+
+@on_one_thread
+def against_texture(rig: Rig, analysis: SeamAnalysis) -> Diagnosis:
+    """Each camera against the known ground texture over its whole footprint.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        analysis: Its :func:`analyze_seams` result with ``ground_truth`` (``gt_cost`` filled).
+
+    Returns:
+        :class:`Diagnosis`, the camera furthest from the texture (as a multiple of the rig
+        median) first; a camera with no footprint on it is inconclusive
+        (:attr:`Doubt.NO_FOOTPRINT`).
+    """
+    findings, med, quick_text, _ = _seam_findings(rig, [analysis])
+    gt_cost = analysis.gt_cost or {}
+    vals = [v for v in gt_cost.values() if np.isfinite(v)]
+    gt_med = float(np.median(vals)) if vals else float("nan")
+    for cam, f in findings.items():
+        g = gt_cost.get(cam, float("nan"))
+        ratio = g / max(gt_med, 1e-3) if np.isfinite(g) else 0.0
+        f.gt_cost = g
+        f.score = float(ratio)
+        f.verdict = MISCALIBRATED if ratio >= STANDOUT_RATIO else (OK if np.isfinite(g) else INCONCLUSIVE)
+        f.doubt = Doubt.NO_FOOTPRINT if f.verdict == INCONCLUSIVE else None
+        f.witnesses = {"ground truth": f.verdict}
+        f.reason = (f"{cam}: against the ground-truth texture {ratio:.1f}x the rig median "
+                    f"(cost {g:.3f} vs {gt_med:.3f}); {quick_text[cam]}.")
+    return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
+
+
+@on_one_thread
+def rotate_suspects(rig: Rig, images: Images, grid: BEVGrid | None = None, settings: DiagnoseSettings = DEFAULTS,
+                    progress: Progress | None = None, analyses: Sequence[SeamAnalysis] | None = None) -> Diagnosis:
+    """The thorough seam test: each suspect (highest quick score first) rotated alone by a
+    quick refinement, ranked by how much that repairs its seams.
+
+    A misaligned camera fixes *both* of its seams; a good neighbour can only trade one seam
+    against the other.
+
+    Args:
+        rig: The rig (N_cam cameras).
+        images: Camera name -> uint8 RGB image (H, W, 3), or a list of such frames.
+        grid: Ground grid for the seams; default :func:`seam_grid`.
+        settings: ``suspects``, ``levels``, ``sampler`` and the seam analysis.
+        progress: Optional ``callback(done, total, camera)``.
+        analyses: Precomputed :func:`analyze_seams` results, one per frame.
+
+    Returns:
+        :class:`Diagnosis`, the largest seam repair first.
+
+    Convention:
+        The score is the drop of the camera's mean seam cost (``1 -`` NGF correlation, over
+        its seams in every frame) under the quick refinement.
+    """
+    frames = as_pyramids(images)
+    grid = seam_grid() if grid is None else grid
+    analyses = settings.analyses(rig, frames, grid) if analyses is None else analyses
+    findings, med, quick_text, seam_v = _seam_findings(rig, analyses)
+    order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
+    tested = order if settings.suspects is None else order[:max(1, settings.suspects)]
+    for k, cam in enumerate(tested):
+        f = findings[cam]
+        if progress is not None:
+            progress(k, len(tested), cam)
+        try:
+            _, hist = refine_camera(rig, frames, grid, cam, SeamRefineSettings(
+                levels=settings.levels, ring=settings.ring, sampler=settings.sampler))
+        except InputError:  # no seam with another camera on this grid
+            f.score = 0.0
+            f.reason += "; it has no seam to test a correction against"
+            continue
+        gain = hist.initial_loss - hist.final_loss
+        f.score = float(max(gain, 0.0))
+        f.correction_deg = hist.delta.angle_deg
+        d = hist.delta
+        f.reason = (f"{cam}: turning it alone by {d.angle_deg:.1f} deg (roll {d.roll_deg:+.1f}, pitch "
+                    f"{d.pitch_deg:+.1f}, yaw {d.yaw_deg:+.1f}) lowers its seam cost from "
+                    f"{hist.initial_loss:.2f} to {hist.final_loss:.2f}; {quick_text[cam]}")
+    if progress is not None:
+        progress(len(tested), len(tested), "")
+    for cam in rig.names:
+        if cam not in tested:
+            findings[cam].score = 0.0
+            findings[cam].reason += "; not a suspect (its seams are among the rig's better ones)"
+    _seams_said(findings, seam_v)
+    return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
+
+
 def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapping[str, CameraEvidence],
-                    seam_why: Mapping[str, str], quick_text: Mapping[str, str],
-                    motion_known: bool = True, rule: VerdictRule = RULE,
-                    intensity_known: bool = True) -> RigConsensus:
-    """Fill the LiDAR fields and verdicts of ``findings`` in place (their seam verdicts, with
-    ``seam_why``, as :func:`diagnose` found them); returns the consensus.
+                    seam_v: Mapping[str, SeamVerdict], quick_text: Mapping[str, str], rule: VerdictRule,
+                    motion_known: bool = True, intensity_known: bool = True) -> RigConsensus:
+    """Fill the LiDAR fields and verdicts of ``findings`` in place (their seam verdicts
+    ``seam_v`` as the seams found them); returns the consensus.
 
     A scan that carries neither intensity nor the ego motion to the exposures (a plain
     (N, 3) array) convicts no camera: its depth edges alone cannot tell a rotation from the
@@ -220,11 +416,12 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
     for cam, f in findings.items():
         ev = evidence[cam]
         lv = lidar_verdict(ev, consensus, rule=rule)
-        sv = (f.witnesses["seams"], seam_why[cam])
-        f.verdict, text = combine(lv, sv, f.quick_score)
+        judged = combine(lv, seam_v[cam], f.quick_score)
+        f.verdict, f.doubt, text = judged.verdict, judged.doubt, judged.reason
         if f.verdict == MISCALIBRATED and not motion_known and not intensity_known:
-            f.verdict, text = INCONCLUSIVE, f"{text}; but {NO_EVIDENCE_NOTE}"
-        f.witnesses = {"lidar": lv.verdict, "seams": sv[0]}
+            f.verdict, f.doubt = INCONCLUSIVE, Doubt.SCAN_WITHOUT_INTENSITY_OR_MOTION
+            text = f"{text}; but {NO_EVIDENCE_NOTE}"
+        f.witnesses = judged.witnesses
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
         f.edge_points = ev.n_points
@@ -238,15 +435,58 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
 
 
 @on_one_thread
-def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-             grid: BEVGrid | None = None, lidar: object = None, *,
-             ground_truth: GroundTruth | np.ndarray | None = None, thorough: bool | None = None,
-             suspects: int | None = 3, levels: Sequence[Level] = DIAGNOSE_LEVELS,
-             analyses: Sequence[SeamAnalysis] | None = None, sampler: Sampler | None = None,
-             evidence: Mapping[str, CameraEvidence] | None = None, replicates: int = BOOTSTRAP,
-             progress: Callable[[int, int, str], None] | None = None, ignore: Mapping[str, object] | None = None,
-             rule: VerdictRule = RULE, **kwargs) -> Diagnosis:
+def judge_with_lidar(rig: Rig, images: Images, grid: BEVGrid | None = None, lidar: object = None, *,
+                     settings: DiagnoseSettings = DEFAULTS, evidence: Mapping[str, CameraEvidence] | None = None,
+                     ignore: Mapping[str, object] | None = None, progress: Progress | None = None,
+                     analyses: Sequence[SeamAnalysis] | None = None) -> Diagnosis:
+    """Which camera is off, with the LiDAR as witness (and the seams beside it).
+
+    Args:
+        rig: The rig (N_cam cameras).
+        images: Camera name -> uint8 RGB image (H, W, 3), or a list of such frames.
+        grid: Ground grid for the seams; default :func:`seam_grid`.
+        lidar: Points in the ego frame at the images' time, as for :func:`diagnose`; not
+            needed when ``evidence`` is given.
+        settings: ``replicates``, ``rule`` and the seam analysis.
+        evidence: Precomputed LiDAR evidence of every camera
+            (:func:`bevviz.calibration.lidar.evidence.lidar_evidence`).
+        ignore: Optional camera name -> polygons that do not show the world
+            (:func:`bevviz.calibration.lidar.masks.ignore_masks`).
+        progress: Optional ``callback(done, total, camera)`` for the LiDAR alignment.
+        analyses: Precomputed :func:`analyze_seams` results, one per frame.
+
+    Returns:
+        :class:`Diagnosis`: worst first (miscalibrated, inconclusive, ok; by score within
+        each), with the rig consensus, the timing sentence and the rig-level LiDAR doubt.
+    """
+    frames = as_pyramids(images)
+    analyses = settings.analyses(rig, frames, grid) if analyses is None else analyses
+    findings, med, quick_text, seam_v = _seam_findings(rig, analyses)
+    motion_known = intensity_known = True
+    if evidence is None:
+        pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
+        motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
+        intensity_known = any(fr.ranks is not None for fr in pairs)
+        evidence = lidar_evidence(rig, None, pairs, replicates=settings.replicates, progress=progress)
+    consensus = _lidar_findings(rig, findings, evidence, seam_v, quick_text, settings.rule, motion_known,
+                                intensity_known)
+    timing = rig_timing({n: ev.timing for n, ev in evidence.items()
+                         if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
+    return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,
+                     lidar_doubt=lidar_doubt(consensus))
+
+
+@on_one_thread
+def diagnose(rig: Rig, images: Images, grid: BEVGrid | None = None, lidar: object = None, *,
+             settings: DiagnoseSettings = DEFAULTS, ground_truth: GroundTruth | np.ndarray | None = None,
+             evidence: Mapping[str, CameraEvidence] | None = None, ignore: Mapping[str, object] | None = None,
+             progress: Progress | None = None, analyses: Sequence[SeamAnalysis] | None = None) -> Diagnosis:
     """Rank the rig's cameras by how likely their extrinsics are wrong, with a verdict each; worst first.
+
+    Asks the question the inputs allow: with ``lidar`` (or ``evidence``)
+    :func:`judge_with_lidar`; with a ``ground_truth`` texture :func:`against_texture`;
+    else the seams, :func:`rotate_suspects` (``settings.thorough``, the default) or
+    :func:`rank_seams`.
 
     Args:
         rig: The rig (N_cam cameras).
@@ -259,178 +499,34 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
             which also carries the rings and the ego motion to each camera's exposure); a
             list with one per frame for several frames. A plain array is taken as seen at
             every camera's exposure (no ego motion) with rings inferred.
+        settings: :class:`DiagnoseSettings` (default: the shipped doctor).
         ground_truth: Optional known BEV texture (:class:`GroundTruth` or an array
-            (H_bev, W_bev, 3) on ``grid``) in the first frame's ego frame: ground-truth mode
-            (each camera's projection against the texture; ``thorough`` is not needed).
-        thorough: Seams: test the suspects by letting each rotate alone (a quick
-            refinement) and rank by how much that repairs their seams. ``False``: rank by the
-            seam costs only (fast, for live views; fooled by seams that objects hide).
-            Default: True without LiDAR, False with it (the LiDAR is the stronger witness).
-        suspects: How many cameras (highest quick score first) the thorough test tries;
-            ``None`` = all.
-        levels: Schedule of the quick refinement.
-        analyses: Precomputed :func:`analyze_seams` results, one per frame.
-        sampler: ``grid_sample``-compatible sampler; default the two-stage gather-scatter sampler.
-        evidence: Precomputed LiDAR evidence (:func:`bevviz.calibration.lidar.lidar_evidence`);
-            ``lidar`` is then not needed.
-        replicates: Bootstrap replicates of the LiDAR evidence per camera.
+            (H_bev, W_bev, 3) on ``grid``) in the first frame's ego frame.
+        evidence: Precomputed LiDAR evidence; ``lidar`` is then not needed.
+        ignore: Optional camera name -> polygons (lists of (u, v) pixels of the calibrated
+            image) that do not show the world, e.g. the car's own body: LiDAR points there
+            are not used.
         progress: Optional ``callback(done, total, camera)`` for the thorough test and the
             LiDAR alignment.
-        ignore: Optional camera name -> polygons (lists of (u, v) pixels of the calibrated
-            image) that do not show the world, e.g. the car's own body
-            (:func:`bevviz.calibration.masks.ignore_masks`): LiDAR points there are not used.
-        rule: The LiDAR verdict's constants (:class:`~bevviz.calibration.verdicts.VerdictRule`).
-        **kwargs: Passed to :func:`analyze_seams` (``stride``, ``blur``, ``ring``, ...).
+        analyses: Precomputed :func:`analyze_seams` results, one per frame.
 
     Returns:
-        :class:`Diagnosis`: one :class:`CameraFinding` per camera, worst first (verdict
-        ``"miscalibrated"``, then ``"inconclusive"``, then ``"ok"``; by score within each;
-        without LiDAR, by score alone, as before verdicts existed), with the rig consensus.
+        :class:`Diagnosis`: one :class:`CameraFinding` per camera, worst first (with LiDAR:
+        miscalibrated, then inconclusive, then ok, by score within each; without, by score).
 
     Convention:
-        Seam costs are ``1 -`` normalised-gradient-field correlation (see
-        :class:`SeamPair`); the thorough score is the drop of the camera's mean seam cost
-        (over its seams in every frame) under the quick refinement, in the same units.
-        LiDAR offsets are body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar`
+        Seam costs are ``1 -`` normalised-gradient-field correlation (see :class:`SeamPair`);
+        LiDAR offsets are body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar.evidence`
         and docs/conventions.md.
     """
-    frames = as_pyramids(images)
-    grid = seam_grid() if grid is None else grid
     with_lidar = lidar is not None or evidence is not None
-    thorough = (not with_lidar) if thorough is None else thorough
     if analyses is None:
-        analyses = [analyze_seams(rig, f, grid, ground_truth=ground_truth if k == 0 else None,
-                                  sampler=sampler, **kwargs) for k, f in enumerate(frames)]
-    pairs, med = combine_seams(analyses)
-    gt_cost = analyses[0].gt_cost
-    findings: dict[str, CameraFinding] = {}
-    quick_text: dict[str, str] = {}
-    seam_why: dict[str, str] = {}
-    for cam in rig.names:
-        q, quick_text[cam], seams = _quick(cam, pairs, med)
-        v, seam_why[cam] = seam_verdict(q, len(seams), med)
-        findings[cam] = CameraFinding(cam, q, f"{cam}: {quick_text[cam]}", seams, q, verdict=v, witnesses={"seams": v})
-    if gt_cost is not None and not with_lidar:
-        # Ground-truth mode: each camera against the known texture over its whole footprint.
-        vals = [v for v in gt_cost.values() if np.isfinite(v)]
-        gt_med = float(np.median(vals)) if vals else float("nan")
-        for cam, f in findings.items():
-            g = gt_cost.get(cam, float("nan"))
-            ratio = g / max(gt_med, 1e-3) if np.isfinite(g) else 0.0
-            f.gt_cost = g
-            f.score = float(ratio)
-            f.verdict = MISCALIBRATED if ratio >= STANDOUT_RATIO else (OK if np.isfinite(g) else INCONCLUSIVE)
-            f.witnesses = {"ground truth": f.verdict}
-            f.reason = (f"{cam}: against the ground-truth texture {ratio:.1f}x the rig median "
-                        f"(cost {g:.3f} vs {gt_med:.3f}); {quick_text[cam]}.")
-        return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
+        analyses = settings.analyses(rig, images, grid, ground_truth)
     if with_lidar:
-        motion_known = intensity_known = True
-        if evidence is None:
-            pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
-            motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
-            intensity_known = any(fr.ranks is not None for fr in pairs)
-            evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
-        consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known, rule,
-                                    intensity_known)
-        timing = rig_timing({n: ev.timing for n, ev in evidence.items()
-                             if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
-        return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,
-                         lidar_doubt=lidar_doubt(consensus))
-    if thorough:
-        order = sorted(rig.names, key=lambda n: -findings[n].quick_score)
-        tested = order if suspects is None else order[:max(1, suspects)]
-        for k, cam in enumerate(tested):
-            f = findings[cam]
-            if progress is not None:
-                progress(k, len(tested), cam)
-            try:
-                _, hist = refine_camera(rig, frames, grid, cam, levels=levels, sampler=sampler,
-                                        ring=kwargs.get("ring", SEAM_RING))
-            except ValueError:
-                f.score = 0.0
-                f.reason += "; it has no seam to test a correction against"
-                continue
-            gain = hist.initial_loss - hist.final_loss
-            f.score = float(max(gain, 0.0))
-            f.correction_deg = hist.delta.angle_deg
-            d = hist.delta
-            f.reason = (f"{cam}: turning it alone by {d.angle_deg:.1f} deg (roll {d.roll_deg:+.1f}, pitch "
-                        f"{d.pitch_deg:+.1f}, yaw {d.yaw_deg:+.1f}) lowers its seam cost from "
-                        f"{hist.initial_loss:.2f} to {hist.final_loss:.2f}; {quick_text[cam]}")
-        if progress is not None:
-            progress(len(tested), len(tested), "")
-        for cam in rig.names:
-            if cam not in tested:
-                findings[cam].score = 0.0
-                findings[cam].reason += "; not a suspect (its seams are among the rig's better ones)"
-    for f in findings.values():
-        f.reason = f"{f.reason}; seams: {f.verdict}, {seam_why[f.camera]}."
-    return Diagnosis(sorted(findings.values(), key=lambda f: -f.score), seam_median=med)
-
-
-def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                      grid: BEVGrid | None = None, camera: str | None = None, lidar: object = None, *,
-                      translation: bool = False, levels: Sequence[Level] = DEFAULT_LEVELS,
-                      ring: tuple[float, float] = SEAM_RING, neighbours: Sequence[str] | None = None,
-                      robust: float | None = ROBUST_K, sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
-                      evidence: Mapping[str, CameraEvidence] | None = None,
-                      progress: Callable[[int, int, float], None] | None = None,
-                      ignore: Mapping[str, object] | None = None,
-                      rule: VerdictRule = RULE) -> tuple[Rig, RefineHistory]:
-    """Refine one camera's extrinsics; keep the result only if it passes its own held-out check.
-
-    With ``lidar``: the camera's rotation is aligned with the LiDAR edges relative to the
-    rig consensus and checked on two halves of the evidence
-    (:func:`bevviz.calibration.lidar_refine.refine_with_lidar`); a camera with too few LiDAR
-    edge points (``MIN_EDGE_POINTS``) falls back to its seams. Without: its seam
-    inconsistency is minimised (:func:`bevviz.calibration.refine.refine_camera`) and the
-    result is kept only when every seam improves on its own and ends consistent.
-
-    Args:
-        rig: The rig; every camera but ``camera`` is held fixed.
-        images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
-            of the same rig; or :class:`~bevviz.calibration.pyramid.ImagePyramid` objects.
-        grid: Ground grid for the seams; only its extent is used. Default :func:`seam_grid`.
-        camera: Camera to refine; default the first finding of :func:`diagnose`.
-        lidar: Optional LiDAR witness, as for :func:`diagnose` (one scan per frame).
-        translation, levels, ring, neighbours, robust, sampler, search_deg: Seam refinement
-            settings, as :func:`bevviz.calibration.refine.refine_camera`.
-        evidence: Precomputed LiDAR evidence of every camera (with ``lidar``; saves aligning
-            them again).
-        progress: Optional ``callback(step, total_steps, loss)``.
-        ignore: Optional per-camera polygons that do not show the world, as for :func:`diagnose`.
-        rule: The LiDAR verdict's constants, as for :func:`diagnose`.
-
-    Returns:
-        (the rig with the refined camera, or the input rig unchanged when
-        ``history.accepted`` is False; :class:`~bevviz.calibration.refine.RefineHistory`,
-        whose ``check`` says why).
-
-    Raises:
-        ValueError: ``levels`` not a non-empty sequence of :class:`Level`, unknown camera,
-            or (seams) a camera with no seam to refine against.
-
-    Convention:
-        The correction is a body-frame (FLU) rotation, applied as
-        ``ego_from_body' = ego_from_body @ exp(rot)``. See docs/conventions.md.
-    """
-    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
-            isinstance(lv, Level) for lv in levels):
-        raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
-    grid = seam_grid() if grid is None else grid
-    frames = None
-    if lidar is not None:  # aligned once: the diagnosis below (no camera given) reuses it
-        frames = as_lidar_frames([p.images for p in as_pyramids(images)], lidar, ignore_masks(rig, ignore))
-        if evidence is None or any(n not in evidence for n in rig.names):
-            evidence = lidar_evidence(rig, None, frames)
-    if camera is None:
-        camera = diagnose(rig, images, grid, lidar, sampler=sampler, evidence=evidence, rule=rule)[0].camera
-    if frames is not None:
-        if evidence[camera].n_points >= MIN_EDGE_POINTS:
-            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress, rule=rule)
-        # Too few LiDAR edges in this camera: the seams are the witness left.
-    new_rig, hist = refine_camera(rig, images, grid, camera, translation=translation, levels=levels, ring=ring,
-                                  neighbours=neighbours, robust=robust, sampler=sampler, search_deg=search_deg,
-                                  progress=progress)
-    return (new_rig if hist.accepted else rig), hist
+        return judge_with_lidar(rig, images, grid, lidar, settings=settings, evidence=evidence, ignore=ignore,
+                                progress=progress, analyses=analyses)
+    if analyses[0].gt_cost is not None:
+        return against_texture(rig, analyses[0])
+    if settings.thorough is None or settings.thorough:
+        return rotate_suspects(rig, images, grid, settings, progress, analyses)
+    return rank_seams(rig, analyses)

@@ -1,434 +1,387 @@
-"""Refinement of one camera's extrinsics against its seams (self-consistency).
+"""Refinement with the LiDAR as witness, accepted only when its own held-out check passes.
 
-:func:`refine_camera` runs Adam on a small rotation (axis-angle, Rodrigues via
-:func:`bevviz.rotations.axis_angle_to_matrix`) and optionally a translation of one camera,
-minimising the seam cost with its neighbours; the gradient reaches the rotation through the
-gather-scatter sampler's bilinear tap weights. A coarse-to-fine schedule (:class:`Level`)
-gives a basin of several degrees and a sharp end, and a multi-start search escapes the
-false minima of periodic ground. :func:`bevviz.calibration.refine_extrinsics` is the public
-entry (it can pick the camera by diagnosis first).
+The correction turns the camera by minus its *residual* (its offset against the LiDAR less
+what the rig consensus of the *other* cameras predicts for it,
+:mod:`~bevviz.calibration.lidar.consensus`): the camera is brought in line with the others, not
+with a LiDAR that may itself be off. A camera is corrected only when the LiDAR verdict
+rejects its stored pose (:func:`~bevviz.calibration.verdicts.lidar_verdict` says
+"miscalibrated"): what the evidence does not establish is not changed. The correction then
+moves all three axes to the optimum (leaving a small axis at its stored value would leave
+that part of the error in place).
+
+Held-out check (both halves of the evidence must agree):
+    The camera's edge points are split into two halves by their image cells (a
+    checkerboard, so both halves cover the whole image). Each half is aligned on its own
+    (from the full-data optimum and from the stored calibration). The correction is
+    accepted when
+
+    * some axis is to be corrected (a camera within the tolerance needs no change),
+    * the verdict rejects the stored pose,
+    * the correction is known well enough: on every axis the bootstrap spread of the
+      residual is at most ``MAX_SPREAD_DEG``,
+    * the two halves' optima agree within ``HALF_AGREEMENT_DEG`` on every corrected axis,
+    * each half's correction raises the *other* half's score above the stored calibration's
+      (cross-validation: the correction explains evidence it was not fitted to),
+    * where both kinds of edge hold at least ``MIN_EDGE_POINTS`` points, the depth edges
+      alone and the reflectivity edges alone put the camera within ``KIND_AGREEMENT_DEG`` of
+      each other on every axis (two witnesses of different physics: halves can agree on a
+      roll the reflectivity edges do not share), and
+    * judged again at the corrected pose (its evidence measured afresh, the rig consensus of
+      the other cameras), the LiDAR calls the camera calibrated ("ok": its offset pinned
+      down and within the tolerance): a correction can pass every check above and still
+      leave the camera's roll spread over degrees there.
+
+    A correction that passes every check is still only *proposed* (``history.proposal``,
+    not applied) when the LiDAR places the rig's other, calibrated cameras further than
+    ``FLOOR_MEDIAN_DEG`` from their stored poses (median over at least
+    ``MIN_FLOOR_CAMERAS`` of them, :func:`placement_floor`): the corrected camera would end
+    about as far from its true pose, and fewer than 9 in 10 corrections within
+    ``TARGET_DEG`` (docs/calibration.md, tuning table: the real keyframe whose corrections
+    are only proposed).
+
+    Otherwise the input rig comes back unchanged (``history.accepted`` False), so a
+    refinement never makes a calibration worse on evidence it cannot confirm.
 
 Convention:
-    The correction is a body-frame (FLU) rotation vector in degrees and an ego-frame
-    translation in cm, applied as ``ego_from_body' = ego_from_body @ exp(rot)``. Pixels at
-    centres, ``align_corners=False``. See docs/conventions.md.
+    Body-frame (FLU) rotations in degrees as :mod:`bevviz.calibration.lidar.evidence`; see
+    docs/conventions.md.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.calibration.perturbations import CameraDelta, apply_correction, camera_delta
-from bevviz.calibration.pyramid import Sampler, as_pyramids
-from bevviz.calibration.seam_objective import SeamObjective, level_grid
-from bevviz.calibration.seams import (
-    SEAM_RING,
-    seam_check,
-    seam_grid,
-    seam_neighbours,
+from bevviz.calibration.diagnose import DiagnoseSettings, diagnose
+from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment, LidarFrame, as_lidar_frames
+from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
+from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
+from bevviz.calibration.lidar.evidence import CameraEvidence, camera_evidence, lidar_evidence
+from bevviz.calibration.lidar.masks import ignore_masks
+from bevviz.calibration.perturbations import camera_delta, perturb_camera
+from bevviz.calibration.seams.analysis import seam_grid
+from bevviz.calibration.seams.pyramid import as_pyramids
+from bevviz.calibration.seams.refine import (
+    RefineHistory,
+    RefineStep,
+    SeamRefineSettings,
+    refine_camera,
+)
+from bevviz.calibration.verdicts import (
+    CONFIDENCE,
+    MIN_EDGE_POINTS,
+    MISCALIBRATED,
+    OK,
+    RULE,
+    TOLERANCE_DEG,
+    VerdictRule,
+    format_axes,
+    lidar_verdict,
 )
 from bevviz.camera import Camera, Rig
-from bevviz.shapes import field_error
-from bevviz.threads import on_one_thread
 
-__all__ = [
-    "DEFAULT_LEVELS",
-    "FAST_LEVELS",
-    "ROBUST_K",
-    "SEARCH_DEG",
-    "SEARCH_LEVELS",
-    "SEARCH_STEP_DEG",
-    "Level",
-    "refine_camera",
-    "RefineHistory",
-    "RefineStep",
-]
+__all__ = ["HALF_AGREEMENT_DEG", "KIND_AGREEMENT_DEG", "MAX_SPREAD_DEG", "MIN_FLOOR_CAMERAS", "TARGET_DEG",
+           "FLOOR_MEDIAN_DEG", "RefineSettings", "lidar_placement", "placement_floor", "refine_extrinsics",
+           "refine_with_lidar"]
 
-
-#: Scale k of the robust combination of seams, ``k log(1 + cost / k)``.
-ROBUST_K = 0.2
-
-
-
-@dataclass(frozen=True)
-class Level:
-    """One stage of the coarse-to-fine schedule.
-
-    Attributes:
-        stride: Image downsampling factor.
-        blur: Gaussian sigma in pixels at that stride.
-        cell: BEV cell size in metres (seams are narrow: 0.2 - 0.4 m cells keep enough
-            of them; the grid passed in only bounds the ground used).
-        steps: Adam steps.
-        lr_deg: Adam learning rate for the rotation (degrees per step, roughly).
-        lr_cm: Adam learning rate for the translation (cm per step, roughly).
-        cost: ``"ncc"`` (colours) or ``"ngf"`` (normalised gradient fields).
-        ring: (r_min, r_max) metres for this level, or None for the refinement's ring.
-    """
-
-    stride: int
-    blur: float
-    cell: float
-    steps: int
-    lr_deg: float
-    lr_cm: float = 1.0
-    cost: str = "ncc"
-    ring: tuple[float, float] | None = None
-
-    @property
-    def ramp(self) -> float:
-        """Soft border ramp in full-resolution pixels (wider for blurrier levels)."""
-        return 4.0 * self.stride * self.blur + 16.0
+#: Largest disagreement (degrees, any corrected axis) between the two halves' optima: the
+#: tolerance itself (halves further apart than what counts as calibrated cannot confirm).
+HALF_AGREEMENT_DEG = TOLERANCE_DEG
+#: Largest bootstrap spread (degrees) of a corrected axis (docs/calibration.md, tuning table).
+MAX_SPREAD_DEG = 0.35
+#: Largest disagreement (degrees, any axis) between the depth-edge and the reflectivity-edge
+#: optima of a corrected camera (docs/calibration.md, tuning table).
+KIND_AGREEMENT_DEG = 0.75
+#: The accuracy (degrees, rotation angle from the true pose) an applied correction promises.
+TARGET_DEG = 0.3
+#: Median over 90th percentile of a Maxwell distribution (1.538 / 2.500): the rotation angle
+#: of an error whose three axes are independent zero-mean Gaussians of one spread.
+MAXWELL_MEDIAN_TO_P90 = 0.615
+#: Largest median (degrees) of the rig's floor (:func:`placement_floor`) under which a
+#: correction is applied: with errors like the calibrated cameras', 90% of corrections then
+#: end within ``TARGET_DEG`` (0.18 deg).
+FLOOR_MEDIAN_DEG = TARGET_DEG * MAXWELL_MEDIAN_TO_P90
+#: Fewest other cameras the LiDAR must pin down before their placements (the rig's floor,
+#: :func:`placement_floor`) can hold a correction back: one camera's placement is its own
+#: error as much as the LiDAR's.
+MIN_FLOOR_CAMERAS = 2
 
 
-#: A quicker schedule (coarser cells, fewer steps, 1/4 images at most) for interactive use:
-#: about 4x cheaper than :data:`DEFAULT_LEVELS`, ends within a few tenths of a degree.
-FAST_LEVELS = (
-    Level(stride=8, blur=3.0, cell=0.5, steps=25, lr_deg=0.3),
-    Level(stride=4, blur=2.0, cell=0.4, steps=25, lr_deg=0.08, cost="ngf"),
-)
+def _align_half(al: EdgeAlignment, weights: np.ndarray, starts: Sequence[np.ndarray]) -> np.ndarray:
+    """The best optimum of the searches from ``starts`` (each (3,)) on the weighted points, (3,)."""
+    ds = np.asarray(starts, dtype=np.float64).reshape(-1, 3)
+    ss = np.zeros(len(ds))
+    for level in range(al.levels):
+        ds, ss = al.refine_many(ds, level, weights, step=0.25 if level == 0 else 0.1)
+    return ds[int(np.argmax(ss))]
 
 
-#: Scan half-width and step of the multi-start search (see :func:`refine_camera`).
-SEARCH_DEG = 4.0
-
-
-SEARCH_STEP_DEG = 0.5
-
-
-#: Levels each start runs through before the runs are compared (on the last of them): the
-#: blurred first level alone can score a false minimum as low as the true one.
-SEARCH_LEVELS = 2
-
-
-#: Default schedule: a wide basin first (colours of 1/8 images, heavy blur, coarse cells),
-#: then normalised gradient fields (sharp and robust to objects standing in a seam) on
-#: 1/4 and 1/2 images.
-DEFAULT_LEVELS = (
-    Level(stride=8, blur=3.0, cell=0.4, steps=40, lr_deg=0.3),
-    Level(stride=4, blur=2.0, cell=0.3, steps=40, lr_deg=0.1, cost="ngf"),
-    Level(stride=2, blur=1.5, cell=0.2, steps=40, lr_deg=0.03, cost="ngf"),
-)
-
-
-
-@dataclass(frozen=True)
-class RefineStep:
-    """One optimisation step.
-
-    Attributes:
-        step: Global step index.
-        level: Index of the schedule level.
-        loss: Seam loss of the level's cost over the camera's seams (robustly combined,
-            see :meth:`SeamObjective.loss`) before the update.
-        rotation_deg: Current correction as a rotation vector in the camera's body frame
-            (FLU: roll, pitch, yaw axes), degrees, shape (3,).
-        translation_cm: Current translation correction in the ego frame, cm, shape (3,).
-    """
-
-    step: int
-    level: int
-    loss: float
-    rotation_deg: tuple[float, float, float]
-    translation_cm: tuple[float, float, float]
-
-
-
-@dataclass
-class RefineHistory:
-    """What :func:`refine_camera` did.
-
-    Attributes:
-        camera: The refined camera.
-        steps: Every step, in order.
-        neighbours: Cameras whose seams drove the refinement.
-        initial_loss: Seam loss at the start, on the finest level.
-        final_loss: Seam loss at the end, on the finest level.
-        delta: The correction as a :class:`CameraDelta` (before -> after).
-        seconds: Wall time.
-        search_start_deg: Start (body FLU roll, pitch, yaw, degrees) of the kept run of the
-            coarse stage: zeros unless a scan's start ended lower than the given pose.
-        accepted: Whether the result passed its own held-out check (seams: every seam
-            improves on its own and ends consistent; LiDAR: both halves of the evidence agree
-            and each improves the other). :func:`bevviz.calibration.refine_extrinsics`
-            returns the input rig when False.
-        check: The check's outcome in words.
-        proposal: LiDAR: the corrected camera when every check passed but the accuracy the
-            LiDAR shows on the rig's calibrated cameras is short of what an applied
-            correction promises (not applied; the user may apply it), else None.
-        term_losses: Seams: each (frame, neighbour) seam's cost before and after, on the
-            finest level: list of (neighbour, before, after).
-    """
-
-    camera: str
-    steps: list[RefineStep] = field(default_factory=list)
-    neighbours: list[str] = field(default_factory=list)
-    initial_loss: float = float("nan")
-    final_loss: float = float("nan")
-    delta: CameraDelta | None = None
-    seconds: float = 0.0
-    search_start_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    accepted: bool = False
-    check: str = ""
-    proposal: Camera | None = None
-    term_losses: list[tuple[str, float, float]] = field(default_factory=list)
-
-    @property
-    def losses(self) -> list[float]:
-        """Loss per step."""
-        return [s.loss for s in self.steps]
-
-    def rows(self) -> list[dict]:
-        """One dict per step (for a table or a chart)."""
-        return [{"step": s.step, "level": s.level, "loss": s.loss,
-                 "roll_deg": s.rotation_deg[0], "pitch_deg": s.rotation_deg[1], "yaw_deg": s.rotation_deg[2],
-                 "dx_cm": s.translation_cm[0], "dy_cm": s.translation_cm[1], "dz_cm": s.translation_cm[2]}
-                for s in self.steps]
-
-
-
-class _Adam:
-    """Adam with one second moment per parameter *tensor* (not per coordinate).
-
-    Plain Adam normalises every coordinate separately, so its first steps move roll, pitch
-    and yaw by the same amount whatever the gradient says; sharing the second moment over a
-    rotation vector keeps the gradient's direction (weakly observed axes move slowly).
+def lidar_placement(rig: Rig, evidence: Mapping[str, CameraEvidence], name: str,
+                    consensus: RigConsensus | None = None) -> Camera | None:
+    """Where the LiDAR puts camera ``name``: the stored camera turned by minus its residual
+    against the consensus of the *other* cameras in ``evidence`` (what a refinement aims at).
 
     Args:
-        params: Parameter tensors (each gets its own learning rate).
-        lrs: Learning rate per tensor.
-        betas: Moment decay rates.
-        eps: Denominator guard.
+        rig: The rig the evidence was measured on.
+        evidence: Camera name -> :class:`CameraEvidence`; only these cameras form the consensus.
+        name: The camera to place.
+        consensus: ``rig_consensus(rig, evidence, leave_out=name)`` when already fitted.
+
+    Returns:
+        The placed camera, or None where the LiDAR does not pin it down: too few edge points,
+        fewer than two bootstrap replicates, or a bootstrap spread above ``MAX_SPREAD_DEG``
+        on some axis (a refinement's own limit).
+
+    Convention:
+        Body-frame (FLU) rotations as :mod:`bevviz.calibration.lidar.evidence`.
+    """
+    ev = evidence[name]
+    if ev.n_points < MIN_EDGE_POINTS or len(ev.replicates_deg) < 2:
+        return None
+    if consensus is None:
+        consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=name)
+    res = consensus.residual(ev)  # (B, 3)
+    if np.max(res.std(axis=0)) > MAX_SPREAD_DEG:
+        return None
+    return perturb_camera(rig[name], *(-np.median(res, axis=0)))
+
+
+def placement_floor(rig: Rig, evidence: Mapping[str, CameraEvidence], camera: str,
+                    rule: VerdictRule = RULE) -> dict[str, float]:
+    """How far the LiDAR puts the rig's *other*, calibrated cameras from their stored poses.
+
+    Each other camera the LiDAR pins down (:func:`lidar_placement`, with ``camera`` left out
+    of every consensus: its own error must not move the others) gives the rotation angle
+    between its stored pose and its placement; a camera the LiDAR verdict calls
+    "miscalibrated" is left out (its placement is its own error, not the LiDAR's accuracy).
+    That is the accuracy to expect of ``camera`` corrected by the LiDAR: the LiDAR cannot
+    place a camera better than it places the calibrated ones.
+
+    Returns:
+        Other camera -> degrees (rotation angle), for the calibrated cameras the LiDAR pins down.
+    """
+    others = {n: ev for n, ev in evidence.items() if n != camera and n in rig.names}
+    out: dict[str, float] = {}
+    for n in others:
+        consensus = rig_consensus(rig, others, min_points=MIN_EDGE_POINTS, leave_out=n)
+        if lidar_verdict(others[n], consensus, rule=rule).verdict == MISCALIBRATED:
+            continue
+        placed = lidar_placement(rig, others, n, consensus=consensus)
+        if placed is not None:
+            out[n] = float(camera_delta(rig[n], placed).angle_deg)
+    return out
+
+
+def _floor_words(floor: Mapping[str, float]) -> str:
+    """The floor in words: range, median and how many cameras."""
+    v = np.array(list(floor.values()))
+    if len(v) == 1:
+        return f"the rig's one other calibrated camera the LiDAR pins down sits {v[0]:.2f} deg from where it puts it"
+    return (f"{len(v)} calibrated cameras of the rig sit {v.min():.2f} to {v.max():.2f} deg (median "
+            f"{np.median(v):.2f}) from where the LiDAR puts them")
+
+
+def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+                      camera: str, lidar: object, evidence: Mapping[str, CameraEvidence] | None = None,
+                      progress: Callable[[int, int, float], None] | None = None, rule: VerdictRule = RULE,
+                      alignment: EdgeAlignment | None = None) -> tuple[Rig, RefineHistory]:
+    """Refine one camera's rotation against the LiDAR edges, checked on held-out evidence.
+
+    Args:
+        rig: The rig; every camera but ``camera`` is held fixed.
+        images: One frame (camera name -> uint8 RGB (H, W, 3)) or a list of frames.
+        camera: Camera to refine.
+        lidar: One scan per frame (see :func:`bevviz.calibration.lidar.alignment.as_lidar_frames`).
+        evidence: Precomputed evidence for every camera of ``rig`` (computed when None;
+            the consensus needs all cameras).
+        progress: Optional ``callback(step, total_steps, loss)``.
+        rule: The verdict's constants (the stored pose must be rejected under them).
+        alignment: The camera's :class:`~bevviz.calibration.lidar.alignment.EdgeAlignment` on these
+            frames, when already built.
+
+    Returns:
+        (the corrected rig, or ``rig`` itself when the check fails; :class:`RefineHistory`
+        with ``accepted``, ``check``, the correction as ``delta``, and ``initial_loss`` /
+        ``final_loss`` = minus the alignment score before / after).
+
+    Raises:
+        ValueError: unknown camera, or malformed ``lidar``.
+    """
+    t0 = time.perf_counter()
+    cam = rig[camera]  # named error for an unknown camera
+    frames: list[LidarFrame] = (list(lidar) if isinstance(lidar, (list, tuple)) and lidar
+                                and all(isinstance(f, LidarFrame) for f in lidar) else as_lidar_frames(images, lidar))
+    if evidence is None or any(n not in evidence for n in rig.names):
+        evidence = lidar_evidence(rig, None, frames)
+    if progress is not None:
+        progress(1, 3, float("nan"))
+    consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=camera)
+    ev = evidence[camera]
+    verdict = lidar_verdict(ev, consensus, rule=rule)
+    expected = consensus.expected_deg.get(camera, np.zeros(3))
+    res = consensus.residual(ev)  # (B, 3) the camera's own offset per replicate
+    own = np.median(res, axis=0)
+    axes = np.mean(np.abs(res) > TOLERANCE_DEG, axis=0) >= CONFIDENCE  # (3,) axes to correct
+    correction = -own if axes.any() else np.zeros(3)  # hypothesis applied to the stored camera
+    axes = np.ones(3, dtype=bool) if axes.any() else axes
+    new_cam = perturb_camera(cam, *correction)
+    hist = RefineHistory(camera)
+    al = EdgeAlignment(cam, frames) if alignment is None else alignment
+    last = max(al.levels - 1, 0)
+    hist.initial_loss = -al.score(np.zeros(3), last)
+    hist.final_loss = -al.score(correction, last)
+    hist.steps = [RefineStep(0, last, hist.initial_loss, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)),
+                  RefineStep(1, last, hist.final_loss, tuple(float(v) for v in correction), (0.0, 0.0, 0.0))]
+    which = ", ".join(a for a, k in zip(AXES, axes) if k)
+    if len(al) < MIN_EDGE_POINTS:
+        hist.check = f"too few LiDAR edge points ({len(al)}, at least {MIN_EDGE_POINTS}) to refine against"
+    elif not axes.any():
+        hist.check = (f"no correction: no axis of the camera's own offset ({format_axes(own)} deg) is beyond "
+                      f"{TOLERANCE_DEG:g} deg in {CONFIDENCE:.0%} of the bootstrap replicates")
+    elif verdict.verdict != MISCALIBRATED:
+        hist.check = f"not corrected: the LiDAR verdict does not reject the stored pose ({verdict.reason})"
+    elif np.max(np.where(axes, res.std(axis=0), 0.0)) > MAX_SPREAD_DEG:
+        spread = res.std(axis=0)
+        hist.check = (f"the correction of {which} is not pinned down: bootstrap spread "
+                      + ", ".join(f"{a} {v:.2f}" for a, v, k in zip(AXES, spread, axes) if k)
+                      + f" deg (at most {MAX_SPREAD_DEG:g})")
+    else:
+        halves = []  # each half's own offset (residual), (3,)
+        for h in (0, 1):
+            w = (al.parity == h).astype(np.float64)
+            halves.append(-_align_half(al, w, [-ev.offset_deg, np.zeros(3)]) - expected)
+        if progress is not None:
+            progress(2, 3, float("nan"))
+        gap = np.where(axes, np.abs(halves[0] - halves[1]), 0.0)
+        gains = []
+        for h in (0, 1):
+            other = (al.parity != h).astype(np.float64)
+            fix = np.where(axes, -halves[h], 0.0)
+            gains.append(al.score(fix, last, other) - al.score(np.zeros(3), last, other))
+        # each kind alone, refined from the full optimum (a local question: does it stay there?);
+        # only asked when the halves have confirmed the correction
+        halves_ok = np.max(gap) <= HALF_AGREEMENT_DEG and min(gains) > 0
+        kinds = [-_align_half(al, (al.kind == k).astype(np.float64), [-ev.offset_deg])
+                 for k in (DEPTH, REFLECTIVITY) if halves_ok and int(np.count_nonzero(al.kind == k)) >= MIN_EDGE_POINTS]
+        kind_gap = float(np.max(np.abs(kinds[0] - kinds[1]))) if len(kinds) == 2 else 0.0
+        if np.max(gap) > HALF_AGREEMENT_DEG:
+            hist.check = (f"the two halves of the evidence disagree on {which} by up to {np.max(gap):.2f} deg "
+                          f"(half A: {format_axes(halves[0])}, half B: {format_axes(halves[1])}; "
+                          f"at most {HALF_AGREEMENT_DEG:g})")
+        elif min(gains) <= 0:
+            hist.check = (f"a half's correction does not improve the other half (score gains {gains[0]:+.4f}, "
+                          f"{gains[1]:+.4f})")
+        elif kind_gap > KIND_AGREEMENT_DEG:
+            hist.check = (f"the depth edges and the reflectivity edges disagree on where the camera points by "
+                          f"{kind_gap:.2f} deg (depth: {format_axes(kinds[0])}, reflectivity: {format_axes(kinds[1])}; "
+                          f"at most {KIND_AGREEMENT_DEG:g})")
+        else:
+            # judged again at the corrected pose, the LiDAR must call the camera calibrated
+            after = dict(evidence, **{camera: camera_evidence(new_cam, frames)})
+            again = lidar_verdict(after[camera], rig_consensus(rig.replace(new_cam), after, min_points=MIN_EDGE_POINTS,
+                                                               leave_out=camera), rule=rule)
+            floor = placement_floor(rig, evidence, camera, rule=rule) if again.verdict == OK else {}
+            typical = float(np.median(list(floor.values()))) if len(floor) >= MIN_FLOOR_CAMERAS else 0.0
+            agree = f"; depth and reflectivity edges agree within {kind_gap:.2f} deg" if len(kinds) == 2 else ""
+            passed = (f"both halves agree within {np.max(gap):.2f} deg and each improves the other (score gains "
+                      f"{gains[0]:+.4f}, {gains[1]:+.4f}){agree}; judged again at the corrected pose the LiDAR "
+                      "calls it calibrated")
+            if again.verdict != OK:
+                hist.check = f"the corrected pose is not confirmed: judged again there, {again.reason}"
+            elif typical > FLOOR_MEDIAN_DEG:
+                hist.proposal = new_cam
+                hist.check = (f"proposed, not applied: the LiDAR would correct {which} by {format_axes(correction)} "
+                              f"deg ({passed}), but {_floor_words(floor)}: the corrected camera would end about "
+                              f"that far from its true pose, and with a median above {FLOOR_MEDIAN_DEG:.2f} deg fewer "
+                              f"than 9 in 10 corrections end within the {TARGET_DEG:g} deg an applied correction "
+                              "promises (apply the proposal yourself if that is close enough); "
+                              f"{verdict.reason}")
+            else:
+                hist.accepted = True
+                where = (f"; {_floor_words(floor)}: expect the corrected camera within about that" if floor
+                         else "; the rig has no other camera to measure the LiDAR's accuracy on" if len(rig) == 1
+                         else "; no other camera of the rig is pinned down by the LiDAR, so its accuracy on "
+                              "calibrated cameras is not measured here")
+                hist.check = f"corrected {which} by {format_axes(correction)} deg: {passed}{where}; {verdict.reason}"
+    hist.delta = camera_delta(cam, new_cam)
+    hist.seconds = time.perf_counter() - t0
+    if progress is not None:
+        progress(3, 3, hist.final_loss)
+    return (rig.replace(new_cam) if hist.accepted else rig), hist
+
+
+@dataclass(frozen=True)
+class RefineSettings(SeamRefineSettings):
+    """What a refinement runs: the seam refinement's settings
+    (:class:`~bevviz.calibration.seams.refine.SeamRefineSettings`: ``translation``, ``levels``,
+    ``ring``, ``neighbours``, ``robust``, ``sampler``, ``search_deg``) and the LiDAR verdict's.
+
+    Attributes:
+        rule: The LiDAR verdict's constants (the stored pose must be rejected under them).
+
+    Raises:
+        InputError: ``levels`` not a non-empty sequence of :class:`Level` (when made).
     """
 
-    def __init__(self, params: Sequence[torch.Tensor], lrs: Sequence[float], betas=(0.9, 0.999), eps=1e-8):
-        self.params, self.lrs, self.betas, self.eps = list(params), list(lrs), betas, eps
-        self.m = [torch.zeros_like(p) for p in self.params]
-        self.v = [torch.zeros(()) for _ in self.params]
-        self.t = 0
-
-    def step(self, scale: float = 1.0) -> None:
-        """One update with every learning rate multiplied by ``scale``."""
-        self.t += 1
-        b1, b2 = self.betas
-        with torch.no_grad():
-            for k, (p, lr) in enumerate(zip(self.params, self.lrs)):
-                if p.grad is None:
-                    continue
-                g = p.grad
-                self.m[k].mul_(b1).add_(g, alpha=1 - b1)
-                self.v[k] = self.v[k] * b2 + (1 - b2) * g.pow(2).mean()
-                mhat = self.m[k] / (1 - b1 ** self.t)
-                vhat = self.v[k] / (1 - b2 ** self.t)
-                p.sub_(lr * scale * mhat / (vhat.sqrt() + self.eps))
-                p.grad = None
+    rule: VerdictRule = RULE
 
 
+def refine_extrinsics(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+                      grid: BEVGrid | None = None, camera: str | None = None, lidar: object = None, *,
+                      settings: RefineSettings | None = None, evidence: Mapping[str, CameraEvidence] | None = None,
+                      progress: Callable[[int, int, float], None] | None = None,
+                      ignore: Mapping[str, object] | None = None) -> tuple[Rig, RefineHistory]:
+    """Refine one camera's extrinsics; keep the result only if it passes its own held-out check.
 
-@on_one_thread
-def refine_camera(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                  grid: BEVGrid | None, camera: str, *, translation: bool = False,
-                  levels: Sequence[Level] = DEFAULT_LEVELS, ring: tuple[float, float] = SEAM_RING,
-                  neighbours: Sequence[str] | None = None, robust: float | None = ROBUST_K,
-                  sampler: Sampler | None = None, search_deg: float = SEARCH_DEG,
-                  progress: Callable[[int, int, float], None] | None = None) -> tuple[Rig, RefineHistory]:
-    """Refine one named camera's extrinsics by minimising its seam inconsistency (self-consistency).
-
-    :func:`bevviz.calibration.refine_extrinsics` is the same with the camera optional.
+    With ``lidar``: the camera's rotation is aligned with the LiDAR edges relative to the
+    rig consensus and checked on two halves of the evidence (:func:`refine_with_lidar`); a
+    camera with too few LiDAR edge points (``MIN_EDGE_POINTS``) falls back to its seams.
+    Without: its seam inconsistency is minimised
+    (:func:`bevviz.calibration.seams.refine.refine_camera`) and the result is kept only when
+    every seam improves on its own and ends consistent.
 
     Args:
         rig: The rig; every camera but ``camera`` is held fixed.
         images: Camera name -> uint8 RGB image, shape (H, W, 3); or a list of such frames
-            of the same rig (all seams of all frames are combined); or
-            :class:`ImagePyramid` objects (their downsampled levels are cached).
-        grid: Ground grid; only its extent is used (it bounds the ground compared), the
-            cell sizes come from ``levels``. Default :func:`seam_grid` (out to 30 m).
-        camera: Camera to refine.
-        translation: Also refine the optical centre (weakly constrained by seams: a shift of
-            a few cm changes the ground by the same few cm, a rotation by far more).
-        levels: Coarse-to-fine schedule (:class:`Level`).
-        ring: (r_min, r_max) metres of ground used.
-        neighbours: Cameras to compare with; default :func:`seam_neighbours`.
-        robust: Scale k of the robust combination of seam terms ``k log(1 + cost / k)``
-            (a seam an object hides stays bad whatever the pose and should pull less);
-            ``None`` for the plain mean.
-        sampler: Optional ``grid_sample``-compatible sampler instead of the default
-            two-stage gather-scatter sampler (whose tap weights carry the gradient with
-            respect to the sampling positions).
-        search_deg: Also start from the lowest local minima (two per axis) of 1-D scans of
-            each rotation axis over ``+-search_deg`` on the first level's loss (see
-            :func:`_search_starts`), run every start through the first ``SEARCH_LEVELS``
-            levels and keep the run that ends lowest on the last of them; 0 disables it.
-            Periodic ground (a metric checker, tiles, parking bays) gives false minima one
-            period away (about 3 deg for a 1 m pattern 20 m out) that gradient descent from
-            the given pose alone falls into.
-        progress: Optional ``callback(step, total_steps, loss)`` after every optimisation
-            step run, those of the search's alternative starts included (``total_steps``
-            counts them, so it can exceed the schedule's own step count).
+            of the same rig; or :class:`~bevviz.calibration.seams.pyramid.ImagePyramid` objects.
+        grid: Ground grid for the seams; only its extent is used. Default :func:`seam_grid`.
+        camera: Camera to refine; default the first finding of :func:`diagnose`.
+        lidar: Optional LiDAR witness, as for :func:`diagnose` (one scan per frame).
+        settings: :class:`RefineSettings` (default: the shipped doctor's).
+        evidence: Precomputed LiDAR evidence of every camera (with ``lidar``; saves aligning
+            them again).
+        progress: Optional ``callback(step, total_steps, loss)``.
+        ignore: Optional per-camera polygons that do not show the world, as for :func:`diagnose`.
 
     Returns:
-        (the rig with the refined camera, :class:`RefineHistory`).
+        (the rig with the refined camera, or the input rig unchanged when
+        ``history.accepted`` is False; :class:`~bevviz.calibration.seams.refine.RefineHistory`,
+        whose ``check`` says why).
 
     Raises:
-        ValueError: ``levels`` not a non-empty sequence of :class:`Level`, unknown camera, or
-            a camera with no seam to refine against.
+        InputError: unknown camera, or (seams) a camera with no seam to refine against.
 
     Convention:
-        The correction is a body-frame (FLU) rotation vector in degrees and an ego-frame
-        translation in cm, applied as ``ego_from_body' = ego_from_body @ exp(rot)``.
+        The correction is a body-frame (FLU) rotation, applied as
+        ``ego_from_body' = ego_from_body @ exp(rot)``. See docs/conventions.md.
     """
-    if isinstance(levels, str) or not isinstance(levels, Sequence) or not levels or not all(
-            isinstance(lv, Level) for lv in levels):
-        raise field_error("levels", levels, "must be a non-empty sequence of Level, coarse to fine")
-    t0 = time.perf_counter()
+    s = RefineSettings() if settings is None else settings
     grid = seam_grid() if grid is None else grid
-    rig[camera]  # named error for an unknown camera
-    nbrs = list(neighbours) if neighbours is not None else seam_neighbours(rig, camera, ring=ring)
-    if not nbrs:
-        raise field_error("camera", camera, "has no seam with another camera; nothing to refine against")
-    pyrs = as_pyramids(images)
-    hist = RefineHistory(camera, neighbours=nbrs)
-    total = sum(lv.steps for lv in levels)
-    objectives: dict[int, SeamObjective] = {}
-
-    def objective(li: int) -> SeamObjective:
-        if li not in objectives:
-            lv = levels[li]
-            obj = SeamObjective(rig, [pyr.levels(rig, [camera, *nbrs], lv.stride, lv.blur) for pyr in pyrs],
-                                 level_grid(grid, lv.cell), camera, nbrs, lv.ring or ring, sampler,
-                                 kind=lv.cost, ramp=lv.ramp)
-            if not obj.terms:
-                raise field_error("camera", camera, "has no seam with another camera on this grid; "
-                                  "nothing to refine against")
-            objectives[li] = obj
-        return objectives[li]
-
-    done = [0, total]  # optimisation steps run so far, and in all
-
-    def tick(loss: float) -> None:
-        done[0] += 1
-        if progress is not None:
-            progress(done[0], done[1], loss)
-
-    def run(start: torch.Tensor, trans: torch.Tensor, first: int, stop: int):
-        """Levels first .. stop - 1 from one start: (rot, trans, end loss, steps per level)."""
-        rot, end, per_level = start, float("nan"), []
-        for li in range(first, stop):
-            rot, trans, end, steps = _run_level(objective(li), levels[li], rot, trans, translation, robust,
-                                                on_step=tick)
-            per_level.append(steps)
-        return rot, trans, end, per_level
-
-    # The coarse stage (first SEARCH_LEVELS levels) runs from the given pose and from every
-    # scan start; the run ending lowest on the stage's last (sharpest) level is kept.
-    stage = min(SEARCH_LEVELS, len(levels)) if search_deg > 0 else 1
-    starts = [torch.zeros(3)]
-    if search_deg > 0:
-        with torch.no_grad():
-            starts += _search_starts(lambda r: float(objective(0).loss(r, torch.zeros(3), robust)), search_deg)
-    done[1] = total + (len(starts) - 1) * sum(lv.steps for lv in levels[:stage])
-    runs = [run(start, torch.zeros(3), 0, stage) for start in starts]
-    best = min(range(len(runs)), key=lambda k: (runs[k][2], k))  # the given pose wins ties
-    hist.search_start_deg = tuple(float(v) for v in starts[best])
-    rot, trans, _, per_level = runs[best]
-    if stage < len(levels):
-        rot, trans, _, rest = run(rot, trans, stage, len(levels))
-        per_level += rest
-    for li, steps in enumerate(per_level):
-        for loss, r, t in steps:
-            hist.steps.append(RefineStep(len(hist.steps), li, loss, r, t))
-    obj = objective(len(levels) - 1)
-    with torch.no_grad():
-        # The plain mean of the terms is obj.loss(..., robust=None): one evaluation per pose.
-        before_t, after_t = obj.pair_losses(torch.zeros(3), torch.zeros(3)), obj.pair_losses(rot, trans)
-        hist.initial_loss = float(torch.stack(before_t).mean())
-        hist.final_loss = float(torch.stack(after_t).mean())
-        before = [float(v) for v in before_t]
-        after = [float(v) for v in after_t]
-    hist.term_losses = [(name, b, a) for (_, name), b, a in zip(obj.terms, before, after)]
-    hist.accepted, hist.check = seam_check(hist.term_losses)
-    cam0 = rig[camera]
-    new_cam = apply_correction(cam0, rot.detach().double().numpy(), trans.detach().double().numpy())
-    new_rig = rig.replace(new_cam)
-    hist.delta = camera_delta(cam0, new_cam)
-    hist.seconds = time.perf_counter() - t0
-    return new_rig, hist
-
-
-
-def _run_level(obj: SeamObjective, lv: Level, rot0: torch.Tensor, trans0: torch.Tensor,
-               translation: bool, robust: float | None, on_step: Callable[[float], None] | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor, float, list[tuple[float, tuple, tuple]]]:
-    """Adam on one level from ``(rot0 (3,), trans0 (3,))`` (degrees, cm); ``on_step(loss)``
-    after each step.
-
-    Returns:
-        (rotation (3,), translation (3,), the level's loss there, per step (loss before the
-        update, rotation, translation)).
-    """
-    rot = rot0.detach().clone().requires_grad_(True)
-    trans = trans0.detach().clone().requires_grad_(bool(translation))
-    params = [rot, trans] if translation else [rot]
-    opt = _Adam(params, [lv.lr_deg, lv.lr_cm][:len(params)])
-    steps = []
-    for i in range(lv.steps):
-        loss = obj.loss(rot, trans, robust)
-        loss.backward()
-        steps.append((float(loss.detach()), tuple(float(v) for v in rot.detach()),
-                      tuple(float(v) for v in trans.detach())))
-        # Cosine decay to 5 % of the level's learning rate.
-        opt.step(0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * i / max(lv.steps, 1))))
-        if on_step is not None:
-            on_step(steps[-1][0])
-    rot, trans = rot.detach(), trans.detach()
-    with torch.no_grad():
-        end = float(obj.loss(rot, trans, robust))
-    return rot, trans, end, steps
-
-
-
-def _search_starts(loss: Callable[[torch.Tensor], float], radius_deg: float,
-                   step_deg: float | None = None, per_axis: int = 2) -> list[torch.Tensor]:
-    """Extra starting rotations: per axis, the lowest minima of a 1-D scan below the start.
-
-    Each axis (roll, pitch, yaw of the body FLU frame) is scanned alone over
-    ``+-radius_deg`` in steps of ``step_deg`` (default ``SEARCH_STEP_DEG``), the other two
-    held at zero. The scan's local minima that are lower than the loss at zero (zero itself
-    excluded) become starts, the ``per_axis`` lowest of each axis: a blurred loss can
-    score a false minimum one pattern period away as low as the true one, so the best
-    point alone is not enough. The caller refines from zero and from each start and keeps
-    the lowest end: a wrong start costs time, never accuracy.
-
-    Args:
-        loss: ``loss(rotation_deg (3,)) -> float``.
-        radius_deg: Scan half-width, degrees.
-        step_deg: Scan step, degrees.
-        per_axis: Most starts taken from one axis.
-
-    Returns:
-        Up to ``3 * per_axis`` rotations, each shape (3,).
-    """
-    step = SEARCH_STEP_DEG if step_deg is None else step_deg
-    count = int(round(radius_deg / step))
-    offsets = [k * step for k in range(-count, count + 1)]
-    at_zero = loss(torch.zeros(3))
-    starts = []
-    for axis in range(3):
-        points = []
-        for value in offsets:
-            cand = torch.zeros(3)
-            cand[axis] = value
-            points.append((at_zero if value == 0 else loss(cand), cand))
-        vals = [v for v, _ in points]
-        minima = [points[k] for k in range(len(points))
-                  if offsets[k] != 0 and vals[k] < at_zero
-                  and (k == 0 or vals[k] <= vals[k - 1]) and (k == len(vals) - 1 or vals[k] <= vals[k + 1])]
-        starts += [cand for _, cand in sorted(minima, key=lambda m: m[0])[:per_axis]]
-    return starts
+    frames = None
+    if lidar is not None:  # aligned once: the diagnosis below (no camera given) reuses it
+        frames = as_lidar_frames([p.images for p in as_pyramids(images)], lidar, ignore_masks(rig, ignore))
+        if evidence is None or any(n not in evidence for n in rig.names):
+            evidence = lidar_evidence(rig, None, frames)
+    if camera is None:
+        asked = DiagnoseSettings(sampler=s.sampler, rule=s.rule)
+        camera = diagnose(rig, images, grid, lidar, settings=asked, evidence=evidence)[0].camera
+    if frames is not None:
+        if evidence[camera].n_points >= MIN_EDGE_POINTS:
+            return refine_with_lidar(rig, None, camera, frames, evidence=evidence, progress=progress, rule=s.rule)
+        # Too few LiDAR edges in this camera: the seams are the witness left.
+    new_rig, hist = refine_camera(rig, images, grid, camera, s, progress)
+    return (new_rig if hist.accepted else rig), hist

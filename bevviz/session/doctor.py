@@ -47,9 +47,12 @@ from bevviz.calibration import (
     MISCALIBRATED,
     CameraEvidence,
     CameraFinding,
+    DiagnoseSettings,
     Diagnosis,
     RefineHistory,
+    RefineSettings,
     SeamAnalysis,
+    against_texture,
     analyze_seams,
     apply_perturbations,
     as_lidar_frames,
@@ -58,8 +61,10 @@ from bevviz.calibration import (
     diagnose,
     ignore_masks,
     lidar_evidence,
+    rank_seams,
     refine_camera,
     refine_extrinsics,
+    rotate_suspects,
     seam_grid,
     standout,
 )
@@ -318,17 +323,17 @@ class Doctor:
             frames = as_lidar_frames(images, lidar, ignore_masks(self.rig, ignore)) if known else []
             # Evidence handed in is read as a scan with ego motion and intensities: only such a
             # scan may reuse it (else the reasons would differ from a diagnosis of the scan).
-            if not (frames and all(len(f.scan.exposure_from_keyframe) and f.ranks is not None for f in frames)):
-                self._diagnosis = diagnose(self.rig, images, self.grid, lidar, thorough=self.settings.thorough,
-                                           replicates=self.settings.replicates, progress=progress, ignore=ignore)
-            else:  # some cameras aligned already (another doctor of the same images and scan)
+            evidence = None
+            if frames and all(len(f.scan.exposure_from_keyframe) and f.ranks is not None for f in frames):
+                # some cameras aligned already (another doctor of the same images and scan)
                 missing = [n for n in self.rig.names if n not in known]
                 if missing:
                     known.update(lidar_evidence(self.rig, None, frames, cameras=missing,
                                                 replicates=self.settings.replicates, progress=progress))
-                self._diagnosis = diagnose(self.rig, images, self.grid, thorough=self.settings.thorough,
-                                           evidence={n: known[n] for n in self.rig.names},
-                                           replicates=self.settings.replicates)
+                evidence = {n: known[n] for n in self.rig.names}
+            settings = DiagnoseSettings(thorough=self.settings.thorough, replicates=self.settings.replicates)
+            self._diagnosis = diagnose(self.rig, images, self.grid, None if evidence else lidar, settings=settings,
+                                       evidence=evidence, ignore=ignore, progress=None if evidence else progress)
             for f in self._diagnosis:
                 if f.lidar is not None:
                     self._store[self._key(f.camera)] = f.lidar
@@ -380,8 +385,8 @@ class Doctor:
         """The seams' fast ranking (each camera's better seam against the rig median), no
         refinement and no LiDAR: for live views. Computed once (from :meth:`seams`)."""
         if self._quick is None:
-            self._quick = diagnose(self.rig, self._require_images(), self.grid, thorough=False,
-                                   analyses=[self.seams().analysis.without_ground_truth()])
+            self._require_images()
+            self._quick = rank_seams(self.rig, [self.seams().analysis.without_ground_truth()])
         return self._quick
 
     def standout(self) -> CameraFinding | None:
@@ -391,15 +396,15 @@ class Doctor:
     def versus_truth(self) -> Diagnosis | None:
         """Each camera against the known ground texture, or None without one. Computed once."""
         if self._truth is None and self.seams().analysis.gt_cost:
-            self._truth = diagnose(self.rig, self._require_images(), self.grid, analyses=[self.seams().analysis])
+            self._truth = against_texture(self.rig, self.seams().analysis)
         return self._truth
 
     def thorough(self, progress: Progress | None = None) -> Diagnosis:
         """The seam witness with each suspect rotated alone, over every frame (no LiDAR). Computed once."""
         if self._thorough is None:
             self._require_images()
-            self._thorough = diagnose(self.rig, list(self.frames) or [self.scene.images], self.grid, thorough=True,
-                                      progress=progress)
+            self._thorough = rotate_suspects(self.rig, list(self.frames) or [self.scene.images], self.grid,
+                                             progress=progress)
         return self._thorough
 
     @property
@@ -460,9 +465,9 @@ class Doctor:
             raise InputError(f"field 'camera': not a camera of the rig ({', '.join(self.rig.names)}) "
                              f"(got {camera!r})", "camera", camera)
         self._require_images()
+        settings = RefineSettings(levels=FAST_LEVELS if fast else DEFAULT_LEVELS, translation=translation)
         rig, hist = refine_extrinsics(self.rig, list(self.frames) or [self.scene.images], self._grid(), camera,
-                                      levels=FAST_LEVELS if fast else DEFAULT_LEVELS, translation=translation,
-                                      progress=progress)
+                                      settings=settings, progress=progress)
         after = SeamView.of(analyze_seams(rig, self.scene.images, self._grid()))
         return self._keep(("seams",), camera, rig, hist, after)
 

@@ -26,10 +26,10 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from bevviz.calibration import GroundTruth
-from bevviz.calibration.frame_folder import load_frame_folder
 from bevviz.checks import field_error
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
+from bevviz.io.frame_folder import load_frame_folder
 from bevviz.io.json_reader import read_json
 from bevviz.io.nuscenes import (
     LIDAR_CHANNEL,
@@ -169,7 +169,7 @@ MAX_FRAMES = 10
 
 def is_frame_folder(path: Path) -> bool:
     """Whether ``path`` is a frame folder (``rig.json`` and ``lidar_ego.npy``,
-    :mod:`bevviz.calibration.frame_folder`)."""
+    :mod:`bevviz.io.frame_folder`)."""
     return path.is_dir() and (path / "rig.json").is_file() and (path / "lidar_ego.npy").is_file()
 
 

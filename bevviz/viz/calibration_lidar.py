@@ -8,7 +8,7 @@ Convention:
     centres), the picture stretched over ``[-0.5, W - 0.5] x [-0.5, H - 0.5]`` as in
     :mod:`bevviz.viz.cameras`. Rotations are body-frame (FLU) roll, pitch, yaw in degrees;
     a profile's x is the *offset* (how far the stored camera is turned away from where the
-    evidence puts it: 0 is the stored calibration), as in :mod:`bevviz.calibration.lidar`.
+    evidence puts it: 0 is the stored calibration), as in :mod:`bevviz.calibration.lidar.evidence`.
     See docs/conventions.md.
 """
 

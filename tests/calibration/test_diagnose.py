@@ -17,6 +17,7 @@ import pytest
 from bevviz import calibration as cal
 from bevviz.calibration import (
     CameraFinding,
+    DiagnoseSettings,
     GroundTruth,
     diagnose,
     perturb_rig,
@@ -39,7 +40,7 @@ DIAG_GRID = seam_grid(radius=30.0, resolution=0.5)
 def test_diagnose_names_the_faulty_camera_first(truth, frames, camera, axis, injected):
     deg = injected(camera, axis)
     bad = perturb_rig(truth, camera, **{axis: deg})
-    found = diagnose(bad, frames, DIAG_GRID, suspects=2)
+    found = diagnose(bad, frames, DIAG_GRID, settings=DiagnoseSettings(suspects=2))
     rank = [f.camera for f in found].index(camera) + 1
     print(f"diagnose {camera} {axis} {deg:+.2f} deg: rank {rank}, score {found[0].score:.3f} "
           f"vs next {found[1].score:.3f}")
@@ -56,7 +57,7 @@ def test_quick_diagnosis_of_one_frame_points_at_the_faulty_camera_only(truth, sa
     # the faulty camera stand out; every other camera stays below the threshold.
     images = samples[0][2]
     bad = perturb_rig(truth, camera, **{axis: 1.0})
-    quick = diagnose(bad, images, thorough=False)
+    quick = diagnose(bad, images, settings=DiagnoseSettings(thorough=False))
     suspect = cal.standout(quick)
     assert suspect is not None and suspect.camera == camera, [(f.camera, round(f.score, 2)) for f in quick]
     assert all(f.score < cal.STANDOUT_RATIO for f in quick if f.camera != camera)
@@ -66,7 +67,7 @@ def test_quick_diagnosis_of_the_true_rig_names_no_camera(truth, samples):
     # No box stands in a seam of the sample (see tests/synthetic/test_world.py), so nothing
     # on the true rig may look suspicious.
     for _, _, images in samples:
-        quick = diagnose(truth, images, thorough=False)
+        quick = diagnose(truth, images, settings=DiagnoseSettings(thorough=False))
         assert cal.standout(quick) is None, [(f.camera, round(f.score, 2)) for f in quick]
     assert cal.standout([]) is None
 
@@ -84,6 +85,25 @@ def test_diagnose_ground_truth_mode(truth, samples, nuscenes_root):
     assert found[0].camera == "CAM_BACK_LEFT"
     assert found[0].gt_cost is not None and "ground-truth" in found[0].reason
     assert found[0].score > 1.3 * found[1].score
+
+
+def _rows(found):
+    return [(f.camera, f.score, f.verdict, f.doubt, f.reason) for f in found]
+
+
+def test_diagnose_asks_the_one_question_its_inputs_allow(truth, samples, nuscenes_root):
+    """One function per question: diagnose without LiDAR and not thorough is rank_seams, with a
+    known texture against_texture; every inconclusive finding carries a doubt, no sure one does."""
+    images = samples[0][2]
+    bad = perturb_rig(truth, "CAM_BACK_LEFT", pitch_deg=1.0)
+    quick = cal.rank_seams(bad, DiagnoseSettings().analyses(bad, images, DIAG_GRID))
+    assert _rows(quick) == _rows(diagnose(bad, images, DIAG_GRID, settings=DiagnoseSettings(thorough=False)))
+    gt = _ground_truth(nuscenes_root)
+    texture = cal.against_texture(bad, DiagnoseSettings().analyses(bad, images, DIAG_GRID, gt)[0])
+    assert _rows(texture) == _rows(diagnose(bad, images, DIAG_GRID, ground_truth=gt))
+    for f in [*quick, *texture]:
+        assert (f.doubt is not None) == (f.verdict == cal.INCONCLUSIVE), (f.camera, f.verdict, f.doubt)
+        assert f.doubt is None or isinstance(f.doubt, cal.Doubt)
 
 
 def test_diagnose_ground_truth_mode_scene_b_with_ego_pose(samples, nuscenes_root):

@@ -12,17 +12,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bevviz.calibration import camera_delta, diagnose, perturb_rig, refine_extrinsics
-from bevviz.calibration.alignment import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames
-from bevviz.calibration.consensus import rig_consensus
-from bevviz.calibration.evaluate import Case, random_faults
-from bevviz.calibration.evaluate import main as evaluate_main
-from bevviz.calibration.evaluate import summary as evaluate_summary
-from bevviz.calibration.frame_folder import load_frame_folder
-from bevviz.calibration.lidar import camera_evidence, lidar_evidence
-from bevviz.calibration.lidar_refine import MAX_SPREAD_DEG, lidar_placement
+from bevviz.calibration import DiagnoseSettings, Doubt, camera_delta, diagnose, perturb_rig, refine_extrinsics
+from bevviz.calibration.lidar.alignment import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames
+from bevviz.calibration.lidar.consensus import rig_consensus
+from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence
 from bevviz.calibration.perturbations import same_turn
-from bevviz.calibration.stress import denser
+from bevviz.calibration.refine import MAX_SPREAD_DEG, lidar_placement
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MAX_MEDIAN_DEPTH_M,
@@ -31,6 +26,11 @@ from bevviz.calibration.verdicts import (
     MIN_VERDICT_POINTS,
     MISCALIBRATED,
 )
+from bevviz.io.frame_folder import load_frame_folder
+from bevviz.lab.evaluate import Case, random_faults
+from bevviz.lab.evaluate import main as evaluate_main
+from bevviz.lab.evaluate import summary as evaluate_summary
+from bevviz.lab.stress import denser
 
 
 def _frame(sample_data, name):
@@ -72,7 +72,9 @@ def test_the_dataset_calibration_of_either_rig_is_not_accused(tri, kitti):
         for f in found:
             assert f.reason and f.verdict in ("ok", "inconclusive")
             if f.verdict == INCONCLUSIVE:
-                assert "LiDAR" in f.reason or "seams" in f.reason  # the reason is said in words
+                assert isinstance(f.doubt, Doubt), f.reason  # every inconclusive says why
+            else:
+                assert f.doubt is None
 
 
 def test_a_one_camera_rig_is_judged_as_a_camera_lidar_pair(kitti):
@@ -113,11 +115,11 @@ def test_turned_cameras_accuse_no_other_camera_and_refinement_never_makes_them_w
 def test_a_scan_without_intensity_or_images_of_noise_accuse_no_camera(real_sample, real_evidence):
     rig, images, scan = real_sample
     xyz = scan.points[:, :3].copy()  # an (N, 3) array: no intensity, no rings, no motion
-    found = diagnose(rig, images, lidar=xyz, replicates=8)
+    found = diagnose(rig, images, lidar=xyz, settings=DiagnoseSettings(replicates=8))
     assert _named(found) == [], [f.reason for f in found]
     rng = np.random.default_rng(0)
     noise = {n: rng.integers(0, 256, img.shape, dtype=np.uint8) for n, img in images.items()}
-    found = diagnose(rig, noise, lidar=scan, replicates=8)
+    found = diagnose(rig, noise, lidar=scan, settings=DiagnoseSettings(replicates=8))
     assert _named(found) == [], [f.reason for f in found]
     assert all(f.verdict == INCONCLUSIVE for f in found)
 
@@ -135,10 +137,10 @@ def test_the_evaluation_prints_its_tables_on_frame_folders(sample_data, capsys):
 def test_a_scan_in_millimetres_says_so(kitti):
     frame, _ = kitti
     xyz_mm = np.array(frame.scan.points)[:, :3] * 1000.0
-    (found,) = diagnose(frame.rig, frame.images, lidar=xyz_mm, replicates=8)
+    (found,) = diagnose(frame.rig, frame.images, lidar=xyz_mm, settings=DiagnoseSettings(replicates=8))
     assert found.verdict == INCONCLUSIVE
-    assert "not in metres" in found.reason and found.lidar.median_depth_m > MAX_MEDIAN_DEPTH_M, found.reason
-    (metres,) = diagnose(frame.rig, frame.images, lidar=frame.scan, replicates=8)
+    assert found.doubt is Doubt.NOT_IN_METRES and found.lidar.median_depth_m > MAX_MEDIAN_DEPTH_M, found.reason
+    (metres,) = diagnose(frame.rig, frame.images, lidar=frame.scan, settings=DiagnoseSettings(replicates=8))
     assert MIN_MEDIAN_DEPTH_M < metres.lidar.median_depth_m < MAX_MEDIAN_DEPTH_M
 
 

@@ -1,4 +1,4 @@
-"""bevviz.calibration.refine: seam refinement recovers injected rotations on the embedded sample.
+"""bevviz.calibration.seams.refine: seam refinement recovers injected rotations on the embedded sample.
 
 Default run: refinement on a representative subset of cameras and axes (``sweeps.SUBSET``),
 and the miscalibrated scene B. Set ``BEVVIZ_FULL=1`` for the sweep over every camera x axis
@@ -11,14 +11,11 @@ import pytest
 import torch
 
 from bevviz import calibration as cal
-from bevviz.calibration import (
-    perturb_rig,
-    refine,
-    refine_extrinsics,
-    seam_grid,
-    seam_objective,
-)
+from bevviz.calibration import RefineSettings, perturb_rig, refine_extrinsics, seam_grid
+from bevviz.calibration.seams import objective as seam_objective
+from bevviz.calibration.seams import refine
 from bevviz.camera import NUSCENES_CAMERAS
+from bevviz.errors import InputError
 from bevviz.rotations import rotation_angle_deg
 from bevviz.samplers.gather_scatter import taps as gs_taps
 
@@ -92,7 +89,7 @@ def test_search_escapes_the_false_minimum_of_a_periodic_ground(truth, frames):
     bad = perturb_rig(truth, "CAM_BACK_LEFT", yaw_deg=2.0)
     residual = {}
     for search in (0.0, cal.SEARCH_DEG):
-        new, hist = refine_extrinsics(bad, frames, None, "CAM_BACK_LEFT", search_deg=search)
+        new, hist = refine_extrinsics(bad, frames, None, "CAM_BACK_LEFT", settings=RefineSettings(search_deg=search))
         residual[search] = rotation_angle_deg(new["CAM_BACK_LEFT"].cam_from_ego[:3, :3],
                                               truth["CAM_BACK_LEFT"].cam_from_ego[:3, :3])
         if search:
@@ -149,19 +146,19 @@ def test_scene_b_miscalibration_is_corrected(scene_b, frames):
 
 
 def test_refine_errors_are_named(truth):
-    with pytest.raises(ValueError, match="camera.*CAM_NOPE"):
+    with pytest.raises(InputError, match="camera.*CAM_NOPE"):
         refine_extrinsics(truth, {}, None, "CAM_NOPE")
     lonely = truth.subset(["CAM_FRONT", "CAM_BACK"])
-    with pytest.raises(ValueError, match="no seam"):
+    with pytest.raises(InputError, match="no seam"):
         refine_extrinsics(lonely, {}, None, "CAM_FRONT")
-    with pytest.raises(ValueError, match="images"):
+    with pytest.raises(InputError, match="images"):
         cal.as_frames([1, 2])
 
 
 @pytest.mark.parametrize("levels", [[], (), "fast", [1, 2], None])
 def test_a_bad_schedule_is_a_named_error_before_any_work(truth, levels):
-    """levels=[] used to end in an IndexError (issue 14); now it is refused first, before diagnose runs."""
-    for call in (lambda: refine_extrinsics(truth, {}, None, None, levels=levels),
-                 lambda: cal.refine_camera(truth, {}, None, "CAM_FRONT", levels=levels)):
-        with pytest.raises(ValueError, match=r"field 'levels': must be a non-empty sequence of Level, coarse to fine"):
+    """levels=[] used to end in an IndexError (issue 14); now the settings refuse it, before any work."""
+    for call in (lambda: RefineSettings(levels=levels),
+                 lambda: cal.SeamRefineSettings(levels=levels)):
+        with pytest.raises(InputError, match=r"field 'levels': must be a non-empty sequence of Level, coarse to fine"):
             call()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bevviz.calibration.consensus import RigConsensus
-from bevviz.calibration.lidar import CameraEvidence
+from bevviz.calibration.lidar.consensus import RigConsensus
+from bevviz.calibration.lidar.evidence import CameraEvidence
 from bevviz.calibration.verdicts import (
     ANCHOR_MAX_OFFSET_DEG,
     INCONCLUSIVE,
@@ -19,10 +19,14 @@ from bevviz.calibration.verdicts import (
     SEAM_TRUST_COST,
     STANDOUT_RATIO,
     TOLERANCE_DEG,
+    Basis,
+    Doubt,
+    Why,
     anchors,
     combine,
     lidar_doubt,
     lidar_verdict,
+    rig_doubt,
     seam_verdict,
 )
 
@@ -49,7 +53,8 @@ def test_far_beyond_the_tolerance_is_miscalibrated_and_says_by_how_much():
     v = lidar_verdict(_ev([0.0, 0.0, 1.5]), NONE)
     assert v.verdict == MISCALIBRATED
     assert v.residual_deg[2] == pytest.approx(1.5, abs=0.05)
-    assert "yaw +1.5" in v.reason and "400 edge points" in v.reason
+    assert v.doubt is None and v.why.kind is Basis.LOCATED and v.support[0] == 400
+    assert "yaw +1.5" in v.reason  # the sentence is rendered from the numbers
 
 
 def test_well_within_the_tolerance_is_ok():
@@ -58,14 +63,16 @@ def test_well_within_the_tolerance_is_ok():
 
 def test_at_the_tolerance_the_evidence_is_split():
     v = lidar_verdict(_ev([0.0, TOLERANCE_DEG, 0.0], sd=0.1), NONE)
-    assert v.verdict == INCONCLUSIVE and 0.2 < v.beyond < 0.8 and "split" in v.reason
+    assert v.verdict == INCONCLUSIVE and 0.2 < v.beyond < 0.8 and v.doubt is Doubt.SPLIT
+    assert v.why["beyond"] == v.beyond
 
 
 def test_too_little_evidence_or_a_flat_score_is_inconclusive_whatever_the_offset():
-    assert lidar_verdict(_ev([0, 0, 2.0], n=MIN_EDGE_POINTS - 1), NONE).verdict == INCONCLUSIVE
-    assert lidar_verdict(_ev([0, 0, 2.0], clusters=MIN_CLUSTERS - 1), NONE).verdict == INCONCLUSIVE
+    for few in (dict(n=MIN_EDGE_POINTS - 1), dict(clusters=MIN_CLUSTERS - 1)):
+        v = lidar_verdict(_ev([0, 0, 2.0], **few), NONE)
+        assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.TOO_FEW_EDGE_POINTS
     v = lidar_verdict(_ev([0, 0, 2.0], flat=True), NONE)
-    assert v.verdict == INCONCLUSIVE and "flat" in v.reason
+    assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.FLAT_SCORE
 
 
 def test_a_sparse_cloud_cannot_call_a_camera_miscalibrated_but_can_confirm_one():
@@ -74,10 +81,11 @@ def test_a_sparse_cloud_cannot_call_a_camera_miscalibrated_but_can_confirm_one()
     assert lidar_verdict(_ev([0, 0, 2.0], n=MIN_VERDICT_POINTS), NONE).verdict == MISCALIBRATED
     v = lidar_verdict(_ev([0, 0, 2.0], n=MIN_VERDICT_POINTS - 1), NONE)
     assert v.verdict == INCONCLUSIVE and v.residual_deg[2] == pytest.approx(2.0, abs=0.05)
-    assert f"only {MIN_VERDICT_POINTS - 1} edge points per frame" in v.reason and "more frames" in v.reason
+    assert v.doubt is Doubt.SPARSE_CLOUD and v.why["per_frame"] == MIN_VERDICT_POINTS - 1
+    assert v.why["needed"] == MIN_VERDICT_POINTS
     three = _ev([0, 0, 2.0], n=3 * (MIN_VERDICT_POINTS - 1))  # three sparse frames add points, not density
     three.frames = 3
-    assert lidar_verdict(three, NONE).verdict == INCONCLUSIVE
+    assert lidar_verdict(three, NONE).doubt is Doubt.SPARSE_CLOUD
     assert lidar_verdict(_ev([0.1, 0.0, 0.0], n=MIN_VERDICT_POINTS - 1), NONE).verdict == OK
 
 
@@ -90,7 +98,7 @@ def test_a_camera_is_convicted_only_against_a_lidar_other_cameras_line_up_with()
     others = {"CAM_A": off, "CAM_B": off, "CAM_C": flat, "CAM_D": lined_up}
     v = lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={"CAM_X": off, **others}))
     assert v.verdict == INCONCLUSIVE
-    assert "only 1 of the rig's 4 other cameras line up with the LiDAR" in v.reason and "sensor's frame" in v.reason
+    assert v.doubt is Doubt.LIDAR_MAY_BE_OFF and (v.why["lined"], v.why["others"]) == (1, 4)
     enough = {**others, **{f"CAM_{k}": lined_up for k in range(MIN_ANCHORS - 1)}}
     assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes=enough)).verdict == MISCALIBRATED
     # a rig of two: the one other camera must line up; a camera alone is a camera-LiDAR pair
@@ -103,8 +111,9 @@ def test_the_rig_hears_once_when_no_camera_can_be_judged_against_the_lidar():
     lined_up, off = (5.0, 4.9, 0.2), (5.0, 1.0, 2.0)
     six = {f"CAM_{k}": off for k in range(6)}
     assert lidar_doubt(None) == "" and lidar_doubt(RigConsensus(landscapes={"CAM_X": off})) == ""  # one camera
-    assert lidar_doubt(RigConsensus(landscapes=six)).startswith("only 0 of 6 cameras line up with the LiDAR")
+    assert rig_doubt(RigConsensus(landscapes=six)) == Why(Doubt.LIDAR_LOOKS_OFF, {"lined": (), "cameras": 6})
     one = {**six, "CAM_0": lined_up}
+    assert rig_doubt(RigConsensus(landscapes=one)).figures == {"lined": ("CAM_0",), "cameras": 6}
     assert lidar_doubt(RigConsensus(landscapes=one)).startswith("only 1 of 6 cameras (CAM_0) line up")
     two = {**one, "CAM_1": lined_up}  # two anchors: a third camera can be judged, no rig doubt
     assert lidar_doubt(RigConsensus(landscapes=two)) == ""
@@ -117,41 +126,54 @@ def test_a_camera_off_only_by_what_the_whole_rig_shares_points_at_the_lidar():
     con = RigConsensus(common_pitch_deg=-0.9, cameras=["CAM_X", "A", "B", "C"], fitted=True,
                        expected_deg={"CAM_X": np.array([0.0, -0.9, 0.0])})
     v = lidar_verdict(ev, con)
-    assert v.verdict == INCONCLUSIVE and "LiDAR-to-ego" in v.reason
+    assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.RIG_OFF and v.why["common_pitch_deg"] == -0.9
     assert abs(v.residual_deg[1]) < 0.1
 
 
 def test_seams_judge_only_where_they_can():
-    assert seam_verdict(5.0, 2, SEAM_TRUST_COST + 0.3)[0] == INCONCLUSIVE
-    assert seam_verdict(STANDOUT_RATIO + 0.1, 2, 0.06)[0] == MISCALIBRATED
-    assert seam_verdict(1.0, 2, 0.06)[0] == OK
-    assert seam_verdict(5.0, 1, 0.06)[0] == INCONCLUSIVE
+    untrusted = seam_verdict(5.0, 2, SEAM_TRUST_COST + 0.3)
+    assert (untrusted.verdict, untrusted.doubt) == (INCONCLUSIVE, Doubt.SEAMS_UNTRUSTED)
+    assert seam_verdict(STANDOUT_RATIO + 0.1, 2, 0.06).why.kind is Basis.STANDS_OUT
+    assert seam_verdict(STANDOUT_RATIO + 0.1, 2, 0.06).verdict == MISCALIBRATED
+    fine = seam_verdict(1.0, 2, 0.06)
+    assert (fine.verdict, fine.doubt, fine.why.kind) == (OK, None, Basis.IN_LINE)
+    one = seam_verdict(5.0, 1, 0.06)
+    assert (one.verdict, one.doubt) == (INCONCLUSIVE, Doubt.TOO_FEW_SEAMS)
 
 
 def test_witnesses_that_disagree_give_inconclusive():
     lidar_bad = lidar_verdict(_ev([0, 0, 2.0]), NONE)
     lidar_ok = lidar_verdict(_ev([0, 0, 0.0]), NONE)
-    assert combine(lidar_bad, (OK, "fine"), 1.0)[0] == INCONCLUSIVE
-    assert combine(lidar_ok, (MISCALIBRATED, "stands out"), 3.0)[0] == INCONCLUSIVE
-    assert combine(lidar_bad, (INCONCLUSIVE, "cannot judge"), 1.0)[0] == MISCALIBRATED
-    assert combine(lidar_bad, (MISCALIBRATED, "stands out"), 3.0)[0] == MISCALIBRATED
-    assert combine(None, (OK, "fine"), 1.0) == (OK, "fine")
+    fine, stands_out, cannot = seam_verdict(1.0, 2, 0.06), seam_verdict(3.0, 2, 0.06), seam_verdict(1.0, 1, 0.06)
+    disagree = combine(lidar_bad, fine, 1.0)
+    assert (disagree.verdict, disagree.doubt) == (INCONCLUSIVE, Doubt.WITNESSES_DISAGREE)
+    assert disagree.witnesses == {"lidar": MISCALIBRATED, "seams": OK}
+    assert combine(lidar_ok, stands_out, 3.0).doubt is Doubt.WITNESSES_DISAGREE
+    assert (combine(lidar_bad, cannot, 1.0).verdict, combine(lidar_bad, cannot, 1.0).doubt) == (MISCALIBRATED, None)
+    assert combine(lidar_bad, stands_out, 3.0).verdict == MISCALIBRATED
+    alone = combine(None, fine, 1.0)
+    assert (alone.verdict, alone.doubt, alone.reason) == (OK, None, fine.reason)
     lidar_unsure = lidar_verdict(_ev([0, 0, 2.0], n=10), NONE)
-    assert combine(lidar_unsure, (MISCALIBRATED, "stands out"), 3.0)[0] == MISCALIBRATED  # seams decide
-    assert combine(lidar_unsure, (INCONCLUSIVE, "cannot judge"), 1.0)[0] == INCONCLUSIVE
+    assert combine(lidar_unsure, stands_out, 3.0).verdict == MISCALIBRATED  # seams decide
+    unsure = combine(lidar_unsure, cannot, 1.0)
+    assert (unsure.verdict, unsure.doubt) == (INCONCLUSIVE, Doubt.TOO_FEW_EDGE_POINTS)  # the LiDAR's doubt
 
 
-@pytest.mark.parametrize("kwargs,words", [
-    (dict(stored=0.795), "scores almost as well"),  # the stored pose is near the top (z gap 0.25)
-    (dict(half_gain=(3.0, 0.1)), "not supported by both image halves"),
+@pytest.mark.parametrize("kwargs,doubt", [
+    (dict(stored=0.795), Doubt.STORED_POSE_CLOSE),  # the stored pose is near the top (z gap 0.25)
+    (dict(half_gain=(3.0, 0.1)), Doubt.HALF_UNSUPPORTED),
     # a z gap of 1 (below RULE.z_reject): the offset must be located, and the halves must agree
-    (dict(stored=0.78, halves=[[0.0, 0.0, 1.5], [0.0, 0.0, -0.5]]), "two image halves put it at different rotations"),
-    (dict(stored=0.78, sd=1.5), "not pinned down: its bootstrap spread is 1."),
-    (dict(stored=0.78, sd=1.5), "it pins down no direction"),
+    (dict(stored=0.78, halves=[[0.0, 0.0, 1.5], [0.0, 0.0, -0.5]]), Doubt.HALVES_APART),
+    (dict(stored=0.78, sd=1.5), Doubt.NOT_PINNED),
 ])
-def test_an_offset_the_evidence_does_not_establish_is_inconclusive_with_the_reason(kwargs, words):
+def test_an_offset_the_evidence_does_not_establish_is_inconclusive_with_the_reason(kwargs, doubt):
     v = lidar_verdict(_ev([0.0, 0.0, 1.5], **kwargs), NONE)
-    assert v.verdict == INCONCLUSIVE and words in v.reason
+    assert v.verdict == INCONCLUSIVE and v.doubt is doubt
+
+
+def test_an_offset_with_no_direction_pinned_down_says_so():
+    v = lidar_verdict(_ev([0.0, 0.0, 1.5], stored=0.78, sd=1.5), NONE)
+    assert v.doubt is Doubt.NOT_PINNED and v.why["spread_deg"] > 1.0 and v.why["pinned"] == "it pins down no direction"
 
 
 def test_a_located_verdict_goes_by_the_axes_the_evidence_pins_down():
@@ -161,11 +183,13 @@ def test_a_located_verdict_goes_by_the_axes_the_evidence_pins_down():
     ev = _ev([0.0, 0.0, 1.2], stored=0.78)
     ev.replicates_deg = np.array([0.0, 0.0, 1.2]) + rng.normal(0, 1, (24, 3)) * [1.5, 0.05, 0.05]
     v = lidar_verdict(ev, NONE)
-    assert v.verdict == MISCALIBRATED and "pins down all but roll (spread 1." in v.reason, v.reason
+    assert v.verdict == MISCALIBRATED and v.why.kind is Basis.LOCATED, v.reason
+    assert v.why["pinned"].startswith("all but roll (spread 1.")
     ev.replicates_deg[:, 2] = rng.normal(0, 0.05, 24)  # only the unpinned roll would be off
     v = lidar_verdict(ev, NONE)
-    assert v.verdict == INCONCLUSIVE and "it pins down all but roll (spread 1." in v.reason, v.reason
-    assert "may be as little as 0.0" in v.reason  # pitch and yaw: within 0.1 deg
+    assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.NOT_PINNED, v.reason
+    assert v.why["pinned"].startswith("it pins down all but roll (spread 1.")
+    assert "may be as little as 0.0" in v.why["pinned"]  # pitch and yaw: within 0.1 deg
 
 
 def test_a_located_verdict_goes_by_the_directions_the_evidence_pins_down():
@@ -185,23 +209,23 @@ def test_a_located_verdict_goes_by_the_directions_the_evidence_pins_down():
         v = lidar_verdict(ev, NONE)
         assert v.verdict == verdict, v.reason
         if verdict == MISCALIBRATED:
-            free = "pins down all but 0.7"
-            assert free in v.reason and " roll + 0.7" in v.reason and "pitch (spread " in v.reason, v.reason
+            free = v.why["pinned"]
+            assert free.startswith("all but 0.7") and " roll + 0.7" in free and "pitch (spread " in free, free
 
 
 def test_a_stored_pose_far_below_the_optimum_in_both_halves_is_rejected_without_locating_it():
     ev = _ev([0.0, 0.0, 1.5], sd=1.5, stored=0.72, half_gain=(2.0, 2.0))  # z gap 4
     v = lidar_verdict(ev, NONE)
-    assert v.verdict == MISCALIBRATED and "robust z below the best alignment" in v.reason
+    assert v.verdict == MISCALIBRATED and v.why.kind is Basis.REJECTED and v.why["gap_z"] == pytest.approx(4.0)
     weak_half = _ev([0.0, 0.0, 1.5], sd=1.5, stored=0.72, half_gain=(2.0, 0.5))
-    assert lidar_verdict(weak_half, NONE).verdict == INCONCLUSIVE
+    assert lidar_verdict(weak_half, NONE).doubt is Doubt.NOT_PINNED
     small_gap = _ev([0.0, 0.0, 1.5], sd=1.5, stored=0.775, half_gain=(2.0, 2.0))  # z gap 1.25
-    assert lidar_verdict(small_gap, NONE).verdict == INCONCLUSIVE
+    assert lidar_verdict(small_gap, NONE).doubt is Doubt.NOT_PINNED
 
 
 def test_an_optimum_at_the_edge_of_the_search_is_no_optimum():
     v = lidar_verdict(_ev([0.0, 2.9, 0.0]), NONE)
-    assert v.verdict == INCONCLUSIVE and "edge of the" in v.reason
+    assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.AT_SEARCH_EDGE
 
 
 def test_a_camera_whose_optimum_lies_far_from_its_stored_pose_is_no_anchor():
@@ -213,7 +237,7 @@ def test_a_camera_whose_optimum_lies_far_from_its_stored_pose_is_no_anchor():
     assert anchors({"CAM_A": near, "CAM_B": close_in_z_but_far}) == ["CAM_A"]
     others = {"CAM_A": close_in_z_but_far, "CAM_B": close_in_z_but_far, "CAM_C": near}
     v = lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes=others))
-    assert v.verdict == INCONCLUSIVE and "only 1 of the rig's 3 other cameras line up" in v.reason
+    assert v.doubt is Doubt.LIDAR_MAY_BE_OFF and (v.why["lined"], v.why["others"]) == (1, 3)
     assert lidar_verdict(_ev([0, 0, 2.0]), RigConsensus(landscapes={**others, "CAM_B": near})).verdict == MISCALIBRATED
 
 
@@ -244,7 +268,7 @@ def test_an_offset_on_an_axis_the_landscape_does_not_hold_is_inconclusive():
     ev.score_best, ev.profiles = 0.80, _profiles([0.4, 1.2, 0.2])
     v = lidar_verdict(ev, NONE)
     assert v.verdict == INCONCLUSIVE
-    assert "setting roll back to the stored value" in v.reason and "0.4 robust z" in v.reason
+    assert v.doubt is Doubt.FLAT_VALLEY and v.why["axes"] == ("roll",) and v.why["drop_z"] == pytest.approx(0.4)
     ev.profiles = _profiles([1.2, 0.4, 0.2])
     assert lidar_verdict(ev, NONE).verdict == MISCALIBRATED
     # two axes off: one of them held is enough
@@ -252,4 +276,4 @@ def test_an_offset_on_an_axis_the_landscape_does_not_hold_is_inconclusive():
     two.score_best, two.profiles = 0.80, _profiles([0.3, 0.1, 0.9])
     assert lidar_verdict(two, NONE).verdict == MISCALIBRATED
     two.profiles = _profiles([0.3, 2.0, 0.5])  # the held axis is not one it is off on
-    assert lidar_verdict(two, NONE).verdict == INCONCLUSIVE
+    assert lidar_verdict(two, NONE).doubt is Doubt.FLAT_VALLEY

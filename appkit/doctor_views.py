@@ -1,0 +1,120 @@
+"""The Calibration Doctor page's larger sections, drawn from what the scene's Doctor answered.
+
+Streamlit widgets only: every number comes from :class:`bevviz.session.Doctor` (via the
+page), every table and sentence from :mod:`appkit.doctor`, every figure from
+:mod:`bevviz.viz`. The page calls one function per section.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+from appkit import doctor
+from appkit.doctor import HELP
+from bevviz import downloads
+from bevviz.calibration import PERTURBATION_KEYS, Diagnosis
+from bevviz.camera import Rig
+from bevviz.limits import escape_markdown as esc
+from bevviz.session import Scene
+from bevviz.session.doctor import Refinement, SeamView
+from bevviz.viz.calibration import before_after_figure
+
+__all__ = ["lidar_findings", "lidar_refinement", "perturb_controls", "seam_refinement"]
+
+#: ``adopt(rig, camera)``: make ``rig`` the session's rig (the page's callback).
+Adopt = Callable[[Rig, str], None]
+
+
+def perturb_controls(names: list[str], reset: Callable[[], None]) -> None:
+    """The camera picker, the reset button and the perturbation sliders of that camera."""
+    ss = st.session_state
+    pc1, pc2 = st.columns([1, 3])
+    cam = pc1.selectbox("Camera", names, key="cd_pert_cam")
+    pc1.button("Reset all perturbations", on_click=reset, key="cd_reset")
+    cols = pc2.columns(4)
+    for i, (k, label, lo, hi, step) in enumerate(doctor.SLIDERS):
+        ss.setdefault(doctor.slider_key(cam, k), PERTURBATION_KEYS[k])
+        cols[i % 4].slider(label, lo, hi, step=step, key=doctor.slider_key(cam, k))
+
+
+def lidar_findings(found: Diagnosis) -> None:
+    """The LiDAR diagnosis: who is named, the rig-level notes, the verdicts, why, the evidence and the consensus."""
+    st.markdown(doctor.named_markdown(found))
+    for note in (found.lidar_doubt, found.timing):  # rig-level findings: before the per-camera table
+        if note:
+            st.warning(esc(note))
+    st.dataframe(doctor.verdict_table(found), hide_index=True, key="cd_lidar_verdicts",
+                 column_order=("camera", "verdict", "roll (deg)", "pitch (deg)", "yaw (deg)", "edge points",
+                               "witnesses"))
+    st.caption(doctor.OFFSETS_TEXT)
+    st.markdown("**Why, per camera**")
+    st.markdown(doctor.reasons_markdown(found))
+    st.markdown("**Evidence, per camera and frame**")
+    st.dataframe(pd.DataFrame(doctor.evidence_rows(found)), hide_index=True, key="cd_lidar_evidence")
+    st.caption(doctor.Z_TEXT)
+    summary = doctor.consensus_summary(found.consensus)
+    k1, k2, k3 = st.columns([1.6, 1, 1])
+    k1.metric("LiDAR rotation (ego x / y / z, deg)", summary["rotation"])
+    k2.metric("Common pitch", summary["pitch"])
+    aside = summary["set_aside"]
+    k3.metric("Set aside from the consensus", f"{len(aside)} camera{'s' if len(aside) != 1 else ''}" if aside
+              else "none", help="Cameras whose own errors did not fit the rest of the rig.")
+    if aside:  # names in full (a metric cuts a long value off)
+        k3.caption(esc(", ".join(aside)))
+    if summary["suspect"]:
+        st.warning(esc(summary["suspect"]))
+    elif not summary["fitted"]:
+        st.caption(f"No rig consensus: {esc(summary['why'])}.")
+
+
+def _rig_download(col, label: str, rig: Rig, scene: Scene, file_name: str, key: str) -> None:
+    col.download_button(label, downloads.rig_json(rig, dict(scene.image_files) or None), file_name=file_name,
+                        mime="application/json", key=key)
+
+
+def lidar_refinement(res: Refinement, scene: Scene, adopt: Adopt) -> None:
+    """A camera refined against the LiDAR: accepted (apply, download), proposed (apply anyway) or refused."""
+    lh, look = res.history, res.camera
+    if lh.accepted:
+        st.success(f"Accepted: {esc(lh.check)}")
+        value, why = doctor.correction_metric(lh.delta)
+        st.metric("Correction", value, help=why)
+        a1, a2 = st.columns(2)
+        a1.button("Apply to the session rig", key="cd_lidar_apply", on_click=adopt, args=(res.rig, look),
+                  help=HELP["adopt"])
+        _rig_download(a2, "Refined rig (JSON)", res.rig, scene, "rig_refined.json", "cd_lidar_dl")
+    elif (proposed := res.proposed_rig) is not None:
+        st.warning(f"{esc(lh.check[:1].upper() + lh.check[1:])}. The rig is left as it is.")
+        value, why = doctor.correction_metric(lh.delta)
+        st.metric("Proposed correction", value, help=why)
+        p1, p2 = st.columns(2)
+        p1.button("Apply the proposal anyway", key="cd_lidar_apply_proposal", on_click=adopt, args=(proposed, look),
+                  help=HELP["adopt_proposal"])
+        _rig_download(p2, "Proposed rig (JSON)", proposed, scene, "rig_proposed.json", "cd_lidar_dl_proposal")
+    else:
+        st.warning(f"Not accepted (the rig is left as it is): {esc(lh.check)}")
+
+
+def seam_refinement(res: Refinement, view: SeamView, scene: Scene, adopt: Adopt) -> None:
+    """A camera refined against its seams: the loss, the correction, before and after, downloads."""
+    hist, d = res.history, res.history.delta
+    k1, k2, k3, k4 = st.columns(4)
+    k1.metric("Seam loss", f"{hist.final_loss:.3f}", delta=f"{hist.final_loss - hist.initial_loss:+.3f}",
+              delta_color="inverse")
+    k2.metric("Correction", f"{d.angle_deg:.2f} deg")
+    k3.metric("roll / pitch / yaw", f"{d.roll_deg:+.2f} / {d.pitch_deg:+.2f} / {d.yaw_deg:+.2f}")
+    k4.metric("Left vs the loaded calibration", f"{res.from_loaded_deg:.3f} deg", help=HELP["from_loaded"])
+    st.plotly_chart(doctor.loss_figure(hist), key="cd_loss")
+    st.plotly_chart(before_after_figure(view.mosaic, res.after.mosaic, view.analysis.grid, view.error, res.after.error,
+                                        titles=("before", "after")), key="cd_before_after")
+    b1, b2, b3 = st.columns(3)
+    _rig_download(b1, "Corrected rig (JSON)", res.rig, scene, "rig_refined.json", "cd_dl_rig")
+    b2.download_button("Correction per camera (JSON)", res.deltas_json().encode(), file_name="rig_correction.json",
+                       mime="application/json", key="cd_dl_delta")
+    b3.button("Adopt the corrected rig", key="cd_adopt", on_click=adopt, args=(res.rig, res.camera), help=HELP["adopt"])
+    with st.expander("Correction as JSON"):
+        st.code(json.dumps(d.to_dict(), indent=2), language="json")

@@ -1,0 +1,349 @@
+"""The LiDAR witness's verdict on one camera: its case, the named checks in order, the verdict.
+
+Each check reads a :class:`LidarCase` and raises a :class:`~bevviz.calibration.verdicts.doubts.Doubt`
+(a :class:`~bevviz.calibration.verdicts.doubts.Why` with its figures) or nothing; the
+first doubt makes the camera "inconclusive" (the order and the rules:
+:mod:`bevviz.calibration.verdicts`).
+
+Convention:
+    Offsets in body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar.evidence` and
+    docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from bevviz.calibration.lidar.alignment import AXES, MIN_VERDICT_POINTS, SEARCH_RADIUS_DEG
+from bevviz.calibration.lidar.consensus import RigConsensus
+from bevviz.calibration.lidar.evidence import CameraEvidence
+from bevviz.calibration.lidar.pinned import PinnedOffset, pinned_offset
+from bevviz.calibration.verdicts.doubts import Basis, Doubt, Why, format_axes, lidar_sentence
+from bevviz.calibration.verdicts.rule import (
+    ANCHOR_MAX_DROP_Z,
+    ANCHOR_MAX_OFFSET_DEG,
+    FLAT_CONTRAST,
+    INCONCLUSIVE,
+    MAX_MEDIAN_DEPTH_M,
+    MIN_ANCHORS,
+    MIN_CLUSTERS,
+    MIN_EDGE_POINTS,
+    MIN_MEDIAN_DEPTH_M,
+    MISCALIBRATED,
+    OK,
+    RULE,
+    VerdictRule,
+    anchors,
+)
+
+__all__ = ["LIDAR_CHECKS", "LidarCase", "LidarVerdict", "lidar_verdict"]
+
+
+@dataclass(frozen=True)
+class LidarCase:
+    """One camera's LiDAR evidence against the rig consensus, with the figures every check reads.
+
+    Attributes:
+        evidence: The camera's :class:`~bevviz.calibration.lidar.evidence.CameraEvidence`.
+        consensus: The rig consensus (``fitted`` False: residual = offset against the LiDAR).
+        rule: The verdict's constants.
+        tolerance: Largest calibrated error, degrees.
+        confidence: Share of replicates needed.
+    """
+
+    evidence: CameraEvidence
+    consensus: RigConsensus
+    rule: VerdictRule
+    tolerance: float
+    confidence: float
+
+    @cached_property
+    def residual(self) -> np.ndarray:
+        """The camera's residual per bootstrap replicate, (B, 3) degrees."""
+        return self.consensus.residual(self.evidence)
+
+    @cached_property
+    def median(self) -> np.ndarray:
+        """Its median over the replicates, (3,) degrees."""
+        return np.median(self.residual, axis=0)
+
+    @cached_property
+    def spread(self) -> np.ndarray:
+        """Its bootstrap standard deviation per axis, (3,) degrees (inf from one replicate)."""
+        res = self.residual
+        return res.std(axis=0) if len(res) > 1 else np.full(3, np.inf)
+
+    @cached_property
+    def beyond(self) -> float:
+        """Share of replicates more than the tolerance off on some axis."""
+        return float(np.mean(np.max(np.abs(self.residual), axis=1) > self.tolerance))
+
+    @cached_property
+    def within(self) -> float:
+        """Share of replicates within the tolerance on every axis."""
+        return float(np.mean(np.max(np.abs(self.residual), axis=1) < self.tolerance))
+
+    @cached_property
+    def pinned(self) -> PinnedOffset:
+        """What the bootstrap pins down of the offset (directions of spread at most ``max_sd_deg``)."""
+        return pinned_offset(self.residual, self.rule.max_sd_deg)
+
+    @property
+    def gap(self) -> float:
+        """Robust z from the optimum down to the stored pose."""
+        return self.evidence.z_best - self.evidence.z_stored
+
+    @cached_property
+    def located(self) -> bool:
+        """Path A: even the smallest offset that agrees with what the bootstrap pins down is
+        beyond the tolerance in ``confidence`` of the replicates."""
+        p = self.pinned
+        return p.directions.shape[1] > 0 and float(np.mean(p.least_deg > self.tolerance)) >= self.confidence
+
+    @cached_property
+    def rejected(self) -> bool:
+        """Path B: the stored pose stands far below the optimum and each image half on its own
+        prefers the optimum (what the consensus explains is no rejection of this camera)."""
+        ev, rule = self.evidence, self.rule
+        return (self.gap >= rule.z_reject and bool(np.all(ev.half_gain >= rule.half_reject))
+                and float(np.max(np.abs(self.median))) > self.tolerance)
+
+    @cached_property
+    def accused(self) -> bool:
+        """Rejected either way, with the raw offset (against the LiDAR) beyond the tolerance."""
+        return (self.located or self.rejected) and bool(np.max(np.abs(self.evidence.central_offset_deg))
+                                                        > self.tolerance)
+
+    def why_sure(self) -> Why:
+        """The basis of a verdict no check doubts: located or rejected (accused), else within."""
+        ev, rule = self.evidence, self.rule
+        if not self.accused:
+            return Why(Basis.WITHIN, {"tolerance_deg": self.tolerance, "within": self.within})
+        return Why(Basis.LOCATED if self.located else Basis.REJECTED, {
+            "tolerance_deg": self.tolerance, "confidence": self.confidence, "pinned": self.pinned.words(),
+            "gap_z": self.gap, "z_reject": rule.z_reject, "half_reject": rule.half_reject,
+            "radius_deg": SEARCH_RADIUS_DEG, "half_gain": tuple(float(g) for g in ev.half_gain)})
+
+
+def _too_few_edge_points(c: LidarCase) -> Why | None:
+    ev = c.evidence
+    if ev.n_points < MIN_EDGE_POINTS or ev.n_clusters < MIN_CLUSTERS:
+        return Why(Doubt.TOO_FEW_EDGE_POINTS, {"n_points": ev.n_points, "n_clusters": ev.n_clusters,
+                                               "min_points": MIN_EDGE_POINTS, "min_clusters": MIN_CLUSTERS})
+    return None
+
+
+def _not_in_metres(c: LidarCase) -> Why | None:
+    depth = c.evidence.median_depth_m
+    if np.isfinite(depth) and not MIN_MEDIAN_DEPTH_M <= depth <= MAX_MEDIAN_DEPTH_M:
+        return Why(Doubt.NOT_IN_METRES, {"depth_m": depth, "min_m": MIN_MEDIAN_DEPTH_M, "max_m": MAX_MEDIAN_DEPTH_M})
+    return None
+
+
+def _flat_score(c: LidarCase) -> Why | None:
+    ev = c.evidence
+    if ev.score_best_coarse - ev.score_median < FLAT_CONTRAST or ev.z_best < c.rule.z_structure:
+        return Why(Doubt.FLAT_SCORE, {"z_best": ev.z_best, "radius_deg": SEARCH_RADIUS_DEG,
+                                      "z_structure": c.rule.z_structure, "best": ev.score_best_coarse,
+                                      "typical": ev.score_median})
+    return None
+
+
+def _sparse_cloud(c: LidarCase) -> Why | None:
+    per_frame = c.evidence.n_points / max(c.evidence.frames, 1)
+    if c.accused and per_frame < MIN_VERDICT_POINTS:
+        return Why(Doubt.SPARSE_CLOUD, {"per_frame": per_frame, "needed": MIN_VERDICT_POINTS})
+    return None
+
+
+def _lidar_may_be_off(c: LidarCase) -> Why | None:
+    if not c.accused:
+        return None
+    name, seen = c.evidence.camera, c.consensus.landscapes
+    others = len(seen) - (name in seen)
+    lined = anchors(seen, exclude=name)
+    needed = min(MIN_ANCHORS, others)
+    if len(lined) < needed:
+        return Why(Doubt.LIDAR_MAY_BE_OFF, {"lined": len(lined), "others": others, "needed": needed,
+                                            "max_offset_deg": ANCHOR_MAX_OFFSET_DEG,
+                                            "max_drop_z": ANCHOR_MAX_DROP_Z})
+    return None
+
+
+def _at_search_edge(c: LidarCase) -> Why | None:
+    offset = c.evidence.offset_deg
+    if c.accused and float(np.max(np.abs(offset))) > SEARCH_RADIUS_DEG - c.rule.edge_margin_deg:
+        return Why(Doubt.AT_SEARCH_EDGE, {"radius_deg": SEARCH_RADIUS_DEG, "offset_deg": tuple(map(float, offset))})
+    return None
+
+
+def _stored_pose_close(c: LidarCase) -> Why | None:
+    if c.accused and c.gap < c.rule.z_gap:
+        return Why(Doubt.STORED_POSE_CLOSE, {"z_stored": c.evidence.z_stored, "z_best": c.evidence.z_best,
+                                             "radius_deg": SEARCH_RADIUS_DEG, "z_gap": c.rule.z_gap})
+    return None
+
+
+def _half_unsupported(c: LidarCase) -> Why | None:
+    gain = c.evidence.half_gain
+    if c.accused and not np.all(gain >= c.rule.half_gain):
+        return Why(Doubt.HALF_UNSUPPORTED, {"half_gain": tuple(map(float, gain)), "needed": c.rule.half_gain})
+    return None
+
+
+def _flat_valley(c: LidarCase) -> Why | None:
+    if not c.accused or c.rejected:
+        return None
+    off_axes = np.abs(c.median) > c.tolerance  # the axes it would be convicted on
+    held = c.evidence.axis_drop_z[off_axes]
+    held = held[np.isfinite(held)]
+    if len(held) and float(held.max()) < c.rule.axis_drop:
+        return Why(Doubt.FLAT_VALLEY, {"axes": tuple(a for a, k in zip(AXES, off_axes) if k),
+                                       "drop_z": float(held.max()), "needed": c.rule.axis_drop})
+    return None
+
+
+def _halves_apart(c: LidarCase) -> Why | None:
+    if not c.accused or c.rejected:
+        return None
+    halves = c.evidence.halves_deg
+    split = float(np.max(np.abs(halves[0] - halves[1]))) if np.all(np.isfinite(halves)) else float("inf")
+    if split > c.rule.half_agree_deg:
+        return Why(Doubt.HALVES_APART, {"left_deg": tuple(map(float, halves[0])),
+                                        "right_deg": tuple(map(float, halves[1])), "apart_deg": split,
+                                        "max_deg": c.rule.half_agree_deg})
+    return None
+
+
+def _others_explain(c: LidarCase) -> Why | None:
+    if not c.accused:
+        return None
+    raw = c.evidence.central_offset_deg
+    inside = [e for e in c.consensus.expected_by_others_deg.get(c.evidence.camera, [])
+              if np.max(np.abs(raw - e)) <= c.tolerance]
+    if inside:
+        return Why(Doubt.OTHERS_EXPLAIN, {"tolerance_deg": c.tolerance,
+                                          "from_others_deg": tuple(map(float, raw - inside[0]))})
+    return None
+
+
+def _timing(c: LidarCase) -> Why | None:
+    """Where a LiDAR displaced along the car's axis puts the camera: where the rig consensus
+    does, or, since a timing error displaces the other cameras' evidence (and so the
+    consensus) too, where the LiDAR itself does."""
+    if not c.accused:
+        return None
+    timing = c.evidence.timing
+    expected = c.consensus.expected_deg.get(c.evidence.camera, np.zeros(3))
+    for by_rig, ref in ((True, expected), (False, np.zeros(3))):
+        timed = timing.explaining(ref, c.tolerance)
+        if timed is not None:
+            return Why(Doubt.TIMING, {"shift_m": float(timing.shifts_m[timed]), "tolerance_deg": c.tolerance,
+                                      "by_rig": by_rig,
+                                      "from_reference_deg": tuple(map(float, timing.offsets_deg[timed] - ref))})
+    return None
+
+
+def _not_pinned(c: LidarCase) -> Why | None:
+    unc = c.spread
+    if c.accused or not (np.max(unc) > c.rule.max_sd_deg and c.within < c.confidence):
+        return None
+    p = c.pinned
+    pinned = f"it pins down {p.words()}"
+    if p.directions.shape[1] > 0:
+        pinned += f", and along that the camera may be as little as {float(np.median(p.least_deg)):.2f} deg off"
+    return Why(Doubt.NOT_PINNED, {"spread_deg": float(np.max(unc)), "axis": AXES[int(np.argmax(unc))],
+                                  "max_sd_deg": c.rule.max_sd_deg, "pinned": pinned,
+                                  "z_stored": c.evidence.z_stored, "z_best": c.evidence.z_best,
+                                  "z_reject": c.rule.z_reject})
+
+
+def _rig_off(c: LidarCase) -> Why | None:
+    con = c.consensus
+    if (c.accused or c.within < c.confidence or not con.fitted
+            or np.max(np.abs(c.evidence.central_offset_deg)) <= c.tolerance or con.magnitude_deg <= c.tolerance):
+        return None
+    return Why(Doubt.RIG_OFF, {"cameras": len(con.cameras) - len(con.excluded),
+                               "lidar_rotation_deg": tuple(map(float, con.lidar_rotation_deg)),
+                               "common_pitch_deg": float(con.common_pitch_deg)})
+
+
+def _split(c: LidarCase) -> Why | None:
+    if c.accused or c.within >= c.confidence:
+        return None
+    return Why(Doubt.SPLIT, {"beyond": c.beyond, "tolerance_deg": c.tolerance})
+
+
+#: The LiDAR verdict's checks, in order: the first that raises a doubt decides
+#: "inconclusive"; with none, an accused camera is miscalibrated, any other ok.
+LIDAR_CHECKS: tuple[Callable[[LidarCase], Why | None], ...] = (
+    _too_few_edge_points, _not_in_metres, _flat_score,
+    _sparse_cloud, _lidar_may_be_off, _at_search_edge, _stored_pose_close, _half_unsupported, _flat_valley,
+    _halves_apart, _others_explain, _timing,
+    _not_pinned, _rig_off, _split,
+)
+
+
+@dataclass(frozen=True)
+class LidarVerdict:
+    """The LiDAR witness about one camera.
+
+    Attributes:
+        verdict: ``"miscalibrated"``, ``"ok"`` or ``"inconclusive"``.
+        residual_deg: The camera's own offset (median over replicates), (3,) degrees.
+        uncertainty_deg: Its bootstrap spread per axis, (3,) degrees.
+        beyond: Share of replicates more than the tolerance off on some axis.
+        why: The doubt (inconclusive) or the basis (sure) with its figures.
+        camera: The camera's name.
+        support: ``(edge points, depth edges, reflectivity edges)`` behind it.
+    """
+
+    verdict: str
+    residual_deg: np.ndarray
+    uncertainty_deg: np.ndarray
+    beyond: float
+    why: Why
+    camera: str = ""
+    support: tuple[int, int, int] = (0, 0, 0)
+
+    @property
+    def doubt(self) -> Doubt | None:
+        """Why it is not surer (a :class:`~bevviz.calibration.verdicts.doubts.Doubt`), None when sure."""
+        return self.why.doubt
+
+    @property
+    def reason(self) -> str:
+        """A readable sentence, rendered from :attr:`why`."""
+        n, d, r = self.support
+        own = f"its own offset {format_axes(self.residual_deg, self.uncertainty_deg)} deg"
+        return lidar_sentence(self.camera, self.why, own, f"{n} edge points ({d} depth, {r} reflectivity)")
+
+
+def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: float | None = None,
+                  confidence: float | None = None, rule: VerdictRule = RULE) -> LidarVerdict:
+    """The LiDAR witness's verdict on one camera: :data:`LIDAR_CHECKS` in order.
+
+    Args:
+        evidence: The camera's :class:`~bevviz.calibration.lidar.evidence.CameraEvidence`.
+        consensus: The rig consensus (``fitted`` False: residual = offset against the LiDAR).
+        tolerance: Largest calibrated error, degrees (default: the rule's).
+        confidence: Share of replicates needed (default: the rule's).
+        rule: The verdict's constants.
+
+    Returns:
+        :class:`LidarVerdict` (``.doubt`` None when sure).
+    """
+    case = LidarCase(evidence, consensus, rule, rule.tolerance_deg if tolerance is None else tolerance,
+                     rule.confidence if confidence is None else confidence)
+    why = next((w for w in (check(case) for check in LIDAR_CHECKS) if w is not None), None)
+    if why is None:
+        why = case.why_sure()
+        verdict = MISCALIBRATED if case.accused else OK
+    else:
+        verdict = INCONCLUSIVE
+    return LidarVerdict(verdict, case.median, case.spread, case.beyond, why, evidence.camera,
+                        (evidence.n_points, evidence.n_depth, evidence.n_reflectivity))

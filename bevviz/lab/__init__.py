@@ -1,0 +1,15 @@
+"""The Calibration Doctor's laboratory: how its verdicts were measured and tuned.
+
+Not part of the library (no module of :mod:`bevviz` imports it): each module is a
+command that runs the doctor over real frame folders and prints what it finds.
+
+* :mod:`bevviz.lab.evaluate`: faults injected into real frames, named or not
+  (``python -m bevviz.lab.evaluate --frames DIR ...``; ``python -m
+  bevviz.calibration.evaluate`` runs it too);
+* :mod:`bevviz.lab.stress`: the same frames bent (a sparser cloud, a shifted LiDAR, a
+  distorted lens, ...): what the doctor must then refuse to name;
+* :mod:`bevviz.lab.rule_search`: the leave-one-rig-out choice of the verdict's constants.
+
+docs/calibration.md lists which constant was chosen on what, and which of these commands
+tests it again.
+"""
