@@ -19,12 +19,11 @@ from typing import Any
 import onnx
 
 from bevviz.export.inspection import OpReport, dtype_name, inspect_onnx, tensor_types
-from bevviz.export.onnx_file import LoadedModel, walk_graphs
-from bevviz.export.rewrite import as_loaded
+from bevviz.export.onnx_file import LoadedModel, as_loaded, walk_graphs
 from bevviz.export.rules import Rule, RuleResult, evaluate_rule, load_rules, rule_facts
 from bevviz.shapes import field_error
 
-__all__ = ["CheckRow", "ModelCheck", "backends", "check_model", "grid_sample_nodes"]
+__all__ = ["CheckRow", "ModelCheck", "backend_verdicts", "backends", "check_model", "grid_sample_nodes"]
 
 _MODES = {"linear": "bilinear", "cubic": "bicubic"}
 
@@ -175,6 +174,40 @@ def check_model(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, 
             scoped = tuple(n for n in names if n) if nodes and _about_grid_sample(rule) else ()
             rows.append(CheckRow(RuleResult(rule, status, reason), scoped))
     return ModelCheck(name=loaded.name, report=report, grid_samples=nodes, rows=rows, backends=tuple(backend))
+
+
+def backend_verdicts(model: onnx.ModelProto, backend: str, report: OpReport,
+                     severities: Sequence[str] = ("error", "warn")) -> dict[str, tuple[bool, str]]:
+    """Whether one backend's rules reject each GridSample node, and why.
+
+    Args:
+        model: The model.
+        backend: A backend name of the rules table (matched as ``check_model``'s ``backend``).
+        report: ``inspect_onnx(model)``.
+        severities: Failing rules of these severities reject a node.
+
+    Returns:
+        Node label -> ``(rejected, why)``: the failing rules' reasons, or the rules that
+        accept it (or that none of the backend's rules is about GridSample).
+
+    Raises:
+        InputError: a ``backend`` that matches no rule.
+    """
+    chosen = [r for r in _pick(list(load_rules()), [backend])
+              if _about_grid_sample(r) or any(c.field == "grid_sample_used" for c in r.when)]
+    out = {}
+    base = {"sampler": "onnx model"}
+    for facts in grid_sample_nodes(model):
+        settings = {**base, **{k: v for k, v in facts.items() if k not in ("node", "features", "grid")}}
+        results = [evaluate_rule(rule, rule_facts(settings, report)) for rule in chosen]
+        failed = [r for r in results if r.failed and r.rule.severity in severities]
+        if failed:
+            out[facts["node"]] = (True, "; ".join(f"{r.rule.id}: {r.reason}" for r in failed))
+        else:
+            passed = [r.rule.id for r in results if r.passed]
+            out[facts["node"]] = (False, f"{backend} runs it: " + (", ".join(passed) + " pass" if passed else
+                                                                   "none of its rules is about this GridSample"))
+    return out
 
 
 def _about_grid_sample(rule: Rule) -> bool:
