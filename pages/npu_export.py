@@ -8,6 +8,7 @@ import streamlit as st
 
 from appkit import compute, current, npu
 from appkit.guards import shown_errors
+from bevviz.errors import InputError
 from bevviz.export import STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
 from bevviz.features import feature_size
@@ -171,7 +172,7 @@ keep_int32 = c4.toggle("Keep int32 indices", value=True, key="npu_int32",
 try:
     export_grid = coarsen_grid(grid, factor, (0.0,) if ground_only else None)
     H_f, W_f = feature_size(rig, stride)
-except ValueError as e:
+except InputError as e:
     st.error(escape_markdown(e))
     st.stop()
 st.caption(f"{escape_markdown(scene.label)} · {len(rig)} cameras · export grid {export_grid.height} x "
@@ -191,7 +192,7 @@ if st.button("Export", type="primary", key="npu_run", disabled=not samplers):
             settings = ExportSettings(sampler=name, mode=mode, padding_mode=padding, align_corners=bool(align),
                                       channels=C, feature_size=(H_f, W_f), dtype=dtype, opset=int(opset),
                                       exporter=exporter, dynamic=bool(dynamic), keep_int32=bool(keep_int32))
-        except ValueError as e:
+        except InputError as e:
             st.error(f"{LABELS[name]}: {escape_markdown(e)}")
             continue
         with st.status(f"{LABELS[name]}: exporting ...", expanded=False) as status:

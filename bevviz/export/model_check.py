@@ -19,6 +19,7 @@ from typing import Any
 import onnx
 
 from bevviz.export.inspection import OpReport, dtype_name, inspect_onnx, tensor_types
+from bevviz.export.model_validate import onnxruntime_refusal, validate_model
 from bevviz.export.onnx_file import LoadedModel, as_loaded, walk_graphs
 from bevviz.export.rules import Rule, RuleResult, evaluate_rule, load_rules, rule_facts
 from bevviz.shapes import field_error
@@ -50,6 +51,8 @@ class ModelCheck:
         grid_samples: One dict of settings per GridSample node (``node``, ``mode``, ...).
         rows: Rule results (``n/a`` ones included), merged over nodes.
         backends: The backend filter used (empty: all).
+        onnxruntime_refusal: What onnxruntime (CPU) said when it refused to load the model,
+            or None when it loads it.
     """
 
     name: str
@@ -57,6 +60,7 @@ class ModelCheck:
     grid_samples: list[dict[str, Any]]
     rows: list[CheckRow]
     backends: tuple[str, ...] = field(default_factory=tuple)
+    onnxruntime_refusal: str | None = None
 
     def failed(self, severities: Sequence[str] = ("error", "warn")) -> list[CheckRow]:
         """Rows that fail with one of ``severities``."""
@@ -65,6 +69,7 @@ class ModelCheck:
     def to_dict(self) -> dict:
         """JSON-ready form (``bevviz npu check --json``)."""
         return {"model": self.name, "backends": list(self.backends), "summary": self.report.summary(),
+                "onnxruntime_refusal": self.onnxruntime_refusal,
                 "grid_sample_nodes": self.grid_samples, "index_uses": self.report.index_rows(),
                 "rules": [r.as_row() for r in self.rows]}
 
@@ -143,7 +148,8 @@ def check_model(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, 
     Args:
         src: The model (path, bytes, ``ModelProto`` or ``LoadedModel``), read within the
             bounds of :mod:`bevviz.export.onnx_file` (a model ``onnx.checker`` rejects is
-            checked, and fails the ``onnx-model-valid`` rule).
+            checked, and fails the ``onnx-model-valid`` rule; one onnxruntime refuses to load
+            fails ``onnxruntime-loads``, its words in :attr:`ModelCheck.onnxruntime_refusal`).
         backend: Keep only rules whose backend contains one of these (case-insensitive),
             e.g. ``["CANN", "DrivingSDK"]``; empty: all rules.
         rules: The table (default :func:`bevviz.export.load_rules`).
@@ -152,16 +158,22 @@ def check_model(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, 
         A :class:`ModelCheck`.
 
     Raises:
-        InputError: a hostile source, or a ``backend`` that matches no rule.
+        InputError: a hostile source, a model that breaks its opset's rules
+            (:func:`bevviz.export.model_validate.validate_model`: mode names of another opset,
+            duplicate node names, a GridSample dtype or rank its opset does not allow), or a
+            ``backend`` that matches no rule.
     """
     loaded = as_loaded(src, validate=False)
     chosen = _pick(list(load_rules() if rules is None else rules), list(backend))
     model = loaded.model
     types = tensor_types(model)
+    validate_model(model, loaded.name, types=types)
     report = inspect_onnx(loaded)
     nodes = grid_sample_nodes(model, types)
+    refusal = onnxruntime_refusal(model)
     floats = Counter(t.dtype for t in report.inputs if t.dtype.startswith(("float", "bfloat")))
-    base = {"sampler": "onnx model", "dtype": floats.most_common(1)[0][0] if floats else "unknown"}
+    base = {"sampler": "onnx model", "dtype": floats.most_common(1)[0][0] if floats else "unknown",
+            "onnxruntime_loads": refusal is None}
     scopes = [(n["node"], {**base, **{k: v for k, v in n.items() if k not in ("node", "features", "grid")}})
               for n in nodes] or [("", base)]
     rows: list[CheckRow] = []
@@ -173,7 +185,8 @@ def check_model(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, 
         for (status, reason), names in merged.items():
             scoped = tuple(n for n in names if n) if nodes and _about_grid_sample(rule) else ()
             rows.append(CheckRow(RuleResult(rule, status, reason), scoped))
-    return ModelCheck(name=loaded.name, report=report, grid_samples=nodes, rows=rows, backends=tuple(backend))
+    return ModelCheck(name=loaded.name, report=report, grid_samples=nodes, rows=rows, backends=tuple(backend),
+                      onnxruntime_refusal=refusal)
 
 
 def backend_verdicts(model: onnx.ModelProto, backend: str, report: OpReport,

@@ -496,7 +496,8 @@ def rewrite_grid_sample(src: str | os.PathLike | bytes | onnx.ModelProto | Loade
                            grid_sample_before=gs_before, grid_sample_after=_count(model, "GridSample"), notes=notes)
     if check:
         step("parity and latency in onnxruntime", 0.65)
-        report.parity = compare_models(loaded.model, model, dims=dims, runs=runs, threads=threads, seed=seed)
+        report.parity = compare_models(loaded, LoadedModel(model, f"rewritten {loaded.name}", None, 0), dims=dims,
+                                       runs=runs, threads=threads, seed=seed)
     if dst is not None:
         step("write", 0.95)
         report.path = _save(model, dst)
