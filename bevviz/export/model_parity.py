@@ -2,11 +2,12 @@
 
 Random inputs of the model's own shapes (symbolic axes by name from ``dims``, else
 :data:`DEFAULT_DIM`) for every graph input, those with an initializer as their default
-included (a user may feed them, so the rewrite must keep their meaning), float inputs uniform in ``[-GRID_REACH, GRID_REACH]`` so grids reach past
-the borders as real BEV grids do (reference points behind or beside a camera), integer
-inputs 0 and booleans False. Both sessions get the same intra-op threads and one inter-op
-thread; their runs alternate (original, rewritten, original, ...) so load on the machine
-hits both alike, and the median of each is reported.
+included (a user may feed them, so the rewrite must keep their meaning); float inputs
+uniform in ``[-GRID_REACH, GRID_REACH]`` so grids reach past the borders as real BEV grids do
+(reference points behind or beside a camera), integer inputs 0 and booleans False. Both
+sessions get the same intra-op threads and one inter-op thread; their runs alternate
+(original, rewritten, original, ...) so load on the machine hits both alike, and the median
+of each is reported.
 
 Bounded: the inputs' bytes (and the outputs' where their shapes are static) are checked
 against :data:`MAX_CHECK_BYTES` before anything is allocated.
