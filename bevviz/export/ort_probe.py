@@ -6,8 +6,10 @@ the process's ``VmHWM`` is then what onnxruntime needed for this model and these
 (``ru_maxrss`` of a child forked from a large parent would still hold the parent's size).
 Imports nothing from bevviz (a package import would load torch).
 
-Prints one JSON line: ``{"runs_s": [...], "vmhwm_kib": ..., "before_session_kib": ...}``
-(``before_session_kib``: ``VmHWM`` with the inputs loaded, before the session exists).
+Prints one JSON line: ``{"runs_s": [...], "cpu_s": [...], "vmhwm_kib": ..., "before_session_kib": ...}``
+(``cpu_s``: the process's CPU seconds per run, all threads: on a loaded machine the wall
+time of a run depends on the other load, its CPU time much less; ``before_session_kib``:
+``VmHWM`` with the inputs loaded, before the session exists).
 """
 
 from __future__ import annotations
@@ -47,12 +49,14 @@ def main() -> None:
     out = session.run(None, feed)[0]
     np.save(args.out, out)
     del out
-    runs = []
+    runs, cpu = [], []
     for _ in range(args.runs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         session.run(None, feed)
         runs.append(time.perf_counter() - t)
-    print(json.dumps({"runs_s": runs, "vmhwm_kib": vmhwm_kib(), "before_session_kib": before}), flush=True)
+        cpu.append(time.process_time() - c)
+    print(json.dumps({"runs_s": runs, "cpu_s": cpu, "vmhwm_kib": vmhwm_kib(), "before_session_kib": before}),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ gather, the default), in onnxruntime (CPU, the same intra-op threads, one inter-
 Each measurement runs in a fresh process started by path (:mod:`bevviz.export.ort_probe`: numpy
 and onnxruntime only), so its peak resident memory ``VmHWM`` is the model's own; the
 variants alternate round by round so load on the machine hits all alike. Reported: latency
-(min over the rounds' runs) and ``VmHWM``, each with its ratio to the original measured in
-the same run, and max |diff| of each rewrite's output against the original's.
+(min over the rounds' runs), CPU time of a run (min; all threads: less dependent on other
+load than wall time) and ``VmHWM``, each with its ratio to the original measured in the same
+run, and max |diff| of each rewrite's output against the original's.
 
 Models (built here as ONNX graphs, GridSample nodes as any exporter writes them):
 
@@ -144,13 +145,16 @@ def _measure_model(name: str, model: onnx.ModelProto, folder: Path, threads: int
     row: dict = {"variants": {}}
     base_ms = min(min(s["runs_s"]) for s in samples["original"]) * 1e3
     base_mib = statistics.median(s["vmhwm_kib"] for s in samples["original"]) / 1024
+    base_cpu = min(min(s["cpu_s"]) for s in samples["original"]) * 1e3
     for variant in VARIANTS:
         ms = min(min(s["runs_s"]) for s in samples[variant]) * 1e3
+        cpu = min(min(s["cpu_s"]) for s in samples[variant]) * 1e3
         mib = statistics.median(s["vmhwm_kib"] for s in samples[variant]) / 1024
         round_ratios = [min(a["runs_s"]) / min(b["runs_s"]) for a, b in zip(samples[variant], samples["original"])]
         diff = 0.0 if variant == "original" else max_abs_diff(ref, np.load(folder / f"{name}_{variant}.npy"))
         row["variants"][variant] = {
             "latency_ms": ms, "latency_ratio": ms / base_ms, "round_ratios": round_ratios,
+            "cpu_ms": cpu, "cpu_ratio": cpu / base_cpu,
             "vmhwm_mib": mib, "vmhwm_ratio": mib / base_mib,
             "before_session_mib": statistics.median(s["before_session_kib"] for s in samples[variant]) / 1024,
             "max_abs_diff": diff, **forms.get(variant, {})}
@@ -173,7 +177,10 @@ def run(config: str = "full", models: tuple[str, ...] = ("sca", "msda"), rounds:
     out = {"config": config, "sizes": cfg, "threads": threads, "rounds": rounds, "runs": runs,
            "onnxruntime": ort.__version__, "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
                                                       "python": platform.python_version()},
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "models": {}}
+           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+           "load_average_before": list(os.getloadavg()), "models": {}}
+    print(f"onnxruntime {ort.__version__}, {threads} intra-op threads, {os.cpu_count()} CPUs, load average "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
     with tempfile.TemporaryDirectory(prefix="rewrite_bench_") as tmp:
         for name in models:
             row = _measure_model(name, builders[name](cfg), Path(tmp), threads, rounds, runs)
@@ -181,19 +188,23 @@ def run(config: str = "full", models: tuple[str, ...] = ("sca", "msda"), rounds:
             for variant, v in row["variants"].items():
                 print(f"{config:5s} {name:5s} {variant:9s} latency {v['latency_ms']:9.1f} ms "
                       f"({v['latency_ratio']:.2f}x; rounds {', '.join(f'{r:.2f}' for r in v['round_ratios'])})  "
+                      f"CPU {v['cpu_ms']:9.1f} ms ({v['cpu_ratio']:.2f}x)  "
                       f"VmHWM {v['vmhwm_mib']:7.0f} MiB ({v['vmhwm_ratio']:.2f}x)  max|diff| {v['max_abs_diff']:.1e}",
                       flush=True)
+    out["load_average_after"] = list(os.getloadavg())
     return out
 
 
 def markdown_table(results: dict) -> str:
     """The results as a markdown table (one row per model and variant)."""
-    lines = ["| size | model | variant | latency (ms) | x original | VmHWM (MiB) | x original | max abs diff |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| size | model | variant | latency (ms) | x original | CPU time (ms) | x original | VmHWM (MiB) "
+             "| x original | max abs diff |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, row in results["models"].items():
         for variant, v in row["variants"].items():
             lines.append(f"| {results['config']} | {name} | {variant} | {v['latency_ms']:.0f} | "
-                         f"{v['latency_ratio']:.2f} | {v['vmhwm_mib']:.0f} | {v['vmhwm_ratio']:.2f} | "
+                         f"{v['latency_ratio']:.2f} | {v['cpu_ms']:.0f} | {v['cpu_ratio']:.2f} | "
+                         f"{v['vmhwm_mib']:.0f} | {v['vmhwm_ratio']:.2f} | "
                          f"{v['max_abs_diff']:.1e} |")
     return "\n".join(lines)
 
