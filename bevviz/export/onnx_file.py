@@ -37,7 +37,7 @@ __all__ = ["MAX_ONNX_BYTES", "MAX_ONNX_NODES", "LoadedModel", "as_loaded", "chec
 #: 270 MB; protobuf parses a model in about twice its size in memory, so 1 GiB stays bounded.
 MAX_ONNX_BYTES = 1024 * MiB
 #: Most nodes over all graphs of a model: a BEVFormer export has about 10,000; the rewrite adds
-#: about 80 per GridSample node.
+#: about 100-200 per GridSample node plus 3-15 per gather chunk (at most 256 chunks each).
 MAX_ONNX_NODES = 1_000_000
 
 
