@@ -367,7 +367,8 @@ def _shape_constant(node: onnx.NodeProto, shape: tuple[int, ...]) -> onnx.NodePr
 
 
 def _users(g: onnx.GraphProto) -> set[str]:
-    used = {name for node in g.node for name in node.input}
+    """Names read in ``g``: node inputs (in its subgraphs too: outer-scope reads) and outputs."""
+    used = {name for sub in walk_graphs(g) for node in sub.node for name in node.input}
     return used | {o.name for o in g.output}
 
 
