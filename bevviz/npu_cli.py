@@ -5,11 +5,13 @@ dtypes and dynamic axes against the backend rules table; exit 1 when a rule of s
 error or warn fails (info rules never fail the command), 2 on bad input.
 
 ``bevviz npu rewrite IN.onnx OUT.onnx [--index-dtype int32|int64] [--check/--no-check]
-[--dim NAME=SIZE ...] [--json PATH]``: every 4-D GridSample replaced by the gather-scatter
-sampler, every gather / scatter index int32, the original and the rewritten model run in
-onnxruntime on the same random inputs (max |diff| per output, both latencies); exit 1 when a
-GridSample node was refused (it stays in OUT, and the table says why) or parity fails, 2 on
-bad input.
+[--dim NAME=SIZE ...] [--backend NAME] [--max-intermediate-mib M] [--per-node] [--json PATH]``:
+every GridSample (any mode, 4-D or 5-D) replaced by a chunked gather from a channels-last
+table, fused with the weighted sum that follows it where there is one (``--per-node``: never
+fused); with ``--backend``, only the nodes that backend's rules reject; every gather / scatter
+index int32; the original and the rewritten model run in onnxruntime on the same random
+inputs (max |diff| per output, both latencies); exit 1 when a GridSample node was refused (it
+stays in OUT, and the table says why) or parity fails, 2 on bad input.
 
 The group is registered in :mod:`bevviz.cli`, whose ``main`` turns an
 :class:`~bevviz.errors.InputError` into one line on stderr and exit 2.
@@ -31,7 +33,7 @@ from onnx import TensorProto
 from bevviz.export.model_check import ModelCheck, backends, check_model
 from bevviz.export.model_parity import parse_dims
 from bevviz.export.onnx_file import MAX_ONNX_BYTES, walk_graphs
-from bevviz.export.rewrite import INDEX_DTYPES, RewriteReport, rewrite_grid_sample
+from bevviz.export.rewrite import INDEX_DTYPES, RewriteOptions, RewriteReport, rewrite_grid_sample
 from bevviz.io.atomic import atomic_write, atomic_write_bytes
 from bevviz.io.outputs import Reads, refuse_input_as_output
 
@@ -129,6 +131,8 @@ def print_check(result: ModelCheck) -> None:
                         r.nodes and ", ".join(r.nodes) or "model", r.result.reason) for r in rows],
                       ("status", "severity", "backend", "rule", "where", "reason")))
     click.echo(f"{sum(r.result.status == 'n/a' for r in result.rows)} rules do not apply.")
+    if result.onnxruntime_refusal:
+        click.echo(f"onnxruntime refuses to load the model: {result.onnxruntime_refusal}")
 
 
 @npu.command("check")
@@ -166,11 +170,14 @@ def print_rewrite(report: RewriteReport) -> None:
     for note in report.notes:
         click.echo(f"note: {note}")
     if report.replaced:
-        click.echo(_table([(c.node, c.mode, c.padding_mode, c.align_corners, c.index_dtype, c.nodes_added, c.note)
-                           for c in report.replaced],
-                          ("replaced", "mode", "padding", "align_corners", "index", "nodes", "range")))
+        click.echo(_table([(c.node, c.mode, c.padding_mode, c.align_corners, c.form, c.chunks, c.index_dtype,
+                            c.nodes_added, c.note) for c in report.replaced],
+                          ("replaced", "mode", "padding", "align_corners", "form", "chunks", "index", "nodes",
+                           "range")))
     if report.refused:
         click.echo(_table([(r.node, r.reason) for r in report.refused], ("REFUSED (kept)", "reason")))
+    if report.kept:
+        click.echo(_table([(k.node, k.reason) for k in report.kept], ("kept for the backend", "why")))
     changed = [c for c in report.index_changes if c.was != c.now or c.now != "int32"]
     if changed:
         click.echo(_table([(c.node, c.op_type, f"{c.was} -> {c.now}", c.how, c.range) for c in changed],
@@ -196,24 +203,32 @@ def print_rewrite(report: RewriteReport) -> None:
               help="Size of a symbolic input axis for the check (repeatable; default 2).")
 @click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True, help="Timed runs of each model.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Intra-op threads (default: torch's).")
+@click.option("--backend", default=None, metavar="NAME",
+              help="Rewrite only the GridSample nodes this backend's rules reject (e.g. DrivingSDK, CANN); "
+                   "the others are kept and listed with why. Default: rewrite all.")
+@click.option("--max-intermediate-mib", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Largest gather chunk of the rewrite in MiB (default: a tenth of the GridSample output, 1-64).")
+@click.option("--per-node", is_flag=True, help="Do not fuse GridSample with the weighted sum that follows it.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
 @click.pass_context
 def rewrite(ctx: click.Context, src: str, dst: str, index_dtype: str, check: bool, dims: tuple[str, ...], runs: int,
-            threads: int | None, json_path: str | None) -> int:
-    """Replace every 4-D GridSample of IN.onnx by the gather-scatter sampler; write OUT.onnx.
+            threads: int | None, backend: str | None, max_intermediate_mib: float | None, per_node: bool,
+            json_path: str | None) -> int:
+    """Replace the GridSample nodes of IN.onnx by chunked int32 gathers (fused with a following weighted sum).
 
-    Exit 1 when a GridSample node was refused (bicubic, 5-D, ...: kept in OUT.onnx, with the
-    reason) or the check's max |diff| exceeds 1e-5.
+    Exit 1 when a GridSample node was refused (integer features with linear weights, ...: kept
+    in OUT.onnx, with the reason) or the check's max |diff| exceeds 1e-5.
     """
     if (ctx.obj or {}).get("parse_only"):
         return EXIT_OK
     _refuse_outputs(model_reads(src), json_path, dst)
     dims_ = parse_dims(dims, "--dim")
+    options = RewriteOptions(fuse=not per_node, max_intermediate_mib=max_intermediate_mib, backend=backend)
     done: list[RewriteReport] = []
     # Written whole or not at all: the rewrite saves to a temporary file beside OUT.onnx, which
     # replaces OUT.onnx only once the rewrite (and its check) has finished.
     atomic_write(dst, lambda tmp: done.append(rewrite_grid_sample(
-        src, tmp, index_dtype=index_dtype, check=check, dims=dims_, runs=runs, threads=threads)))
+        src, tmp, index_dtype=index_dtype, check=check, dims=dims_, runs=runs, threads=threads, options=options)))
     report = done[0]
     report.path = dst
     if json_path != "-":

@@ -10,6 +10,7 @@ from appkit import compute, current, npu
 from appkit.guards import shown_errors
 from appkit.navigation import require_app
 from bevviz.checks import MiB, escape_markdown
+from bevviz.errors import InputError
 from bevviz.export import STEPS, ExportSettings, coarsen_factors, coarsen_grid, load_rules, run_export
 from bevviz.export.models import DTYPES, MAX_OPSET, MIN_OPSET
 from bevviz.features import feature_size
@@ -41,8 +42,9 @@ def _rules_frame(rows) -> pd.DataFrame:
 def _your_model() -> None:
     """Upload any .onnx: its GridSample nodes and rule results; rewrite it, prove parity, download."""
     st.caption("Bring your own model: any ONNX export (opset >= 16) of a BEV model. bevviz lists its GridSample "
-               "nodes and checks it against the backend rules, then replaces every 4-D GridSample by the "
-               "gather-scatter sampler (explicit int32 row indices and bilinear weights) and makes every "
+               "nodes and checks it against the backend rules, then replaces every GridSample (4-D and 5-D, "
+               "every mode; fused with a weighted sum that follows it) by int32 row gathers with folded "
+               "weights, and makes every "
                "gather / scatter index int32. The model is never run except in onnxruntime, on random inputs.")
     st.file_uploader("ONNX model", type=["onnx"], key=npu.UPLOAD,
                      help=f"At most {npu.MAX_ONNX_UPLOAD_BYTES // MiB} MiB, weights inside the file (no external "
@@ -174,7 +176,7 @@ keep_int32 = c4.toggle("Keep int32 indices", value=True, key="npu_int32",
 try:
     export_grid = coarsen_grid(grid, factor, (0.0,) if ground_only else None)
     H_f, W_f = feature_size(rig, stride)
-except ValueError as e:
+except InputError as e:
     st.error(escape_markdown(e))
     st.stop()
 st.caption(f"{escape_markdown(scene.label)} · {len(rig)} cameras · export grid {export_grid.height} x "
@@ -194,7 +196,7 @@ if st.button("Export", type="primary", key="npu_run", disabled=not samplers):
             settings = ExportSettings(sampler=name, mode=mode, padding_mode=padding, align_corners=bool(align),
                                       channels=C, feature_size=(H_f, W_f), dtype=dtype, opset=int(opset),
                                       exporter=exporter, dynamic=bool(dynamic), keep_int32=bool(keep_int32))
-        except ValueError as e:
+        except InputError as e:
             st.error(f"{LABELS[name]}: {escape_markdown(e)}")
             continue
         with st.status(f"{LABELS[name]}: exporting ...", expanded=False) as status:

@@ -5,9 +5,10 @@ Public API (docs/api.md): :func:`export_sampler` (name in "grid_sample", "gather
 Also :func:`evaluate_rules` (the rules table ``bevviz/backend_rules.json``) and
 :func:`check_parity` (onnxruntime vs torch: max |diff| and latency).
 
-Any user's model: :func:`rewrite_grid_sample` (-> :class:`RewriteReport`: every 4-D GridSample
-replaced by the gather-scatter sampler as ONNX nodes, every gather / scatter index int32, parity
-and latency against the original in onnxruntime), :func:`check_model` (its op inventory against
+Any user's model: :func:`rewrite_grid_sample` (-> :class:`RewriteReport`: every GridSample
+replaced by a chunked int32 gather from a channels-last table, fused with the weighted sum
+after it where there is one (:class:`RewriteOptions`), every gather / scatter index int32,
+parity and latency against the original in onnxruntime), :func:`check_model` (its op inventory against
 the rules table), and :func:`grid_sample_free` (``torch.onnx.export`` of an unmodified PyTorch
 model without GridSample). Models are read within bounds (:mod:`bevviz.export.onnx_file`).
 """
@@ -29,7 +30,7 @@ from bevviz.export.models import (
 )
 from bevviz.export.onnx_file import MAX_ONNX_BYTES, LoadedModel, load_model, model_from_bytes
 from bevviz.export.parity import ParityResult, check_parity
-from bevviz.export.rewrite import NodeChange, Refusal, RewriteReport, rewrite_grid_sample
+from bevviz.export.rewrite import Kept, NodeChange, Refusal, RewriteOptions, RewriteReport, rewrite_grid_sample
 from bevviz.export.rules import (
                                   DEFAULT_RULES_PATH,
                                   FIELDS,
@@ -50,7 +51,7 @@ __all__ = [
     "evaluate_rules", "export_module", "export_sampler", "export_with", "inspect_onnx",
     "load_rules", "parse_rules", "rule_facts", "sampling_grid",
     "CheckRow", "IndexChange", "LoadedModel", "ModelCheck", "check_model", "MAX_ONNX_BYTES", "ModelParity",
-    "NodeChange", "OutputDiff", "Refusal",
+    "Kept", "NodeChange", "OutputDiff", "Refusal", "RewriteOptions",
     "RewriteReport", "compare_models", "grid_sample_free", "load_model", "make_indices_int32", "model_from_bytes",
     "random_feed", "rewrite_grid_sample",
 ]

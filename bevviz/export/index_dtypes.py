@@ -103,7 +103,8 @@ def make_indices_int32(model: onnx.ModelProto, types: dict | None = None, taken:
         taken |= {i.name for g in graphs for i in (*g.input, *g.initializer)}
     uses = Counter(name for g in graphs for node in g.node for name in node.input)
     uses.update(o.name for g in graphs for o in g.output)
-    inits = {t.name: (g, t) for g in graphs for t in g.initializer}
+    # an initializer that is also a graph input is only a default: a user may feed another index
+    inits = {t.name: (g, t) for g in graphs for t in g.initializer if t.name not in {i.name for i in g.input}}
     producers = {out: (g, node) for g in graphs for node in g.node for out in node.output}
     changes: list[IndexChange] = []
     for g in graphs:

@@ -19,12 +19,12 @@ from typing import Any
 import onnx
 
 from bevviz.export.inspection import OpReport, dtype_name, inspect_onnx, tensor_types
-from bevviz.export.onnx_file import LoadedModel, walk_graphs
-from bevviz.export.rewrite import as_loaded
+from bevviz.export.model_validate import onnxruntime_refusal, validate_model
+from bevviz.export.onnx_file import LoadedModel, as_loaded, walk_graphs
 from bevviz.export.rules import Rule, RuleResult, evaluate_rule, load_rules, rule_facts
 from bevviz.shapes import field_error
 
-__all__ = ["CheckRow", "ModelCheck", "backends", "check_model", "grid_sample_nodes"]
+__all__ = ["CheckRow", "ModelCheck", "backend_verdicts", "backends", "check_model", "grid_sample_nodes"]
 
 _MODES = {"linear": "bilinear", "cubic": "bicubic"}
 
@@ -51,6 +51,8 @@ class ModelCheck:
         grid_samples: One dict of settings per GridSample node (``node``, ``mode``, ...).
         rows: Rule results (``n/a`` ones included), merged over nodes.
         backends: The backend filter used (empty: all).
+        onnxruntime_refusal: What onnxruntime (CPU) said when it refused to load the model,
+            or None when it loads it.
     """
 
     name: str
@@ -58,6 +60,7 @@ class ModelCheck:
     grid_samples: list[dict[str, Any]]
     rows: list[CheckRow]
     backends: tuple[str, ...] = field(default_factory=tuple)
+    onnxruntime_refusal: str | None = None
 
     def failed(self, severities: Sequence[str] = ("error", "warn")) -> list[CheckRow]:
         """Rows that fail with one of ``severities``."""
@@ -66,6 +69,7 @@ class ModelCheck:
     def to_dict(self) -> dict:
         """JSON-ready form (``bevviz npu check --json``)."""
         return {"model": self.name, "backends": list(self.backends), "summary": self.report.summary(),
+                "onnxruntime_refusal": self.onnxruntime_refusal,
                 "grid_sample_nodes": self.grid_samples, "index_uses": self.report.index_rows(),
                 "rules": [r.as_row() for r in self.rows]}
 
@@ -144,7 +148,8 @@ def check_model(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, 
     Args:
         src: The model (path, bytes, ``ModelProto`` or ``LoadedModel``), read within the
             bounds of :mod:`bevviz.export.onnx_file` (a model ``onnx.checker`` rejects is
-            checked, and fails the ``onnx-model-valid`` rule).
+            checked, and fails the ``onnx-model-valid`` rule; one onnxruntime refuses to load
+            fails ``onnxruntime-loads``, its words in :attr:`ModelCheck.onnxruntime_refusal`).
         backend: Keep only rules whose backend contains one of these (case-insensitive),
             e.g. ``["CANN", "DrivingSDK"]``; empty: all rules.
         rules: The table (default :func:`bevviz.export.load_rules`).
@@ -153,16 +158,22 @@ def check_model(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, 
         A :class:`ModelCheck`.
 
     Raises:
-        InputError: a hostile source, or a ``backend`` that matches no rule.
+        InputError: a hostile source, a model that breaks its opset's rules
+            (:func:`bevviz.export.model_validate.validate_model`: mode names of another opset,
+            duplicate node names, a GridSample dtype or rank its opset does not allow), or a
+            ``backend`` that matches no rule.
     """
     loaded = as_loaded(src, validate=False)
     chosen = _pick(list(load_rules() if rules is None else rules), list(backend))
     model = loaded.model
     types = tensor_types(model)
+    validate_model(model, loaded.name, types=types)
     report = inspect_onnx(loaded)
     nodes = grid_sample_nodes(model, types)
+    refusal = onnxruntime_refusal(model)
     floats = Counter(t.dtype for t in report.inputs if t.dtype.startswith(("float", "bfloat")))
-    base = {"sampler": "onnx model", "dtype": floats.most_common(1)[0][0] if floats else "unknown"}
+    base = {"sampler": "onnx model", "dtype": floats.most_common(1)[0][0] if floats else "unknown",
+            "onnxruntime_loads": refusal is None}
     scopes = [(n["node"], {**base, **{k: v for k, v in n.items() if k not in ("node", "features", "grid")}})
               for n in nodes] or [("", base)]
     rows: list[CheckRow] = []
@@ -174,7 +185,42 @@ def check_model(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, 
         for (status, reason), names in merged.items():
             scoped = tuple(n for n in names if n) if nodes and _about_grid_sample(rule) else ()
             rows.append(CheckRow(RuleResult(rule, status, reason), scoped))
-    return ModelCheck(name=loaded.name, report=report, grid_samples=nodes, rows=rows, backends=tuple(backend))
+    return ModelCheck(name=loaded.name, report=report, grid_samples=nodes, rows=rows, backends=tuple(backend),
+                      onnxruntime_refusal=refusal)
+
+
+def backend_verdicts(model: onnx.ModelProto, backend: str, report: OpReport,
+                     severities: Sequence[str] = ("error", "warn")) -> dict[str, tuple[bool, str]]:
+    """Whether one backend's rules reject each GridSample node, and why.
+
+    Args:
+        model: The model.
+        backend: A backend name of the rules table (matched as ``check_model``'s ``backend``).
+        report: ``inspect_onnx(model)``.
+        severities: Failing rules of these severities reject a node.
+
+    Returns:
+        Node label -> ``(rejected, why)``: the failing rules' reasons, or the rules that
+        accept it (or that none of the backend's rules is about GridSample).
+
+    Raises:
+        InputError: a ``backend`` that matches no rule.
+    """
+    chosen = [r for r in _pick(list(load_rules()), [backend])
+              if _about_grid_sample(r) or any(c.field == "grid_sample_used" for c in r.when)]
+    out = {}
+    base = {"sampler": "onnx model"}
+    for facts in grid_sample_nodes(model):
+        settings = {**base, **{k: v for k, v in facts.items() if k not in ("node", "features", "grid")}}
+        results = [evaluate_rule(rule, rule_facts(settings, report)) for rule in chosen]
+        failed = [r for r in results if r.failed and r.rule.severity in severities]
+        if failed:
+            out[facts["node"]] = (True, "; ".join(f"{r.rule.id}: {r.reason}" for r in failed))
+        else:
+            passed = [r.rule.id for r in results if r.passed]
+            out[facts["node"]] = (False, f"{backend} runs it: " + (", ".join(passed) + " pass" if passed else
+                                                                   "none of its rules is about this GridSample"))
+    return out
 
 
 def _about_grid_sample(rule: Rule) -> bool:

@@ -1,11 +1,13 @@
 """Proof, not trust: run an original and a rewritten model in onnxruntime on the same inputs.
 
 Random inputs of the model's own shapes (symbolic axes by name from ``dims``, else
-:data:`DEFAULT_DIM`), float inputs uniform in ``[-GRID_REACH, GRID_REACH]`` so grids reach past
-the borders as real BEV grids do (reference points behind or beside a camera), integer
-inputs 0 and booleans False. Both sessions get the same intra-op threads and one inter-op
-thread; their runs alternate (original, rewritten, original, ...) so load on the machine
-hits both alike, and the median of each is reported.
+:data:`DEFAULT_DIM`) for every graph input, those with an initializer as their default
+included (a user may feed them, so the rewrite must keep their meaning); float inputs
+uniform in ``[-GRID_REACH, GRID_REACH]`` so grids reach past the borders as real BEV grids do
+(reference points behind or beside a camera), integer inputs 0 and booleans False. Both
+sessions get the same intra-op threads and one inter-op thread; their runs alternate
+(original, rewritten, original, ...) so load on the machine hits both alike, and the median
+of each is reported.
 
 Bounded: the inputs' bytes (and the outputs' where their shapes are static) are checked
 against :data:`MAX_CHECK_BYTES` before anything is allocated.
@@ -13,6 +15,7 @@ against :data:`MAX_CHECK_BYTES` before anything is allocated.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -24,6 +27,7 @@ import onnxruntime as ort
 import torch
 
 from bevviz.export.inspection import dtype_name, tensor_types
+from bevviz.export.onnx_file import LoadedModel, as_loaded
 from bevviz.export.parity import DEFAULT_TOL, max_abs_diff
 from bevviz.limits import MiB, check_at_most
 from bevviz.shapes import field_error
@@ -162,12 +166,9 @@ def random_feed(model: onnx.ModelProto, dims: Mapping[str, int] | None = None, s
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise field_error(f"dims.{k}", v, "must be a positive int")
     rng = np.random.default_rng(seed)
-    inits = {i.name for i in model.graph.initializer}
     specs = []
     total = 0
     for vi in model.graph.input:
-        if vi.name in inits:
-            continue
         elem = vi.type.tensor_type.elem_type
         shape = _resolve(tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                                for d in vi.type.tensor_type.shape.dim)
@@ -210,14 +211,25 @@ def _check_outputs(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> No
                           shown=f"{total} bytes of inputs and outputs, at output {vi.name!r} of shape {shape}")
 
 
-def compare_models(original: onnx.ModelProto, rewritten: onnx.ModelProto, *, dims: Mapping[str, int] | None = None,
+def _ort_session(model: onnx.ModelProto, threads: int, field: str, name: str) -> ort.InferenceSession:
+    try:
+        return _session(model, threads)
+    except Exception as exc:  # onnxruntime's own exception types: it refuses the model
+        raise field_error(field, name, "onnxruntime refuses to load it: " + " ".join(str(exc).split())[:300]) from None
+
+
+def compare_models(original: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel,
+                   rewritten: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, *,
+                   dims: Mapping[str, int] | None = None,
                    runs: int = 5, threads: int | None = None, seed: int = 0, tol: float = DEFAULT_TOL,
                    feed: Mapping[str, np.ndarray] | None = None) -> ModelParity:
     """Run both models in onnxruntime (CPU) on the same inputs: max |diff| and latency.
 
     Args:
-        original: The model as given.
-        rewritten: The rewritten model (same inputs and outputs).
+        original: The model as given: a path, the file's bytes, an ``onnx.ModelProto`` or a
+            :class:`~bevviz.export.onnx_file.LoadedModel` (read within the bounds of
+            :mod:`bevviz.export.onnx_file`, like :func:`bevviz.export.rewrite_grid_sample`).
+        rewritten: The rewritten model (same inputs and outputs), in any of those forms.
         dims: Sizes of symbolic axes by name (see :func:`random_feed`).
         runs: Timed runs of each model (after one warm-up each); at least 1.
         threads: Intra-op threads of both sessions; default ``torch.get_num_threads()``.
@@ -231,14 +243,18 @@ def compare_models(original: onnx.ModelProto, rewritten: onnx.ModelProto, *, dim
     Raises:
         InputError: field ``runs``, ``dims`` or ``inputs`` (see :func:`random_feed`); field
             ``inputs`` also when onnxruntime refuses them (e.g. a symbolic axis needs another
-            size: pass it in ``dims``).
+            size: pass it in ``dims``); field ``original`` / ``rewritten`` for a model that
+            cannot be read (:mod:`bevviz.export.onnx_file`) or that onnxruntime refuses to load.
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise field_error("runs", runs, "must be an int >= 1")
+    loaded = [m if isinstance(m, LoadedModel) else as_loaded(m, validate=False) for m in (original, rewritten)]
+    original, rewritten = (m.model for m in loaded)
     feed = dict(feed) if feed is not None else random_feed(original, dims, seed)
     _check_outputs(original, feed)
     threads = int(threads or torch.get_num_threads())
-    sessions = [_session(original, threads), _session(rewritten, threads)]
+    sessions = [_ort_session(original, threads, "original", loaded[0].name),
+                _ort_session(rewritten, threads, "rewritten", loaded[1].name)]
     try:
         results = [s.run(None, feed) for s in sessions]  # warm-up, and the values compared
     except Exception as exc:  # onnxruntime's own errors (shapes, types): the inputs did not fit

@@ -30,6 +30,7 @@ import torch
 from bevviz.aggregation import bev_geometry
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.errors import InputError
 from bevviz.samplers import SAMPLERS, gather_scatter, reference
 from bevviz.samplers import lut as lut_mod
 from bevviz.samplers.deformable import deformable_sample
@@ -217,13 +218,13 @@ def coarsen_grid(grid: BEVGrid, factor: int, z_values: tuple[float, ...] | None 
         A BEVGrid of (H_bev / factor) x (W_bev / factor) cells.
 
     Raises:
-        ValueError: naming ``factor`` when the extent is not a whole number of larger cells.
+        InputError: naming ``factor`` when the extent is not a whole number of larger cells.
     """
     f = positive_int(factor, "factor")
     try:
         return BEVGrid(grid.x_range, grid.y_range, grid.z_values if z_values is None else tuple(z_values),
                        grid.resolution * f)
-    except ValueError as exc:
+    except InputError as exc:
         raise field_error("factor", f, f"the grid extent is not a whole number of {f}x cells ({exc})") from None
 
 

@@ -30,14 +30,14 @@ from onnx import TensorProto
 from bevviz.limits import MiB, check_at_most
 from bevviz.shapes import field_error
 
-__all__ = ["MAX_ONNX_BYTES", "MAX_ONNX_NODES", "LoadedModel", "check_valid", "load_model", "model_from_bytes",
-           "walk_graphs"]
+__all__ = ["MAX_ONNX_BYTES", "MAX_ONNX_NODES", "LoadedModel", "as_loaded", "check_valid", "load_model",
+           "model_from_bytes", "walk_graphs"]
 
 #: Largest model read, weights (inline or external) included: BEVFormer-base exports to about
 #: 270 MB; protobuf parses a model in about twice its size in memory, so 1 GiB stays bounded.
 MAX_ONNX_BYTES = 1024 * MiB
 #: Most nodes over all graphs of a model: a BEVFormer export has about 10,000; the rewrite adds
-#: about 80 per GridSample node.
+#: about 100-200 per GridSample node plus 3-15 per gather chunk (at most 256 chunks each).
 MAX_ONNX_NODES = 1_000_000
 
 
@@ -239,3 +239,24 @@ def load_model(path: str | os.PathLike, *, validate: bool = True) -> LoadedModel
     with open(path, "rb") as fh:
         data = fh.read(MAX_ONNX_BYTES + 1)
     return _parse(data, os.path.basename(path), os.path.dirname(os.path.abspath(path)), validate)
+
+
+def as_loaded(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, validate: bool = True) -> LoadedModel:
+    """Any model source as a checked :class:`LoadedModel`.
+
+    Args:
+        src: A path, the file's bytes, an ``onnx.ModelProto`` or a ``LoadedModel`` (as is).
+        validate: Also refuse a model that ``onnx.checker`` (full check) rejects.
+
+    Raises:
+        InputError: see the module docstring; field ``src`` for a source of another type.
+    """
+    if isinstance(src, LoadedModel):
+        return src
+    if isinstance(src, onnx.ModelProto):
+        return model_from_bytes(src.SerializeToString(), src.graph.name or "model", validate=validate)
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return model_from_bytes(bytes(src), validate=validate)
+    if isinstance(src, (str, os.PathLike)):
+        return load_model(src, validate=validate)
+    raise field_error("src", type(src).__name__, "must be a path, bytes or an onnx.ModelProto")

@@ -1,52 +1,97 @@
-"""Make any ONNX model GridSample-free with int32 gather / scatter indices, node by node.
+"""Make any ONNX model GridSample-free with int32 gather indices: fused where it can, node by node elsewhere.
 
 :func:`rewrite_grid_sample` takes a user's model (a path, bytes or a ``ModelProto``, read
-within the bounds of :mod:`bevviz.export.onnx_file`) and
+within the bounds of :mod:`bevviz.export.onnx_file` and held to its opset's rules,
+:mod:`bevviz.export.model_validate`) and
 
-1. replaces every 4-D ``GridSample`` node (default domain, opset 16 and later, in the main
-   graph, in If / Loop / Scan bodies and, after inlining them, in local functions) by the
-   gather-scatter sampler of :mod:`bevviz.export.sampler_graph`: bilinear and nearest,
-   zeros / border / reflection, both align_corners, any symbolic axis; the node's output
+1. rewrites every GridSample that feeds a weighted sum (:mod:`bevviz.export.fused_patterns`:
+   ``ReduceSum``, ``Mul`` + ``ReduceSum``, levels concatenated or stacked) together with the
+   sum, as one chunked gather from a channels-last table (:func:`bevviz.export.gather_graph.build_fused`):
+   no GridSample output, no full-size tensor per tap;
+2. replaces every other GridSample node by the same gather, chunked, writing its output
+   ``(N, C, *S_out)`` (:func:`bevviz.export.gather_graph.build_per_node`): the node's output
    name is kept, so every consumer is untouched;
-2. refuses, node by node with the reason, what it cannot rewrite (bicubic / cubic, 5-D
-   volumetric sampling, integer features, an opset before 16, ``N * H * W`` past int32);
-   a refused node stays in the model and is listed in :attr:`RewriteReport.refused`;
-3. makes the index input of every Gather / GatherElements / ScatterElements / Scatter of the
+3. does so for every form ONNX defines: linear / nearest / cubic, zeros / border /
+   reflection, both align_corners, 4-D and 5-D (and 3-D from opset 20), any symbolic axis,
+   in the main graph, in If / Loop / Scan bodies and, after inlining them, in local
+   functions; what it cannot rewrite (integer features with linear / cubic weights, more
+   than 2**31 rows with int32) it keeps and lists in :attr:`RewriteReport.refused`;
+4. with ``RewriteOptions(backend=...)``, rewrites only the nodes that backend's rules
+   (:mod:`bevviz.export.rules`) reject, and lists the others in :attr:`RewriteReport.kept`;
+5. makes the index input of every Gather / GatherElements / ScatterElements / Scatter of the
    whole model int32 (:mod:`bevviz.export.index_dtypes`);
-4. checks the result with ``onnx.checker`` (full check) and, with ``check=True``, runs the
-   original and the rewritten model in onnxruntime on the same random inputs
-   (:mod:`bevviz.export.model_parity`).
+6. checks the result with ``onnx.checker`` (full check) and, with ``check=True``, runs the
+   original and the rewritten model in onnxruntime on the same random inputs, every graph
+   input fed (:mod:`bevviz.export.model_parity`), before anything is written.
 
-Everything else in the graph is left as it was: no node is reordered, renamed or removed
-except the replaced GridSample nodes and the int64 index casts made useless.
+Everything else in the graph is left as it was: no other node is reordered or renamed; nodes
+are removed only when they belonged to a replaced pattern or computed nothing but its input
+(e.g. the shape a ``Reshape`` of the pattern read).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import onnx
 import onnx.inliner
+import onnx.numpy_helper
 from onnx import TensorProto
 
+from bevviz.export.fused_patterns import FusedMatch, find_patterns, node_key
+from bevviz.export.gather_graph import Level, build_fused, build_per_node
 from bevviz.export.index_dtypes import IndexChange, make_indices_int32
-from bevviz.export.inspection import tensor_types
+from bevviz.export.inspection import inspect_onnx, tensor_types
+from bevviz.export.model_check import backend_verdicts
 from bevviz.export.model_parity import ModelParity, compare_models
-from bevviz.export.onnx_file import LoadedModel, check_valid, load_model, model_from_bytes, walk_graphs
-from bevviz.export.sampler_graph import GraphBuilder, SamplerSpec, build_sampler
+from bevviz.export.model_validate import validate_model
+from bevviz.export.onnx_file import LoadedModel, as_loaded, check_valid, walk_graphs
+from bevviz.export.sampler_graph import GraphBuilder, SamplerSpec
+from bevviz.limits import MiB
 from bevviz.samplers.gather_scatter import INT32_MAX
 from bevviz.shapes import check_choice, field_error
 
-__all__ = ["INDEX_DTYPES", "NodeChange", "Refusal", "RewriteReport", "as_loaded", "rewrite_grid_sample"]
+__all__ = ["DEFAULT_CHUNK_MIB", "INDEX_DTYPES", "Kept", "NodeChange", "Refusal", "RewriteOptions", "RewriteReport",
+           "as_loaded", "rewrite_grid_sample"]
 
 #: ``index_dtype`` argument -> ONNX element type.
 INDEX_DTYPES = {"int32": TensorProto.INT32, "int64": TensorProto.INT64}
 #: GridSample modes by their opset-16 and opset-20 names.
 _MODES = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest", "bicubic": "bicubic", "cubic": "bicubic"}
 _FLOATS = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
+_INTS = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
+         TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL)
+#: Bounds of the default chunk budget: a tenth of the replaced GridSample output(s), within these.
+DEFAULT_CHUNK_MIB = (1.0, 64.0)
+
+
+@dataclass(frozen=True)
+class RewriteOptions:
+    """How :func:`rewrite_grid_sample` rewrites.
+
+    Attributes:
+        fuse: Rewrite GridSample + weighted sum patterns as one fused gather (False: every
+            node on its own, the per-node form).
+        max_intermediate_mib: Largest gather chunk ``(q, K, C)`` in MiB; None: a tenth of the
+            replaced GridSample output(s), within :data:`DEFAULT_CHUNK_MIB`.
+        backend: Rewrite only the GridSample nodes this backend's rules reject (a name of
+            the rules table, matched case-insensitively as in ``npu check --backend``);
+            None: all.
+    """
+
+    fuse: bool = True
+    max_intermediate_mib: float | None = None
+    backend: str | None = None
+
+    def __post_init__(self):
+        m = self.max_intermediate_mib
+        if m is not None and (isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m) or m <= 0):
+            raise field_error("max_intermediate_mib", m, "must be a positive number of MiB")
 
 
 @dataclass(frozen=True)
@@ -59,8 +104,10 @@ class NodeChange:
         features: Shape of its ``X`` input as inferred (symbols as ``str``, ``None`` unknown).
         grid: Shape of its grid.
         index_dtype: ``"int32"`` or ``"int64"``.
-        nodes_added: Nodes in its replacement.
+        nodes_added: Nodes in its replacement (a fused pattern's, shared by its nodes).
         note: Range note for the indices (e.g. ``N*H*W symbolic``), or ``""``.
+        form: ``"per-node"``, or ``"fused: <pattern>"`` (e.g. ``fused: Concat+Mul+ReduceSum``).
+        chunks: Static chunks of its gather (1: one gather).
     """
 
     node: str
@@ -72,11 +119,21 @@ class NodeChange:
     index_dtype: str
     nodes_added: int
     note: str = ""
+    form: str = "per-node"
+    chunks: int = 1
 
 
 @dataclass(frozen=True)
 class Refusal:
-    """A GridSample node left in the model, and why."""
+    """A GridSample node left in the model because it cannot be rewritten, and why."""
+
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A GridSample node left in the model because the chosen backend runs it, and why."""
 
     node: str
     reason: str
@@ -89,9 +146,10 @@ class RewriteReport:
     Attributes:
         model: The rewritten ``onnx.ModelProto`` (valid under ``onnx.checker`` full check).
         replaced: The GridSample nodes replaced.
-        refused: The GridSample nodes kept, each with its reason.
+        refused: The GridSample nodes kept because they cannot be rewritten, each with its reason.
         index_changes: Every gather / scatter index input changed to int32 (or that could not
             be), with how and the range check.
+        kept: The GridSample nodes kept because the chosen backend's rules accept them.
         name: The source's name.
         path: Where the model was written (``dst``), or None.
         nodes_before, nodes_after: Node counts over all graphs.
@@ -104,6 +162,7 @@ class RewriteReport:
     replaced: list[NodeChange]
     refused: list[Refusal]
     index_changes: list[IndexChange]
+    kept: list[Kept] = field(default_factory=list)
     name: str = ""
     path: str | None = None
     nodes_before: int = 0
@@ -132,6 +191,7 @@ class RewriteReport:
             "grid_sample": {"before": self.grid_sample_before, "after": self.grid_sample_after},
             "replaced": [vars(c) for c in self.replaced],
             "refused": [vars(r) for r in self.refused],
+            "kept": [vars(k) for k in self.kept],
             "index_changes": [vars(c) for c in self.index_changes],
             "indices_int32": self.int32_ok,
             "parity": None if self.parity is None else self.parity.to_dict(),
@@ -173,58 +233,163 @@ def _inline_grid_sample_functions(model: onnx.ModelProto) -> tuple[onnx.ModelPro
 def _plan(node: onnx.NodeProto, opset: int, types: dict, index_dtype: str) -> tuple[SamplerSpec | None, str]:
     """The rewrite of one GridSample node, or None and the reason it is refused."""
     a = _attrs(node)
-    raw_mode = str(a.get("mode", "bilinear"))
-    mode = _MODES.get(raw_mode)
+    mode = _MODES[str(a.get("mode", "bilinear"))]  # validate_model refused other names
     padding = str(a.get("padding_mode", "zeros"))
     align = bool(int(a.get("align_corners", 0)))
     x_type, x_shape = types.get(node.input[0], (0, None))
-    g_type, g_shape = types.get(node.input[1], (0, None)) if len(node.input) > 1 else (0, None)
+    g_type, g_shape = types.get(node.input[1], (0, None))
     rank = len(g_shape) if g_shape is not None else (len(x_shape) if x_shape is not None else None)
-    if opset < 16:
-        return None, f"opset {opset}: the replacement needs opset >= 16"
-    if mode is None:
-        return None, f"mode {raw_mode!r} is unknown"
-    if mode == "bicubic":
-        return None, f"mode {raw_mode!r} (bicubic, 16 taps) is not rewritten: its gather-scatter form exists " \
-                     "in PyTorch (grid_sample_free()) but not as an ONNX rewrite"
-    if padding not in ("zeros", "border", "reflection"):
-        return None, f"padding_mode {padding!r} is unknown"
     if rank is None:
         return None, "the rank of X and grid is unknown (shape inference found neither)"
-    if rank != 4:
-        return None, f"{rank}-D GridSample (volumetric sampling) is not rewritten: only 4-D (N, C, H, W)"
-    if x_type and x_type not in _FLOATS:
-        return None, f"features of dtype {onnx.helper.tensor_dtype_to_np_dtype(x_type)} are not rewritten " \
-                     "(weights need a float type)"
-    note = ""
-    dims = x_shape[:1] + x_shape[2:] if x_shape is not None else None
+    if x_type and x_type not in _FLOATS and not (x_type in _INTS and mode == "nearest"):
+        return None, f"features of dtype {onnx.helper.tensor_dtype_to_np_dtype(x_type)} in {mode} mode are not " \
+                     "rewritten (weighted taps need a float type; nearest is)"
+    dims = None if x_shape is None else (x_shape[0], *x_shape[2:])
     if dims is not None and all(isinstance(d, int) for d in dims):
-        rows = dims[0] * dims[1] * dims[2]
-        if index_dtype == "int32" and rows > INT32_MAX:
-            return None, f"N*H*W = {rows} rows do not fit int32 (pass index_dtype='int64')"
-        note = f"N*H*W = {rows} (checked)"
+        rows = int(np.prod(dims))
+        if index_dtype == "int32" and rows + 1 > INT32_MAX:
+            return None, f"N*prod(spatial) = {rows} rows do not fit int32 (pass index_dtype='int64')"
+        note = f"N*H*W = {rows} (checked)" if rank == 4 else f"N*prod(spatial) = {rows} (checked)"
     else:
         note = "N*H*W symbolic: int32 holds while N*H*W < 2**31"
     same = bool(x_type) and x_type == g_type
     return SamplerSpec(mode, padding, align, INDEX_DTYPES[index_dtype], cast_weights=not same), note
 
 
-def as_loaded(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel, validate: bool = True) -> LoadedModel:
-    """Any model source as a checked :class:`LoadedModel` (see :mod:`bevviz.export.onnx_file`).
+def _itemsize(elem: int) -> int:
+    try:
+        return int(onnx.helper.tensor_dtype_to_np_dtype(elem).itemsize)
+    except (KeyError, TypeError, ValueError):  # unknown dtype: assume float32 for the budget
+        return 4
 
-    Args:
-        src: A path, the file's bytes, an ``onnx.ModelProto`` or a ``LoadedModel`` (as is).
-        validate: Also refuse a model that ``onnx.checker`` (full check) rejects.
-    """
-    if isinstance(src, LoadedModel):
-        return src
-    if isinstance(src, onnx.ModelProto):
-        return model_from_bytes(src.SerializeToString(), src.graph.name or "model", validate=validate)
-    if isinstance(src, (bytes, bytearray, memoryview)):
-        return model_from_bytes(bytes(src), validate=validate)
-    if isinstance(src, (str, os.PathLike)):
-        return load_model(src, validate=validate)
-    raise field_error("src", type(src).__name__, "must be a path, bytes or an onnx.ModelProto")
+
+def _budget(options: RewriteOptions, types: dict, outputs: list[str]) -> int:
+    """Bytes of one gather chunk: the option, or a tenth of the replaced outputs within DEFAULT_CHUNK_MIB."""
+    if options.max_intermediate_mib is not None:
+        return max(1, int(options.max_intermediate_mib * MiB))
+    total = 0
+    for name in outputs:
+        elem, shape = types.get(name, (0, None))
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            return int(DEFAULT_CHUNK_MIB[1] * MiB)
+        total += int(np.prod(shape)) * _itemsize(elem)
+    lo, hi = DEFAULT_CHUNK_MIB
+    return int(min(max(total / 10, lo * MiB), hi * MiB))
+
+
+@dataclass
+class _Work:
+    """Shared state of one rewrite."""
+
+    types: dict
+    specs: dict[tuple, tuple[SamplerSpec, str, str]]  # node_key(node) -> (spec, note, label)
+    options: RewriteOptions
+    taken: set[str]
+    replaced: list[NodeChange] = field(default_factory=list)
+    made: set[str] = field(default_factory=set)
+
+    def level(self, node: onnx.NodeProto) -> Level:
+        t = self.types
+        return Level(node.input[0], node.input[1], self.specs[node_key(node)][0], t.get(node.input[0], (0, None))[1],
+                     t.get(node.input[1], (0, None))[1])
+
+    def record(self, node: onnx.NodeProto, b: GraphBuilder, form: str, chunks: int) -> None:
+        spec, note, label = self.specs[node_key(node)]
+        self.made.update(n.name for n in b.nodes)
+        self.replaced.append(NodeChange(
+            label, spec.mode, spec.padding_mode, spec.align_corners, self.types.get(node.input[0], (0, None))[1],
+            self.types.get(node.input[1], (0, None))[1], "int32" if spec.index_dtype == TensorProto.INT32 else "int64",
+            len(b.nodes), note, form, chunks))
+
+
+def _fused_nodes(w: _Work, m: FusedMatch) -> GraphBuilder:
+    label = w.specs[node_key(m.grid_samples[0])][2]
+    b = GraphBuilder(prefix=f"{label}/fused", taken=w.taken)
+    weight = m.weight
+    if weight is not None:
+        ws = w.types.get(weight, (0, None))[1]
+        if tuple(ws) != tuple(m.weight_target):
+            weight = b.op("Expand", weight, b.const(list(m.weight_target), np.int64, "w_shape"), hint="weight_full")
+        if m.merge_last:
+            t = m.weight_target
+            weight = b.op("Reshape", weight, b.const([*t[:-2], t[-2] * t[-1]], np.int64, "w_merged"))
+    elem = w.types.get(m.grid_samples[0].input[0], (0, None))[0]
+    budget = _budget(w.options, w.types, [n.output[0] for n in m.grid_samples])
+    chunks = build_fused(b, [w.level(n) for n in m.grid_samples], weight, m.kept, m.reduce.output[0],
+                         m.out_shape, budget, _itemsize(elem))
+    for n in m.grid_samples:
+        w.record(n, b, f"fused: {m.form}" + (f" ({len(m.grid_samples)} levels)" if len(m.grid_samples) > 1 else ""),
+                 chunks)
+    return b
+
+
+def _rewrite_graph(g: onnx.GraphProto, w: _Work) -> None:
+    """Replace the planned GridSample nodes of one graph (fused patterns first)."""
+    def eligible(node: onnx.NodeProto) -> bool:
+        return node_key(node) in w.specs and w.specs[node_key(node)][0].mode is not None
+
+    matches = find_patterns(g, w.types, eligible) if w.options.fuse else []
+    in_match = {node_key(n): m for m in matches for n in m.nodes}
+    shape_reads = {node_key(n): shape for m in matches for n, shape in m.shape_reads}
+    before = _users(g)
+    new_nodes = []
+    for node in g.node:
+        if node_key(node) in shape_reads:  # Shape of a tensor the pattern removed: a constant
+            new_nodes.append(_shape_constant(node, shape_reads[node_key(node)]))
+            continue
+        m = in_match.get(node_key(node))
+        if m is not None:
+            if node_key(node) == node_key(m.reduce):
+                new_nodes.extend(_fused_nodes(w, m).nodes)
+            continue
+        if not eligible(node):
+            new_nodes.append(node)
+            continue
+        label = w.specs[node_key(node)][2]
+        b = GraphBuilder(prefix=f"{label}/gs", taken=w.taken)
+        elem = w.types.get(node.input[0], (0, None))[0]
+        chunks = build_per_node(b, w.level(node), node.output[0], _budget(w.options, w.types, [node.output[0]]),
+                                _itemsize(elem))
+        new_nodes.extend(b.nodes)
+        w.record(node, b, "per-node", chunks)
+    del g.node[:]
+    g.node.extend(new_nodes)
+    if matches:
+        _drop_dead(g, before)
+
+
+def _shape_constant(node: onnx.NodeProto, shape: tuple[int, ...]) -> onnx.NodeProto:
+    """A Constant with what ``Shape`` node ``node`` read of a static ``shape`` (its start / end honoured)."""
+    a = _attrs(node)
+    values = np.asarray(shape, dtype=np.int64)[slice(a.get("start", 0), a.get("end"))]
+    return onnx.helper.make_node("Constant", [], list(node.output), name=node.name,
+                                 value=onnx.numpy_helper.from_array(values, node.output[0] + "_value"))
+
+
+def _users(g: onnx.GraphProto) -> set[str]:
+    """Names read in ``g``: node inputs (in its subgraphs too: outer-scope reads) and outputs."""
+    used = {name for sub in walk_graphs(g) for node in sub.node for name in node.input}
+    return used | {o.name for o in g.output}
+
+
+def _drop_dead(g: onnx.GraphProto, used_before: set[str]) -> None:
+    """Remove the nodes that fed only a replaced pattern (their outputs were read before, not now)."""
+    while True:
+        used = _users(g)
+        dead = [n for n in g.node if n.output and all(o in used_before and o not in used for o in n.output if o)
+                and not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute)]
+        if not dead:
+            return
+        ids = {node_key(n) for n in dead}
+        keep = [n for n in g.node if node_key(n) not in ids]
+        del g.node[:]
+        g.node.extend(keep)
+
+
+def _backend_filter(model: onnx.ModelProto, name: str, backend: str, labels: dict[str, int]) -> dict[str, str]:
+    """GridSample label -> why the backend keeps it (only the nodes its rules accept)."""
+    verdicts = backend_verdicts(model, backend, inspect_onnx(model))
+    return {label: why for label, (rejected, why) in verdicts.items() if not rejected and label in labels}
 
 
 def _save(model: onnx.ModelProto, dst: str | os.PathLike) -> str:
@@ -240,36 +405,44 @@ def _save(model: onnx.ModelProto, dst: str | os.PathLike) -> str:
 def rewrite_grid_sample(src: str | os.PathLike | bytes | onnx.ModelProto | LoadedModel,
                         dst: str | os.PathLike | None = None, *, index_dtype: str = "int32", check: bool = False,
                         dims: dict[str, int] | None = None, runs: int = 5, threads: int | None = None,
-                        seed: int = 0, on_step: Callable[[str, float], None] | None = None) -> RewriteReport:
-    """Replace every 4-D GridSample node by the gather-scatter sampler; make indices int32.
+                        seed: int = 0, on_step: Callable[[str, float], None] | None = None,
+                        options: RewriteOptions | None = None) -> RewriteReport:
+    """Replace GridSample nodes (fused with their weighted sum where one follows); make indices int32.
 
     Args:
         src: The model: a path (external data inside its folder allowed), the file's bytes,
             an ``onnx.ModelProto`` or a :class:`~bevviz.export.onnx_file.LoadedModel`.
-        dst: Where to write the rewritten model (``None``: not written).
+        dst: Where to write the rewritten model (``None``: not written). Written last, after
+            the check: a model refused as bad input writes nothing.
         index_dtype: ``"int32"`` (the NPU form) or ``"int64"``, for the sampler's gathers and
             the model's own gather / scatter indices (``"int64"`` leaves the latter alone).
-        check: Run original and rewritten in onnxruntime on the same random inputs
-            (:func:`bevviz.export.model_parity.compare_models`): max |diff| per output and
-            both latencies in :attr:`RewriteReport.parity`.
+        check: Run original and rewritten in onnxruntime on the same random inputs, every
+            graph input fed (:func:`bevviz.export.model_parity.compare_models`): max |diff|
+            per output and both latencies in :attr:`RewriteReport.parity`.
         dims: Check only: size of each symbolic axis by name (others: 2).
         runs: Check only: timed runs per model.
         threads: Check only: intra-op threads for both sessions (default: torch's).
         seed: Check only: seed of the random inputs.
         on_step: Called with (step, fraction done) as the work proceeds (for progress bars).
+        options: Fused or per-node, chunk budget, backend (:class:`RewriteOptions`).
 
     Returns:
         A :class:`RewriteReport`; ``.model`` passes ``onnx.checker`` (full check).
 
     Raises:
-        InputError: a hostile or invalid source (see :mod:`bevviz.export.onnx_file`), a bad
-            ``index_dtype``, ``dst`` in a missing folder, or inputs the check cannot build.
+        InputError: a hostile or invalid source (see :mod:`bevviz.export.onnx_file` and
+            :mod:`bevviz.export.model_validate`), a bad ``index_dtype`` or option, ``dst`` in
+            a missing folder, or inputs the check cannot build.
     """
     check_choice(index_dtype, INDEX_DTYPES, "index_dtype")
+    options = RewriteOptions() if options is None else options
+    if not isinstance(options, RewriteOptions):
+        raise field_error("options", type(options).__name__, "must be a RewriteOptions")
     step = on_step or (lambda _s, _f: None)
     step("read", 0.0)
     loaded = as_loaded(src, validate=False)
     check_valid(loaded.model, "model", loaded.name)
+    validate_model(loaded.model, loaded.name, runnable=check)
     model = onnx.ModelProto()
     model.CopyFrom(loaded.model)
     nodes_before, gs_before = _count(model), _count(model, "GridSample")
@@ -278,49 +451,56 @@ def rewrite_grid_sample(src: str | os.PathLike | bytes | onnx.ModelProto | Loade
     types = tensor_types(model)
     opset = _default_opset(model)
 
-    step("replace GridSample", 0.2)
-    replaced, refused, counter, made = [], [], 0, set()
-    taken = {n for g in walk_graphs(model.graph) for node in g.node for n in (*node.input, *node.output, node.name)}
-    taken |= {i.name for g in walk_graphs(model.graph) for i in (*g.input, *g.initializer)}
+    step("plan", 0.2)
+    refused, kept, specs, counter = [], [], {}, 0
+    labels = {}
     for g in walk_graphs(model.graph):
-        new_nodes = []
+        for node in g.node:
+            if _is_grid_sample(node):
+                counter += 1
+                labels[node.name or f"GridSample#{counter}"] = node_key(node)
+    keep_why = _backend_filter(model, loaded.name, options.backend, labels) if options.backend else {}
+    by_id = {v: k for k, v in labels.items()}
+    for g in walk_graphs(model.graph):
         for node in g.node:
             if not _is_grid_sample(node):
-                new_nodes.append(node)
                 continue
-            counter += 1
-            label = node.name or f"GridSample#{counter}"
+            label = by_id[node_key(node)]
+            if label in keep_why:
+                kept.append(Kept(label, keep_why[label]))
+                continue
             spec, note = _plan(node, opset, types, index_dtype)
             if spec is None:
                 refused.append(Refusal(label, note))
-                new_nodes.append(node)
-                continue
-            b = GraphBuilder(prefix=f"{label}/gs", taken=taken)
-            build_sampler(b, node.input[0], node.input[1], node.output[0], spec)
-            new_nodes.extend(b.nodes)
-            made.update(n.name for n in b.nodes)
-            replaced.append(NodeChange(
-                label, spec.mode, spec.padding_mode, spec.align_corners,
-                types.get(node.input[0], (0, None))[1], types.get(node.input[1], (0, None))[1],
-                index_dtype, len(b.nodes), note))
-        del g.node[:]
-        g.node.extend(new_nodes)
+            else:
+                specs[node_key(node)] = (spec, note, label)
+
+    step("replace GridSample", 0.3)
+    taken = {n for g in walk_graphs(model.graph) for node in g.node for n in (*node.input, *node.output, node.name)}
+    taken |= {i.name for g in walk_graphs(model.graph) for i in (*g.input, *g.initializer)}
+    work = _Work(types, specs, options, taken)
+    for g in reversed(list(walk_graphs(model.graph))):  # subgraphs before the graphs holding them (copied)
+        _rewrite_graph(g, work)
+    if options.backend:
+        notes.append(f"backend {options.backend!r}: {len(kept)} GridSample node(s) kept (its rules accept them), "
+                     f"{len(work.replaced)} rewritten")
 
     step("int32 indices", 0.5)
-    changes = make_indices_int32(model, types, taken, skip=made) if index_dtype == "int32" else []
+    changes = make_indices_int32(model, types, taken, skip=work.made) if index_dtype == "int32" else []
     step("onnx.checker", 0.6)
     try:
         check_valid(model, "rewritten model", loaded.name)
     except ValueError as exc:  # the source was valid, so this is a bug of the rewrite, not bad input
         raise RuntimeError(f"the rewrite of {loaded.name} made an invalid model: {exc}") from None
-    report = RewriteReport(model=model, replaced=replaced, refused=refused, index_changes=changes,
+    report = RewriteReport(model=model, replaced=work.replaced, refused=refused, index_changes=changes, kept=kept,
                            name=loaded.name, nodes_before=nodes_before, nodes_after=_count(model),
                            grid_sample_before=gs_before, grid_sample_after=_count(model, "GridSample"), notes=notes)
-    if dst is not None:
-        step("write", 0.65)
-        report.path = _save(model, dst)
     if check:
-        step("parity and latency in onnxruntime", 0.7)
-        report.parity = compare_models(loaded.model, model, dims=dims, runs=runs, threads=threads, seed=seed)
+        step("parity and latency in onnxruntime", 0.65)
+        report.parity = compare_models(loaded, LoadedModel(model, f"rewritten {loaded.name}", None, 0), dims=dims,
+                                       runs=runs, threads=threads, seed=seed)
+    if dst is not None:
+        step("write", 0.95)
+        report.path = _save(model, dst)
     step("done", 1.0)
     return report

@@ -1,58 +1,60 @@
-"""Benchmark of the GridSample rewrite: ``python -m bevviz.export.rewrite_bench [--quick] [--out PATH]``.
+"""Benchmark of the GridSample rewrite: ``python -m bevviz.export.rewrite_bench [--size full|small|quick]``.
 
-The rewritten model against the original, in onnxruntime (CPU, the same intra-op threads,
-one inter-op thread), measured in the same run with :func:`bevviz.timing.time_group`'s
-interleaved rounds (ratio of minima, spread of the rounds' ratios). Models at BEVFormer-like
-sizes, built as ONNX graphs here (GridSample nodes as any exporter writes them):
+Per model, the original, the per-node rewrite (every GridSample on its own,
+``RewriteOptions(fuse=False)``) and the fused rewrite (GridSample + weighted sum as one chunked
+gather, the default), in onnxruntime (CPU, the same intra-op threads, one inter-op thread).
+Each measurement runs in a fresh process started by path (:mod:`bevviz.export.ort_probe`: numpy
+and onnxruntime only), so its peak resident memory ``VmHWM`` is the model's own; the
+variants alternate round by round so load on the machine hits all alike. Reported: latency
+(min over the rounds' runs), CPU time of a run (min; all threads: less dependent on other
+load than wall time) and ``VmHWM``, each with its ratio to the original measured in the same
+run, and max |diff| of each rewrite's output against the original's.
 
-- ``sca``: spatial cross-attention's sampling: 6 cameras x C = 256 features of 58 x 100
-  (928 x 1600 images at stride 16), a 200 x 200 BEV x 4 pillar points per camera, summed over
-  the pillar (``ReduceSum``): ``GridSample`` (6, 256, 58, 100) x (6, 40000, 4, 2).
-- ``msda``: the multi-scale deformable attention fallback: 6 cameras x 8 heads x 32 channels,
-  4 levels (58 x 100 to 8 x 13), 10,000 visible queries per camera x 4 points per level.
-- ``sca_<mode>_<padding>`` (``--modes``): the ``sca`` sizes in the other modes and paddings.
+Models (built here as ONNX graphs, GridSample nodes as any exporter writes them):
 
-Each model is first checked (max |diff| over its output, same random inputs; the peak
-resident-memory increase of each session's first run, :func:`bevviz.timing.peak_rss_mb`,
-is what its allocator grows to) and then timed.
-Where the rewrite is slower on a CPU (bilinear, zeros: measured 0.8-1.9x on the ``sca`` sizes,
-1.7-2.9x on ``msda``, README): ``GridSample`` is one kernel that writes each output element
-once; the rewrite materialises each tap's gathered rows ``(N, H_out, W_out, C)``, multiplies
-and adds them and transposes the channels-last result to NCHW at the end (several times the
-output's memory traffic; the first run's peak RSS shows the extra tensors), and with short
-rows (``msda``'s 32 channels) its per-point index arithmetic is shared by fewer values. In
-nearest, border and reflection modes onnxruntime's CPU GridSample was the slower one. The rewrite exists
-for NPUs whose compilers reject GridSample (or int64 gathers); there it costs a row gather of
-C contiguous values per tap, the NPU's native operation.
+- ``sca``: spatial cross-attention's sampling: cameras x C features, a BEV x pillar points
+  per camera, summed over the pillar (``ReduceSum``); BEVFormer: 6 x 256 x 58 x 100
+  (928 x 1600 images at stride 16), 200 x 200 x 4 points;
+- ``msda``: the multi-scale deformable attention fallback: cameras x heads x 32 channels,
+  4 levels (58 x 100 to 8 x 13), queries x 4 points per level, one GridSample per level,
+  concatenated, times the attention weights, summed.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
-import time
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
-import torch
 from onnx import TensorProto, helper
 
+from bevviz.export import ort_probe
 from bevviz.export.model_parity import random_feed
 from bevviz.export.parity import max_abs_diff
-from bevviz.export.rewrite import rewrite_grid_sample
-from bevviz.timing import PairStats, peak_rss_mb, pin_threads, time_group
+from bevviz.export.rewrite import RewriteOptions, rewrite_grid_sample
 
-__all__ = ["CONFIGS", "main", "msda_model", "run", "sca_model"]
+__all__ = ["CONFIGS", "VARIANTS", "main", "markdown_table", "msda_model", "run", "sca_model"]
 
 DEFAULT_OUT = "bench_results/rewrite_bench.json"
-#: name -> sizes; ``quick`` shrinks every axis for a smoke run.
+#: name -> sizes: ``full`` BEVFormer's, ``small`` a quarter of the BEV and of the features,
+#: ``quick`` toy sizes for a smoke run.
 CONFIGS = {
     "full": {"cams": 6, "channels": 256, "feat": (58, 100), "bev": 200 * 200, "pillar": 4,
              "heads": 8, "head_ch": 32, "levels": [(58, 100), (29, 50), (15, 25), (8, 13)], "queries": 10000,
              "points": 4},
+    "small": {"cams": 6, "channels": 64, "feat": (29, 50), "bev": 50 * 50, "pillar": 4,
+              "heads": 8, "head_ch": 32, "levels": [(29, 50), (15, 25), (8, 13), (4, 7)], "queries": 2500,
+              "points": 4},
     "quick": {"cams": 2, "channels": 16, "feat": (12, 20), "bev": 30 * 30, "pillar": 4,
               "heads": 2, "head_ch": 8, "levels": [(12, 20), (6, 10)], "queries": 300, "points": 4},
 }
@@ -104,88 +106,126 @@ def msda_model(cfg: dict) -> onnx.ModelProto:
                                     [helper.make_tensor_value_info("out", TensorProto.FLOAT, [nh, ch, q])], inits))
 
 
-def _session(model: onnx.ModelProto, threads: int) -> ort.InferenceSession:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads, opts.log_severity_level = threads, 1, 3
-    return ort.InferenceSession(model.SerializeToString(), sess_options=opts, providers=["CPUExecutionProvider"])
+#: Variant -> rewrite options (None: the original model).
+VARIANTS = {"original": None, "per-node": RewriteOptions(fuse=False), "fused": RewriteOptions(fuse=True)}
 
 
-def _timer(session: ort.InferenceSession, feed: dict):
-    def call() -> float:
-        t = time.perf_counter()
-        session.run(None, feed)
-        return time.perf_counter() - t
-    return call
+def _probe(model_path: Path, feed_path: Path, out_path: Path, threads: int, runs: int) -> dict:
+    """One fresh process measuring one model (:mod:`bevviz.export.ort_probe`)."""
+    cmd = [sys.executable, ort_probe.__file__, str(model_path), str(feed_path), str(out_path),
+           "--threads", str(threads), "--runs", str(runs)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": ""})
+    if done.returncode != 0:
+        raise RuntimeError(f"the probe of {model_path.name} failed ({done.returncode}): {done.stderr[-600:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _first_run(session: ort.InferenceSession, feed: dict) -> tuple[float | None, np.ndarray]:
-    """(peak RSS increase in MiB, output) of one run."""
-    kept: list[np.ndarray] = []
-    peak = peak_rss_mb(lambda: kept.append(session.run(None, feed)[0]))
-    return peak, kept[0]
+def _measure_model(name: str, model: onnx.ModelProto, folder: Path, threads: int, rounds: int, runs: int) -> dict:
+    feed = random_feed(model, seed=0)
+    feed_path = folder / f"{name}_feed.npz"
+    np.savez(feed_path, **feed)
+    del feed
+    paths, forms = {}, {}
+    for variant, options in VARIANTS.items():
+        m = model
+        if options is not None:
+            report = rewrite_grid_sample(model, options=options)
+            m = report.model
+            forms[variant] = {"grid_sample": [report.grid_sample_before, report.grid_sample_after],
+                              "nodes": [report.nodes_before, report.nodes_after], "indices_int32": report.int32_ok,
+                              "forms": sorted({c.form for c in report.replaced}),
+                              "chunks": max((c.chunks for c in report.replaced), default=0)}
+        paths[variant] = folder / f"{name}_{variant}.onnx"
+        onnx.save(m, paths[variant])
+    samples = {v: [] for v in VARIANTS}
+    for _ in range(rounds):
+        for variant in VARIANTS:
+            samples[variant].append(_probe(paths[variant], feed_path, folder / f"{name}_{variant}.npy", threads, runs))
+    ref = np.load(folder / f"{name}_original.npy")
+    row: dict = {"variants": {}}
+    base_ms = min(min(s["runs_s"]) for s in samples["original"]) * 1e3
+    base_mib = statistics.median(s["vmhwm_kib"] for s in samples["original"]) / 1024
+    base_cpu = min(min(s["cpu_s"]) for s in samples["original"]) * 1e3
+    for variant in VARIANTS:
+        ms = min(min(s["runs_s"]) for s in samples[variant]) * 1e3
+        cpu = min(min(s["cpu_s"]) for s in samples[variant]) * 1e3
+        mib = statistics.median(s["vmhwm_kib"] for s in samples[variant]) / 1024
+        round_ratios = [min(a["runs_s"]) / min(b["runs_s"]) for a, b in zip(samples[variant], samples["original"])]
+        diff = 0.0 if variant == "original" else max_abs_diff(ref, np.load(folder / f"{name}_{variant}.npy"))
+        row["variants"][variant] = {
+            "latency_ms": ms, "latency_ratio": ms / base_ms, "round_ratios": round_ratios,
+            "cpu_ms": cpu, "cpu_ratio": cpu / base_cpu,
+            "vmhwm_mib": mib, "vmhwm_ratio": mib / base_mib,
+            "before_session_mib": statistics.median(s["before_session_kib"] for s in samples[variant]) / 1024,
+            "max_abs_diff": diff, **forms.get(variant, {})}
+    return row
 
 
-def _mb(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.0f} MiB"
-
-
-def run(config: str = "full", modes: bool = False, rounds: int = 3, threads: int | None = None) -> dict:
-    """Measure every model of ``config``; returns the JSON-ready results.
+def run(config: str = "full", models: tuple[str, ...] = ("sca", "msda"), rounds: int = 2, runs: int = 2,
+        threads: int = 2) -> dict:
+    """Measure every model of ``config`` in every variant; returns the JSON-ready results.
 
     Args:
-        config: ``"full"`` (BEVFormer-like) or ``"quick"``.
-        modes: Also the ``sca`` sizes in nearest / border / reflection.
-        rounds: Interleaved rounds per model.
-        threads: Intra-op threads of both sessions (default: the CPUs this process may use).
+        config: ``"full"`` (BEVFormer), ``"small"`` or ``"quick"``.
+        models: Which of ``sca``, ``msda``.
+        rounds: Fresh processes per variant, alternating.
+        runs: Timed runs per process (after one warm-up).
+        threads: onnxruntime intra-op threads.
     """
     cfg = CONFIGS[config]
-    threads = pin_threads(threads)
-    models = {"sca": sca_model(cfg), "msda": msda_model(cfg)}
-    if modes:
-        for mode, padding in (("nearest", "zeros"), ("bilinear", "border"), ("bilinear", "reflection")):
-            models[f"sca_{mode}_{padding}"] = sca_model(cfg, mode, padding)
-    out = {"config": config, "sizes": cfg, "threads": threads, "onnxruntime": ort.__version__, "models": {}}
-    for name, model in models.items():
-        report = rewrite_grid_sample(model)
-        feed = random_feed(model, seed=0)
-        sessions = {"original": _session(model, threads), "rewritten": _session(report.model, threads)}
-        # each session's first run: its allocator grows to what the model needs
-        (peak_o, out_o), (peak_r, out_r) = (_first_run(sessions[k], feed) for k in ("original", "rewritten"))
-        peaks = {"original": peak_o, "rewritten": peak_r}
-        diff = max_abs_diff(out_o, out_r)
-        del out_o, out_r
-        measured = time_group({k: _timer(s, feed) for k, s in sessions.items()}, "original", rounds)
-        member = {k: {"samples": measured["samples"][k], "round_min": measured["round_min"][k]} for k in sessions}
-        stats = PairStats.of(member["rewritten"], member["original"])
-        row = {"max_abs_diff": diff, "grid_sample_nodes": [report.grid_sample_before, report.grid_sample_after],
-               "nodes": [report.nodes_before, report.nodes_after], "indices_int32": report.int32_ok,
-               "original_s": min(measured["samples"]["original"]),
-               "rewritten_s": min(measured["samples"]["rewritten"]), "ratio": stats.to_dict(),
-               "first_run_peak_rss_mb": peaks,
-               "inputs": {k: list(v.shape) for k, v in feed.items()}}
-        out["models"][name] = row
-        print(f"{name:28s} max|diff| {diff:.2e}  GridSample {report.grid_sample_before}->{report.grid_sample_after}  "
-              f"original {row['original_s'] * 1e3:9.1f} ms  rewritten {row['rewritten_s'] * 1e3:9.1f} ms  "
-              f"ratio {stats.ratio:5.2f} (rounds {stats.spread[0]:.2f}-{stats.spread[1]:.2f})  first-run peak RSS "
-              f"{_mb(peaks['original'])} / {_mb(peaks['rewritten'])}", flush=True)
-        del sessions, feed
+    builders = {"sca": sca_model, "msda": msda_model}
+    out = {"config": config, "sizes": cfg, "threads": threads, "rounds": rounds, "runs": runs,
+           "onnxruntime": ort.__version__, "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
+                                                      "python": platform.python_version()},
+           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+           "load_average_before": list(os.getloadavg()), "models": {}}
+    print(f"onnxruntime {ort.__version__}, {threads} intra-op threads, {os.cpu_count()} CPUs, load average "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="rewrite_bench_") as tmp:
+        for name in models:
+            row = _measure_model(name, builders[name](cfg), Path(tmp), threads, rounds, runs)
+            out["models"][name] = row
+            for variant, v in row["variants"].items():
+                print(f"{config:5s} {name:5s} {variant:9s} latency {v['latency_ms']:9.1f} ms "
+                      f"({v['latency_ratio']:.2f}x; rounds {', '.join(f'{r:.2f}' for r in v['round_ratios'])})  "
+                      f"CPU {v['cpu_ms']:9.1f} ms ({v['cpu_ratio']:.2f}x)  "
+                      f"VmHWM {v['vmhwm_mib']:7.0f} MiB ({v['vmhwm_ratio']:.2f}x)  max|diff| {v['max_abs_diff']:.1e}",
+                      flush=True)
+    out["load_average_after"] = list(os.getloadavg())
     return out
 
 
+def markdown_table(results: dict) -> str:
+    """The results as a markdown table (one row per model and variant)."""
+    lines = ["| size | model | variant | latency (ms) | x original | CPU time (ms) | x original | VmHWM (MiB) "
+             "| x original | max abs diff |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, row in results["models"].items():
+        for variant, v in row["variants"].items():
+            lines.append(f"| {results['config']} | {name} | {variant} | {v['latency_ms']:.0f} | "
+                         f"{v['latency_ratio']:.2f} | {v['cpu_ms']:.0f} | {v['cpu_ratio']:.2f} | "
+                         f"{v['vmhwm_mib']:.0f} | {v['vmhwm_ratio']:.2f} | "
+                         f"{v['max_abs_diff']:.1e} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: run, print one line per model, write the JSON."""
+    """Command line: run, print one line per model and variant, write the JSON (and markdown)."""
     ap = argparse.ArgumentParser(prog="python -m bevviz.export.rewrite_bench", description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="toy sizes (smoke test)")
-    ap.add_argument("--modes", action="store_true", help="also the sca sizes in nearest / border / reflection")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per model")
-    ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: the CPUs available)")
+    ap.add_argument("--size", choices=list(CONFIGS), default="full", help="model sizes (default full: BEVFormer)")
+    ap.add_argument("--quick", action="store_true", help="same as --size quick (toy sizes, a smoke test)")
+    ap.add_argument("--models", nargs="+", choices=["sca", "msda"], default=["sca", "msda"])
+    ap.add_argument("--rounds", type=int, default=2, help="fresh processes per variant, alternating")
+    ap.add_argument("--runs", type=int, default=2, help="timed runs per process, after one warm-up")
+    ap.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads (default 2)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON output path (default {DEFAULT_OUT})")
+    ap.add_argument("--markdown", default=None, help="also write the table as markdown to this path")
     args = ap.parse_args(argv)
-    torch.manual_seed(0)
-    np.random.seed(0)
-    results = run("quick" if args.quick else "full", args.modes, args.rounds, args.threads)
+    results = run("quick" if args.quick else args.size, tuple(args.models), args.rounds, args.runs, args.threads)
     Path(os.path.dirname(os.path.abspath(args.out))).mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_table(results) + "\n", encoding="utf-8")
     print(f"written to {args.out}")
     return 0
 

@@ -60,6 +60,7 @@ FIELDS: dict[str, str] = {
     "dynamic_ops": "data-dependent-shape and control-flow op types present (list)",
     "dynamic_inputs": "graph inputs with symbolic axes (list of names)",
     "checker_ok": "onnx.checker full check passed (bool)",
+    "onnxruntime_loads": "onnxruntime (CPU) loads the model (bool; checked for a user's model, bevviz npu check)",
 }
 
 SEVERITIES = ("error", "warn", "info")

@@ -1,40 +1,48 @@
-"""The gather-scatter sampler as ONNX nodes: what replaces one 4-D ``GridSample`` node.
+"""The taps of one GridSample as ONNX nodes: flat int32 table rows and their weights.
 
-The same algorithm as :mod:`bevviz.samplers.gather_scatter` (stage 1, the taps, then stage
-2, the weighted gather from a channels-last table with a zero sentinel row), written as
-plain ONNX ops so it can be spliced into any graph, whatever its exporter:
+What replaces a ``GridSample`` node is a gather from a channels-last table
+(:mod:`bevviz.export.gather_graph`); this module computes, for every sampling point, the rows
+of that table its taps read and the weight of each, exactly as ONNX GridSample reads them
+(the semantics of onnxruntime's kernel and of ``onnx.reference``, opset 16 / 20 / 22):
 
-1. sizes from ``Shape`` + ``Slice`` (no Gather on shapes), so every axis may be symbolic;
-2. ``x = unnormalize(grid_x)`` exactly as ``GridSample`` reads it, then ``border``
-   (clip) or ``reflection`` (fold, then clip) padding;
-3. taps: ``Round`` (nearest, half to even like PyTorch's ``nearbyint``) or ``Floor`` and
-   ``Floor + 1`` with weights ``1 - f`` and ``f`` (bilinear);
-4. each tap's flat row ``n * H * W + y * W + x`` in int32 (or int64), computed from
-   coordinates clipped to ``[-1, size]`` before the float -> int cast (so the cast is
-   always defined) and sent to the sentinel row ``N * H * W`` when outside the image;
-5. ``Gather(table, rows)`` per tap, times its weight (zeroed outside), summed; the table is
-   ``Transpose(X, 0 2 3 1)`` reshaped to ``(N * H * W, C)`` plus one zero row.
+1. ``x = unnormalize(grid)`` per spatial axis (grid component ``d - 1 - a`` is spatial axis
+   ``a`` of ``X``: ``(x, y)`` for 4-D, ``(x, y, z)`` for 5-D);
+2. nearest: ``x = Round(x)`` (half to even, like ``std::nearbyint``) before any padding;
+3. a coordinate outside ``[x_min, x_max]`` (``[-0.5, size - 0.5]``, align_corners: ``[0,
+   size - 1]``) is clamped to ``[0, size - 1]`` (border; not in cubic mode, where
+   onnxruntime and PyTorch clamp only the taps, while ``onnx.reference`` clamps the
+   coordinate too) or reflected into the range (reflection); zeros leaves it;
+4. taps: nearest ``x``; linear ``floor(x) + {0, 1}``, weights ``1 - |x - tap|``; cubic
+   ``floor(x) + {-1, 0, 1, 2}``, Keys' kernel with ``A = -0.75`` of ``|x - tap|``;
+5. each tap is padded on its own (border: clamped; reflection: reflected, then clamped);
+   a tap still outside ``[0, size - 1]`` (zeros padding, NaN, inf) reads the table's zero row
+   (``sentinel``) with weight 0, and its position is never cast from a non-finite float.
 
-Ops used: Shape, Slice, Split, Squeeze, Unsqueeze, Cast, CastLike, Constant, ConstantOfShape,
-Concat, Reshape, Transpose, Range, Add, Sub, Mul, Div, Neg, Mod, Abs, Min, Max, Floor, Round,
-Greater, GreaterOrEqual, LessOrEqual, And, Where, Gather -- all in ONNX by opset 16 (CastLike
-since 15) with the same meaning in every later opset.
+The taps of all axes combine into ``K = prod(k_a)`` taps per point (first spatial axis
+outermost); row = ``offset + n * prod(sizes) + sum_a tap_a * stride_a``.
 
 Convention:
-    ``grid[..., 0]`` is ``x`` (column) and ``grid[..., 1]`` is ``y`` (row), normalised to
-    ``[-1, 1]``; align_corners=False: ``u = ((g + 1) * W - 1) / 2``; True:
-    ``u = (g + 1) / 2 * (W - 1)`` (docs/conventions.md).
+    ``grid[..., 0]`` is ``x`` (column, the last axis of ``X``), ``grid[..., 1]`` is ``y``,
+    ``grid[..., 2]`` is ``z`` (5-D), normalised to ``[-1, 1]``; align_corners=False:
+    ``u = ((g + 1) * size - 1) / 2``; True: ``u = (g + 1) / 2 * (size - 1)`` (docs/conventions.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["GraphBuilder", "SamplerSpec", "build_sampler"]
+__all__ = ["CUBIC_A", "TAPS", "GraphBuilder", "SamplerSpec", "Taps", "sample_taps"]
+
+#: Taps per axis of each mode (opset-16 names; "bilinear" is N-linear for any rank).
+TAPS = {"nearest": 1, "bilinear": 2, "bicubic": 4}
+#: The cubic convolution constant of ONNX GridSample and PyTorch (Keys 1981).
+CUBIC_A = -0.75
+_OFFSETS = {"nearest": [0.0], "bilinear": [0.0, 1.0], "bicubic": [-1.0, 0.0, 1.0, 2.0]}
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,7 @@ class SamplerSpec:
     """What one GridSample node asks for.
 
     Attributes:
-        mode: ``"bilinear"`` or ``"nearest"``.
+        mode: ``"bilinear"`` (N-linear), ``"nearest"`` or ``"bicubic"`` (opset-16 names).
         padding_mode: ``"zeros"``, ``"border"`` or ``"reflection"``.
         align_corners: The node's ``align_corners``.
         index_dtype: ``TensorProto.INT32`` or ``TensorProto.INT64`` for the gather rows.
@@ -55,6 +63,11 @@ class SamplerSpec:
     align_corners: bool
     index_dtype: int = TensorProto.INT32
     cast_weights: bool = False
+
+    @property
+    def taps_per_axis(self) -> int:
+        """1 (nearest), 2 (linear) or 4 (cubic)."""
+        return TAPS[self.mode]
 
 
 @dataclass
@@ -88,120 +101,187 @@ class GraphBuilder:
                                            **attrs))
         return outs[0] if outputs == 1 else outs
 
+    def op_to(self, out: str, op_type: str, *inputs: str, **attrs) -> None:
+        """Add one node writing the existing name ``out`` (the replaced node's output)."""
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=self.name(f"{op_type}_out"), **attrs))
+
     def const(self, value, dtype, hint: str = "c") -> str:
         """A Constant node holding ``np.asarray(value, dtype)``."""
         arr = np.asarray(value, dtype=dtype)
         return self.op("Constant", hint=hint, value=numpy_helper.from_array(arr, self.name(hint + "_value")))
 
+    def float_like(self, value, like: str, hint: str = "f") -> str:
+        """A float constant cast like tensor ``like`` (its dtype may be unknown here)."""
+        return self.op("CastLike", self.const(value, np.float32, hint + "_f32"), like, hint=hint)
 
-def _axis_taps(b: GraphBuilder, coord: str, size_f: str, spec: SamplerSpec, axis: str,
-               one: str, zero: str) -> list[tuple[str, str | None, str]]:
-    """Taps along one axis: (integer position, weight, inside) per tap.
+    def dim(self, tensor: str, shape: Sequence | None, k: int, hint: str = "dim") -> str:
+        """Axis ``k`` of ``tensor`` as int64 ``(1,)``: a constant when ``shape[k]`` is static."""
+        d = shape[k] if shape is not None and -len(shape) <= k < len(shape) else None
+        if isinstance(d, int):
+            return self.const([d], np.int64, hint)
+        end = k + 1 if k != -1 else None
+        attrs = {"start": k} if end is None else {"start": k, "end": end}
+        return self.op("Shape", tensor, hint=hint, **attrs)
+
+
+@dataclass(frozen=True)
+class Taps:
+    """Where a GridSample's taps read, per sampling point.
+
+    Attributes:
+        index: Table rows, index dtype ``(N, *S_out, K)``; the sentinel where a tap is outside.
+        weight: Tap weights, grid dtype ``(N, *S_out, K)``, 0 outside; ``None`` for nearest
+            (weight 1; outside reads the zero row).
+        k: Taps per point ``K``.
+    """
+
+    index: str
+    weight: str | None
+    k: int
+
+
+def _fold(b: GraphBuilder, x: str, low: str, span: str, axis: str) -> str:
+    """Reflect ``x`` into ``[low, low + span]`` (period ``2 * span``); identity inside, 0 for span 0."""
+    zero = b.float_like([0.0], x, "zero")
+    two = b.float_like([2.0], x, "two")
+    period = b.op("Mul", span, two, hint=f"{axis}_period")
+    extra = b.op("Mod", b.op("Abs", b.op("Sub", x, low)), period, fmod=1, hint=f"{axis}_extra")
+    folded = b.op("Add", b.op("Min", extra, b.op("Sub", period, extra)), low, hint=f"{axis}_folded")
+    high = b.op("Add", low, span, hint=f"{axis}_high")
+    inside = b.op("And", b.op("GreaterOrEqual", x, low), b.op("LessOrEqual", x, high), hint=f"{axis}_in_range")
+    return b.op("Where", inside, x, b.op("Where", b.op("Greater", span, zero), folded, zero), hint=f"{axis}_reflected")
+
+
+def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: str) -> tuple[str, str, str | None]:
+    """Taps along one spatial axis.
 
     Args:
         b: The builder.
-        coord: Normalised coordinates, float ``S``.
-        size_f: The axis size as a float ``(1,)``, like ``coord``.
+        g: Normalised coordinates, float ``(N, *S_out)``.
+        size_f: The axis size, float ``(1,)`` like ``g``.
         spec: The sampler settings.
-        axis: ``"x"`` or ``"y"`` (names only).
-        one, zero: Float constants ``(1,)`` like ``coord``.
+        axis: A name for the axis (names only).
 
     Returns:
-        One ``(position, weight, inside)`` per tap: position index-dtype ``S`` (``-1`` where
-        outside), weight float ``S`` zeroed outside (``None`` for nearest: the weight is 1),
-        inside bool ``S`` (the tap lies in ``[0, size - 1]``; NaN compares false).
+        ``(position, inside, weight)``: position index-dtype ``(N, *S_out, k)`` (0 where
+        outside), inside bool ``(N, *S_out, k)``, weight float ``(N, *S_out, k)`` zeroed outside
+        (``None`` for nearest).
     """
+    one, zero, half = (b.float_like([v], g, n) for v, n in ((1.0, "one"), (0.0, "zero"), (0.5, "half")))
     size_m1 = b.op("Sub", size_f, one, hint=f"{axis}_size_m1")
-    two = b.op("Add", one, one, hint="two")
     if spec.align_corners:  # u = (g + 1) / 2 * (size - 1)
-        x = b.op("Mul", b.op("Div", b.op("Add", coord, one), two), size_m1, hint=f"{axis}_pix")
+        x = b.op("Mul", b.op("Mul", b.op("Add", g, one), half), size_m1, hint=f"{axis}_pix")
+        low, high = zero, size_m1
     else:  # u = ((g + 1) * size - 1) / 2
-        x = b.op("Div", b.op("Sub", b.op("Mul", b.op("Add", coord, one), size_f), one), two, hint=f"{axis}_pix")
-    if spec.padding_mode == "reflection":
-        # fold |x - low| into [0, span] with period 2 * span; a span of 0 (one pixel with
-        # align_corners) reflects to 0.
-        if spec.align_corners:
-            low, span = zero, size_m1
-        else:
-            low, span = b.op("Neg", b.op("Div", one, two), hint="half_neg"), size_f
-        period = b.op("Mul", span, two, hint=f"{axis}_period")
-        extra = b.op("Mod", b.op("Abs", b.op("Sub", x, low)), period, fmod=1, hint=f"{axis}_extra")
-        folded = b.op("Add", b.op("Min", extra, b.op("Sub", period, extra)), low, hint=f"{axis}_folded")
-        x = b.op("Where", b.op("Greater", span, zero), folded, zero, hint=f"{axis}_reflected")
-    if spec.padding_mode in ("border", "reflection"):
-        x = b.op("Max", b.op("Min", x, size_m1), zero, hint=f"{axis}_clipped")
+        x = b.op("Mul", b.op("Sub", b.op("Mul", b.op("Add", g, one), size_f), one), half, hint=f"{axis}_pix")
+        low, high = b.op("Neg", half), b.op("Sub", size_f, half)
+    span = b.op("Sub", high, low, hint=f"{axis}_span")
     if spec.mode == "nearest":
-        corners = [(b.op("Round", x, hint=f"{axis}_near"), None)]
-    else:
-        x0 = b.op("Floor", x, hint=f"{axis}0")
-        frac = b.op("Sub", x, x0, hint=f"{axis}_frac")
-        corners = [(x0, b.op("Sub", one, frac, hint=f"{axis}_w0")), (b.op("Add", x0, one, hint=f"{axis}1"), frac)]
-    minus_one = b.op("Neg", one, hint="minus_one")
-    taps = []
-    for k, (pos, weight) in enumerate(corners):
-        inside = b.op("And", b.op("GreaterOrEqual", pos, zero), b.op("LessOrEqual", pos, size_m1),
-                      hint=f"{axis}{k}_inside")
-        # outside (NaN, inf, huge) -> -1 before the cast, so the float -> int cast is always defined
-        pos_i = b.op("Cast", b.op("Where", inside, pos, minus_one), to=spec.index_dtype, hint=f"{axis}{k}_i")
-        if weight is not None:  # 0 outside, also where the weight is NaN (an inf coordinate), as PyTorch
-            weight = b.op("Where", inside, weight, zero, hint=f"{axis}{k}_w")
-        taps.append((pos_i, weight, inside))
-    return taps
+        x = b.op("Round", x, hint=f"{axis}_round")
+    if spec.padding_mode == "border" and spec.mode != "bicubic":  # cubic: only the taps (onnxruntime, PyTorch)
+        outside = b.op("Or", b.op("Less", x, low), b.op("Greater", x, high))
+        x = b.op("Where", outside, b.op("Max", b.op("Min", x, size_m1), zero), x, hint=f"{axis}_border")
+    elif spec.padding_mode == "reflection":
+        x = _fold(b, x, low, span, axis)
+    offsets = b.float_like(_OFFSETS[spec.mode], g, f"{axis}_offsets")
+    x_k = b.op("Unsqueeze", x, b.const([-1], np.int64, "last"), hint=f"{axis}_x")  # (N, *S_out, 1)
+    start = x_k if spec.mode == "nearest" else b.op("Floor", x_k, hint=f"{axis}_floor")
+    pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (N, *S_out, k)
+    weight = None
+    if spec.mode != "nearest":
+        u = b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist")
+        weight = b.op("Sub", one, u, hint=f"{axis}_w") if spec.mode == "bilinear" else _cubic(b, u, axis)
+    if spec.padding_mode == "border":
+        pos = b.op("Max", b.op("Min", pos, size_m1), zero, hint=f"{axis}_taps_border")
+    elif spec.padding_mode == "reflection":
+        pos = b.op("Max", b.op("Min", _fold(b, pos, low, span, f"{axis}_tap"), size_m1), zero,
+                   hint=f"{axis}_taps_reflected")
+    inside = b.op("And", b.op("GreaterOrEqual", pos, zero), b.op("LessOrEqual", pos, size_m1), hint=f"{axis}_inside")
+    # outside (NaN, inf, huge) -> 0 before the cast, so the float -> int cast is always defined
+    pos_i = b.op("Cast", b.op("Where", inside, pos, zero), to=spec.index_dtype, hint=f"{axis}_i")
+    if weight is not None:  # 0 outside, also where the weight is NaN (an inf coordinate)
+        weight = b.op("Where", inside, weight, zero, hint=f"{axis}_w_in")
+    return pos_i, inside, weight
 
 
-def build_sampler(b: GraphBuilder, x: str, grid: str, out: str, spec: SamplerSpec) -> None:
-    """Append the nodes computing ``out = GridSample(x, grid)`` (4-D) to ``b.nodes``.
+def _cubic(b: GraphBuilder, u: str, axis: str) -> str:
+    """Keys' cubic kernel of ``u = |x - tap|`` in ``[0, 2]``, ``A = -0.75``."""
+    a = CUBIC_A
+    c = {k: b.float_like([v], u, f"cubic_{k}") for k, v in
+         (("a2", a + 2), ("a3", a + 3), ("one", 1.0), ("a", a), ("a5", 5 * a), ("a8", 8 * a), ("a4", 4 * a))}
+    u2 = b.op("Mul", u, u)
+    near = b.op("Add", b.op("Mul", b.op("Sub", b.op("Mul", c["a2"], u), c["a3"]), u2), c["one"], hint=f"{axis}_c_near")
+    far = b.op("Sub", b.op("Mul", b.op("Add", b.op("Mul", b.op("Sub", b.op("Mul", c["a"], u), c["a5"]), u), c["a8"]),
+                           u), c["a4"], hint=f"{axis}_c_far")
+    return b.op("Where", b.op("LessOrEqual", u, c["one"]), near, far, hint=f"{axis}_w")
+
+
+def _combine(b: GraphBuilder, outer: str, inner: str | None, op_type: str, lead: int, width: int) -> str:
+    """``outer (lead..., k) op inner (lead..., m)`` over all pairs, outer-major -> ``(lead..., width = k * m)``."""
+    if inner is None:
+        return outer
+    pairs = b.op(op_type, b.op("Unsqueeze", outer, b.const([-1], np.int64, "last")),
+                 b.op("Unsqueeze", inner, b.const([-2], np.int64, "before_last")))
+    return b.op("Reshape", pairs, b.const([0] * lead + [width], np.int64, "flat_taps"))
+
+
+def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, grid_rank: int, spec: SamplerSpec,
+                offset: str, sentinel: str) -> Taps:
+    """The table rows and weights of one GridSample's taps (see the module docstring).
 
     Args:
-        b: The builder (its prefix names the replaced node).
-        x: Features, float ``(N, C, H, W)`` (any axis may be symbolic).
-        grid: Normalised ``(x, y)``, ``(N, H_out, W_out, 2)``, same float type.
-        out: Name of the result, ``(N, C, H_out, W_out)`` (the replaced node's output).
+        b: The builder.
+        x: Features ``(N, C, *S_in)`` (only its shape is read, for symbolic sizes).
+        x_shape: Its inferred shape (ints static, anything else symbolic), or None.
+        grid: Normalised coordinates ``(N, *S_out, d)``, ``d = len(S_in)``.
+        grid_rank: ``2 + d``, the rank of ``grid``.
         spec: Mode, padding, align_corners, index dtype.
+        offset: Index-dtype ``(1,)``: the row of this input's first pixel in the table.
+        sentinel: Index-dtype ``(1,)``: the table's zero row.
+
+    Returns:
+        :class:`Taps` of ``K = k ** d`` taps per point.
     """
+    d = grid_rank - 2
     idt = spec.index_dtype
-    i64 = np.int64
-    inp = np.int32 if idt == TensorProto.INT32 else np.int64
-    shape = b.op("Shape", x, hint="x_shape")
+    lead = grid_rank - 1  # (N, *S_out)
+    parts = b.op("Split", grid, b.const([1] * d, np.int64, "split"), axis=-1, outputs=d, hint="g") if d > 1 else [grid]
+    comps = [b.op("Squeeze", p, b.const([-1], np.int64, "last"), hint=f"g{i}") for i, p in enumerate(parts)]
+    static = x_shape is not None and all(isinstance(s, int) for s in x_shape)
+    sizes = [b.dim(x, x_shape, 2 + a, f"size{a}") for a in range(d)]
+    k = spec.taps_per_axis
+    rows = inside = weight = stride = None
+    width = 1
+    for a in reversed(range(d)):  # innermost axis first (stride 1); outer taps vary slowest
+        pos, ins, w = _axis_taps(b, comps[d - 1 - a], b.op("CastLike", sizes[a], grid, hint=f"size{a}_f"), spec,
+                                 f"a{a}")
+        width *= k
+        term = pos if stride is None else b.op("Mul", pos, stride, hint=f"a{a}_offset")
+        rows = _combine(b, term, rows, "Add", lead, width)
+        inside = _combine(b, ins, inside, "And", lead, width)
+        if w is not None:
+            weight = _combine(b, w, weight, "Mul", lead, width)
+        if not static:
+            size_i = b.op("Cast", sizes[a], to=idt, hint=f"size{a}_i")
+            stride = size_i if stride is None else b.op("Mul", stride, size_i, hint=f"stride{a}")
+        elif a > 0:
+            stride = b.const([int(np.prod(x_shape[2 + a:]))], cast_index(idt), f"stride{a}")
+    # stride is now prod(S_in), the rows of one image; image n starts at offset + n * prod(S_in)
+    shape_n = [-1] + [1] * (grid_rank - 1)
+    if static:
+        images = b.const(np.arange(x_shape[0]).reshape(shape_n) * int(np.prod(x_shape[2:])), cast_index(idt), "images")
+    else:
+        n = b.op("Cast", b.dim(x, x_shape, 0, "N"), to=idt)
+        images = b.op("Range", b.const(0, cast_index(idt), "zero_i"), b.op("Squeeze", n, b.const([0], np.int64, "ax0")),
+                      b.const(1, cast_index(idt), "one_i"), hint="images")
+        images = b.op("Reshape", b.op("Mul", images, stride), b.const(shape_n, np.int64, "n_ones"))
+    base = b.op("Add", images, offset, hint="image_base")
+    index = b.op("Where", inside, b.op("Add", base, rows), sentinel, hint="rows")
+    if weight is not None and spec.cast_weights:
+        weight = b.op("CastLike", weight, x, hint="weights")
+    return Taps(index=index, weight=weight, k=width)
 
-    def dim(k: int, hint: str) -> str:
-        return b.op("Slice", shape, b.const([k], i64, "k"), b.const([k + 1], i64, "k1"), hint=hint)
 
-    n64, c64, h64, w64 = dim(0, "N"), dim(1, "C"), dim(2, "H"), dim(3, "W")
-    gx, gy = b.op("Split", grid, b.const([1, 1], i64, "split"), axis=3, outputs=2, hint="g")
-    gx = b.op("Squeeze", gx, b.const([3], i64, "ax3"), hint="gx")  # (N, H_out, W_out)
-    gy = b.op("Squeeze", gy, b.const([3], i64, "ax3"), hint="gy")
-    one = b.op("CastLike", b.const([1.0], np.float32, "one_f"), grid, hint="one")
-    zero = b.op("CastLike", b.const([0.0], np.float32, "zero_f"), grid, hint="zero")
-    cols = _axis_taps(b, gx, b.op("CastLike", w64, grid, hint="W_f"), spec, "x", one, zero)
-    rows = _axis_taps(b, gy, b.op("CastLike", h64, grid, hint="H_f"), spec, "y", one, zero)
-
-    w_i, h_i, n_i = (b.op("Cast", d, to=idt, hint=f"{s}_i") for d, s in ((w64, "W"), (h64, "H"), (n64, "N")))
-    hw = b.op("Mul", h_i, w_i, hint="HW")
-    sentinel = b.op("Mul", n_i, hw, hint="sentinel")  # (1,): N * H * W, the zero row
-    # image offsets n * H * W, shaped (N, 1, 1) to broadcast over (N, H_out, W_out)
-    images = b.op("Range", b.const(0, inp, "zero_i"), b.op("Squeeze", n_i, b.const([0], i64, "ax0")),
-                  b.const(1, inp, "one_i"), hint="images")
-    base = b.op("Reshape", b.op("Mul", images, hw), b.const([-1, 1, 1], i64, "n11"), hint="image_base")
-
-    # channels-last table (N * H * W + 1, C) with the zero sentinel row last
-    flat = b.op("Reshape", b.op("Transpose", x, perm=[0, 2, 3, 1]),
-                b.op("Concat", b.const([-1], i64, "m1"), c64, axis=0), hint="rows")
-    zero_row = b.op("CastLike", b.op("ConstantOfShape", b.op("Concat", b.const([1], i64, "one64"), c64, axis=0),
-                                     value=helper.make_tensor("z", TensorProto.FLOAT, [1], [0.0])), x, hint="zero_row")
-    table = b.op("Concat", flat, zero_row, axis=0, hint="table")
-
-    acc = None
-    for ky, (yi, wy, in_y) in enumerate(rows):
-        for kx, (xi, wx, in_x) in enumerate(cols):
-            tag = f"tap{ky}{kx}"
-            row = b.op("Add", b.op("Add", base, b.op("Mul", yi, w_i)), xi, hint=f"{tag}_row")
-            index = b.op("Where", b.op("And", in_y, in_x), row, sentinel, hint=f"{tag}_index")
-            term = b.op("Gather", table, index, axis=0, hint=f"{tag}_rows")  # (N, H_out, W_out, C)
-            if wx is not None:  # bilinear; nearest reads its one tap as is (outside: the zero row)
-                weight = b.op("Unsqueeze", b.op("Mul", wy, wx, hint=f"{tag}_w"), b.const([3], i64, "ax3"))
-                if spec.cast_weights:
-                    weight = b.op("CastLike", weight, x)
-                term = b.op("Mul", term, weight, hint=f"{tag}_term")
-            acc = term if acc is None else b.op("Add", acc, term, hint=f"{tag}_sum")
-    b.nodes.append(helper.make_node("Transpose", [acc], [out], name=b.name("to_nchw"), perm=[0, 3, 1, 2]))
+def cast_index(dtype: int) -> type:
+    """numpy type of an ONNX index dtype."""
+    return np.int32 if dtype == TensorProto.INT32 else np.int64

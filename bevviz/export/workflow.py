@@ -14,7 +14,8 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
-from bevviz.export.exporter import ExportResult, export_with
+from bevviz.errors import InputError
+from bevviz.export.exporter import ExportError, ExportResult, export_with
 from bevviz.export.inspection import GATHER_OPS, SCATTER_OPS, OpReport, inspect_onnx
 from bevviz.export.models import ExportSettings
 from bevviz.export.parity import ParityResult, check_parity
@@ -110,7 +111,7 @@ def run_export(settings: ExportSettings, path: str | os.PathLike, *, rig: Rig | 
         An :class:`ExportOutcome`.
 
     Raises:
-        ValueError: only for a bad ``settings`` object (not an :class:`ExportSettings`).
+        InputError: only for a bad ``settings`` object (not an :class:`ExportSettings`).
     """
     if not isinstance(settings, ExportSettings):
         raise field_error("settings", type(settings).__name__, "must be an ExportSettings")
@@ -123,7 +124,7 @@ def run_export(settings: ExportSettings, path: str | os.PathLike, *, rig: Rig | 
         facts = out.result.facts()
         step("inspect", 1)
         out.report = inspect_onnx(out.result.path)
-    except ValueError as exc:  # bad settings or a failed export: the message names the field
+    except (InputError, ExportError) as exc:  # bad settings or a failed export: the message names the field
         out.error = str(exc)
     except Exception as exc:  # anything else from a sampler's code: a message, never a crash
         out.error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}"

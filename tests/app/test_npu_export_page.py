@@ -157,9 +157,11 @@ def test_hostile_upload_and_bad_sizes_are_named_errors():
     assert any("field 'dims'" in shown(e.value) and "batch=zero" in shown(e.value) for e in at.error)
 
 
-def test_bicubic_node_is_kept_and_said_so():
+def test_bicubic_node_is_rewritten_too():
     at = _your_model_page(_user_model("bicubic"))
     at.button(key="npu_up_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("sca_sampling kept" in shown(e.value) and "bicubic" in shown(e.value) for e in at.error)
-    assert {m.label: m.value for m in at.metric}["GridSample"] == "1"
+    assert not at.error, [e.value for e in at.error]
+    assert {m.label: m.value for m in at.metric}["GridSample"] == "0"
+    (replaced,) = _frames(at, "node", "mode", "form")
+    assert replaced.iloc[0]["mode"] == "bicubic" and replaced.iloc[0]["form"] == "per-node"

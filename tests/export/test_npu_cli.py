@@ -6,11 +6,12 @@ import json
 
 import onnx
 import torch
+from onnx import TensorProto, helper
 
 from bevviz.cli import main
 from bevviz.export import inspect_onnx
 
-from .bev_models import Bicubic, MixedSampling, export_torchscript
+from .bev_models import MixedSampling, export_torchscript
 
 
 def _write(tmp_path, name, module, args, dynamic=None):
@@ -37,10 +38,17 @@ def test_rewrite_writes_a_grid_sample_free_model_and_reports_parity(tmp_path, ca
 
 
 def test_rewrite_exits_1_for_a_refused_node(tmp_path, capsys):
-    src = _write(tmp_path, "bicubic.onnx", Bicubic(), (torch.randn(1, 2, 6, 7), torch.rand(1, 4, 5, 2)))
+    # integer features with linear weights: ONNX allows them, the rewrite (float weights) does not
+    x = helper.make_tensor_value_info("x", TensorProto.INT32, [1, 2, 6, 7])
+    g = helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 4, 5, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.INT32, [1, 2, 4, 5])
+    model = helper.make_model(helper.make_graph([helper.make_node("GridSample", ["x", "g"], ["y"])], "g", [x, g], [y]),
+                              opset_imports=[helper.make_opsetid("", 16)])
+    src = tmp_path / "int.onnx"
+    onnx.save(model, src)
     assert main(["npu", "rewrite", str(src), str(tmp_path / "out.onnx"), "--no-check"]) == 1
     out = capsys.readouterr().out
-    assert "REFUSED (kept)" in out and "bicubic" in out
+    assert "REFUSED (kept)" in out and "int32 in bilinear mode" in out
 
 
 def test_check_exits_1_when_a_rule_fails_and_0_after_the_rewrite(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""The rewrite benchmark at toy sizes: every model rewritten, checked and timed against its original."""
+"""The rewrite benchmark at toy sizes: original, per-node and fused, each in a fresh process."""
 
 from __future__ import annotations
 
@@ -7,13 +7,23 @@ import json
 from bevviz.export.rewrite_bench import main
 
 
-def test_quick_run_reports_parity_and_ratios(tmp_path, capsys):
-    assert main(["--quick", "--modes", "--rounds", "1", "--threads", "1", "--out", str(tmp_path / "b.json")]) == 0
-    assert "ratio" in capsys.readouterr().out
-    out = json.loads((tmp_path / "b.json").read_text())
-    assert set(out["models"]) == {"sca", "msda", "sca_nearest_zeros", "sca_bilinear_border",
-                                  "sca_bilinear_reflection"}
+def test_quick_run_reports_latency_memory_and_parity_per_variant(tmp_path, capsys):
+    out_json, out_md = tmp_path / "b.json", tmp_path / "b.md"
+    assert main(["--quick", "--rounds", "1", "--runs", "1", "--threads", "1", "--out", str(out_json),
+                 "--markdown", str(out_md)]) == 0
+    assert "VmHWM" in capsys.readouterr().out
+    out = json.loads(out_json.read_text())
+    assert set(out["models"]) == {"sca", "msda"}
     for row in out["models"].values():
-        assert row["grid_sample_nodes"][1] == 0 and row["grid_sample_nodes"][0] >= 1
-        assert row["max_abs_diff"] <= 1e-5 and row["indices_int32"]
-        assert row["original_s"] > 0 and row["rewritten_s"] > 0 and row["ratio"]["ratio"] > 0
+        v = row["variants"]
+        assert set(v) == {"original", "per-node", "fused"}
+        assert v["original"]["latency_ratio"] == 1.0 and v["original"]["vmhwm_ratio"] == 1.0
+        assert v["per-node"]["forms"] == ["per-node"]
+        assert all(f.startswith("fused: ") for f in v["fused"]["forms"])
+        for name in ("per-node", "fused"):
+            assert v[name]["grid_sample"][1] == 0 and v[name]["indices_int32"]
+            assert v[name]["max_abs_diff"] <= 1e-5
+            # a fresh light process: its peak is onnxruntime's and the inputs', far from a torch parent's
+            assert 0 < v[name]["before_session_mib"] <= v[name]["vmhwm_mib"] < 1024
+    table = out_md.read_text()
+    assert table.count("\n") == 2 + 6 and "| quick | msda | fused |" in table

@@ -1,0 +1,259 @@
+"""Find the weighted sums that read GridSample outputs: the patterns rewritten as one fused gather.
+
+Every BEV model follows its GridSample by a weighted sum over the sampled points (spatial
+cross-attention sums a pillar's points; multi-scale deformable attention concatenates the
+levels, multiplies by the attention weights and sums). Matched here, in one graph, with every
+intermediate read by the next node only (no other consumer, not a graph output) and every
+shape static:
+
+- ``ReduceSum(GS, axes)``;
+- ``ReduceSum(Mul(GS, W), axes)`` (``W`` on either side);
+- ``ReduceSum([Mul(] Concat(GS_1, ..., GS_L, axis=-1) [, W)], axes)`` (levels side by side);
+- ``ReduceSum([Mul(] [Reshape(] Concat(Unsqueeze(GS_l, -2), axis=-2) [)] [, W)], axes)``
+  (``torch.stack(dim=-2)``, optionally ``.flatten(-2)``);
+
+where ``axes`` is a trailing block of the output's spatial axes (for several levels: one that
+ends in the concatenated axis) and ``W`` broadcasts to the sum's input with size 1 along
+``C`` (weights that differ per channel are not a weighted sum of samples). ``MatMul`` /
+``Einsum`` forms are not matched (their GridSample nodes are rewritten one by one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+__all__ = ["FusedMatch", "find_patterns", "node_key"]
+
+
+def node_key(node: onnx.NodeProto) -> tuple[str, ...]:
+    """A node's identity within its graph: its outputs (each produced once; protobuf wrappers are not stable)."""
+    return tuple(node.output) or (node.name,)
+
+
+@dataclass
+class FusedMatch:
+    """One weighted sum of GridSample outputs.
+
+    Attributes:
+        grid_samples: The GridSample nodes, in level order.
+        weight: The weights ``W`` (a tensor name), or None for a plain sum.
+        weight_target: The shape ``W`` broadcasts to: the sum's input with ``C = 1``.
+        merge_last: ``W``'s target has the stacked ``(L, P)`` axes unmerged: merge them.
+        kept: Spatial output axes kept by the sum.
+        reduce: The ReduceSum node (its output is the pattern's output).
+        out_shape: The sum's static output shape.
+        nodes: Every node of the pattern (GridSample nodes included), removed by the rewrite.
+        form: The pattern in words (``"Concat+Mul+ReduceSum"``).
+        shape_reads: ``Shape`` nodes reading a tensor of the pattern (static): each becomes a
+            constant holding the shape it read.
+    """
+
+    grid_samples: list[onnx.NodeProto]
+    weight: str | None
+    weight_target: tuple[int, ...] | None
+    merge_last: bool
+    kept: int
+    reduce: onnx.NodeProto
+    out_shape: tuple[int, ...]
+    nodes: list[onnx.NodeProto]
+    form: str
+    shape_reads: list[tuple[onnx.NodeProto, tuple[int, ...]]] = field(default_factory=list)
+
+
+def _static(shape) -> bool:
+    return shape is not None and all(isinstance(d, int) and d >= 0 for d in shape)
+
+
+def _const_ints(name: str, consts: Mapping[str, np.ndarray]) -> list[int] | None:
+    v = consts.get(name)
+    return None if v is None else [int(a) for a in np.asarray(v).reshape(-1)]
+
+
+def constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+    """Values of the graph's constants: initializers that are not inputs, and Constant nodes."""
+    inputs = {i.name for i in graph.input}
+    out = {t.name: numpy_helper.to_array(t) for t in graph.initializer if t.name not in inputs and t.dims != [0]}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name in ("value", "value_ints"):
+            a = node.attribute[0]
+            out[node.output[0]] = numpy_helper.to_array(a.t) if a.name == "value" else np.asarray(list(a.ints))
+    return out
+
+
+def _attr(node: onnx.NodeProto, name: str, default):
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+class _Graph:
+    """Consumers, shapes and constants of one graph."""
+
+    def __init__(self, graph: onnx.GraphProto, types: Mapping, consts: Mapping[str, np.ndarray]):
+        self.types, self.consts = types, consts
+        self.outputs = {o.name for o in graph.output}
+        self.users: dict[str, list[onnx.NodeProto]] = {}
+        for node in graph.node:
+            for name in node.input:
+                self.users.setdefault(name, []).append(node)
+
+    def shape(self, name: str):
+        return self.types.get(name, (0, None))[1]
+
+    def dtype(self, name: str) -> int:
+        return self.types.get(name, (0, None))[0]
+
+    def only_user(self, name: str) -> onnx.NodeProto | None:
+        """The one node reading ``name``'s values, when nothing else (no graph output) does.
+
+        ``Shape`` nodes reading a statically shaped ``name`` do not count: they become constants.
+        """
+        users = self.users.get(name, [])
+        if _static(self.shape(name)):
+            users = [u for u in users if u.op_type != "Shape"]
+        if name in self.outputs or len(users) != 1 or list(users[0].input).count(name) != 1:
+            return None
+        return users[0]
+
+
+def _levels(g: _Graph, first: onnx.NodeProto, eligible: Callable[[onnx.NodeProto], bool]):
+    """From a GridSample: (GridSample nodes, nodes, tensor holding them side by side, merge_last, form) or None."""
+    shape = g.shape(first.output[0])
+    r = len(shape)
+    user = g.only_user(first.output[0])
+    if user is None:
+        return None
+    if user.op_type == "Concat" and int(_attr(user, "axis", 0)) % r == r - 1:
+        gs = [_producer_gs(g, name, eligible) for name in user.input]
+        if any(x is None for x in gs) or node_key(gs[0]) != node_key(first):
+            return None
+        return gs, [*gs, user], user.output[0], False, "Concat"
+    if user.op_type == "Unsqueeze" and _const_ints(user.input[1], g.consts) in ([r - 1], [-2]):
+        concat = g.only_user(user.output[0])
+        if concat is None or concat.op_type != "Concat" or int(_attr(concat, "axis", 0)) % (r + 1) != r - 1:
+            return None
+        ups = [g_prod for g_prod in (_producer(g, name) for name in concat.input)]
+        if any(u is None or u.op_type != "Unsqueeze" or _const_ints(u.input[1], g.consts) not in ([r - 1], [-2])
+               or node_key(g.only_user(u.output[0]) or u) != node_key(concat) for u in ups):
+            return None
+        gs = [_producer_gs(g, u.input[0], eligible) for u in ups]
+        if any(x is None for x in gs) or node_key(gs[0]) != node_key(first):
+            return None
+        nodes, out, merge = [*gs, *ups, concat], concat.output[0], True
+        nxt = g.only_user(out)
+        s = g.shape(out)
+        if nxt is not None and nxt.op_type == "Reshape" and _static(s) and \
+                tuple(g.shape(nxt.output[0]) or ()) == (*s[:-2], s[-2] * s[-1]):
+            return gs, [*nodes, nxt], nxt.output[0], False, "Stack+Reshape"
+        return gs, nodes, out, merge, "Stack"
+    return [first], [first], first.output[0], False, ""
+
+
+def _producer(g: _Graph, name: str) -> onnx.NodeProto | None:
+    return g.producers.get(name)
+
+
+def _producer_gs(g: _Graph, name: str, eligible) -> onnx.NodeProto | None:
+    node = g.producers.get(name)
+    if node is None or not eligible(node) or g.only_user(name) is None:
+        return None
+    return node
+
+
+def _reduced_block(g: _Graph, node: onnx.NodeProto, rank: int) -> list[int] | None:
+    """The sorted axes a ReduceSum reduces, or None when not readable (or all of them)."""
+    if len(node.input) > 1 and node.input[1]:
+        axes = _const_ints(node.input[1], g.consts)
+    else:
+        axes = _attr(node, "axes", None)
+        axes = None if axes is None else list(axes)
+    if not axes:
+        return None
+    return sorted({int(a) % rank for a in axes})
+
+
+def _weight_ok(g: _Graph, w: str, target: tuple[int, ...], like: int) -> bool:
+    ws = g.shape(w)
+    if not _static(ws) or len(ws) > len(target) or g.dtype(w) != like:
+        return False
+    aligned = [1] * (len(target) - len(ws)) + list(ws)
+    return aligned[1] == 1 and all(a in (1, t) for a, t in zip(aligned, target))
+
+
+def find_patterns(graph: onnx.GraphProto, types: Mapping, eligible: Callable[[onnx.NodeProto], bool]) \
+        -> list[FusedMatch]:
+    """Every fused pattern of ``graph`` whose GridSample nodes are all ``eligible``.
+
+    Args:
+        graph: One graph (main graph or a subgraph).
+        types: Inferred ``name -> (elem type, shape)`` (:func:`bevviz.export.inspection.tensor_types`).
+        eligible: Whether a GridSample node may be rewritten (settings, backend).
+
+    Returns:
+        The matches; no node belongs to two.
+    """
+    g = _Graph(graph, types, constants(graph))
+    g.producers = {out: node for node in graph.node for out in node.output}
+    matches, used = [], set()
+    for node in graph.node:
+        if not eligible(node) or node_key(node) in used:
+            continue
+        m = _match(g, node, eligible)
+        if m is not None and not any(node_key(n) in used for n in m.nodes):
+            used.update(node_key(n) for n in m.nodes)
+            matches.append(m)
+    return matches
+
+
+def _match(g: _Graph, first: onnx.NodeProto, eligible) -> FusedMatch | None:
+    shape = g.shape(first.output[0])
+    if not _static(shape) or len(shape) < 3:
+        return None
+    found = _levels(g, first, eligible)
+    if found is None:
+        return None
+    gs, nodes, cur, merge, form = found
+    shapes = [g.shape(n.output[0]) for n in gs]
+    xs = [g.shape(n.input[0]) for n in gs]
+    if not all(_static(s) for s in shapes + xs) or len({s[:-1] for s in shapes}) != 1 or \
+            len({(x[0], x[1]) for x in xs}) != 1 or len({g.dtype(n.input[0]) for n in gs}) != 1:
+        return None
+    like = g.dtype(first.input[0])
+    cur_shape = g.shape(cur)
+    if not _static(cur_shape):
+        return None
+    nxt = g.only_user(cur)
+    weight = target = None
+    if nxt is not None and nxt.op_type == "Mul":
+        other = nxt.input[1] if nxt.input[0] == cur else nxt.input[0]
+        target = (cur_shape[0], 1, *cur_shape[2:])
+        if other == cur or tuple(g.shape(nxt.output[0]) or ()) != tuple(cur_shape) or not _weight_ok(g, other, target,
+                                                                                                      like):
+            return None
+        weight, nodes, cur = other, [*nodes, nxt], nxt.output[0]
+        form += ("+" if form else "") + "Mul"
+        nxt = g.only_user(cur)
+    if nxt is None or nxt.op_type != "ReduceSum" or int(_attr(nxt, "noop_with_empty_axes", 0)):
+        return None
+    rank = len(cur_shape)
+    axes = _reduced_block(g, nxt, rank)
+    if axes is None or axes != list(range(axes[0], rank)) or axes[0] < 2:
+        return None
+    kept = axes[0] - 2
+    if len(gs) > 1 and kept > len(shape) - 3:  # several levels: the sum must include their side-by-side axis
+        return None
+    if merge and axes[0] > rank - 2:  # stacked (L, P) unmerged: the sum must include both
+        return None
+    out_shape = g.shape(nxt.output[0])
+    if not _static(out_shape):
+        return None
+    reads = [(u, tuple(g.shape(o))) for n in nodes for o in n.output for u in g.users.get(o, [])
+             if u.op_type == "Shape"]
+    return FusedMatch(gs, weight, target, merge, kept, nxt, tuple(out_shape), [*nodes, nxt],
+                      (form + "+" if form else "") + "ReduceSum", reads)
