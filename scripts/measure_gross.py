@@ -72,7 +72,8 @@ def main() -> None:
             print(f"   {a} given {b}'s image: {named(screen_gross_errors(rig, {**images, a: images[b]}, scan))}")
             pairs = itertools.combinations(rig.names, 2) if args.swaps else [(a, b)]
             for a, b in pairs:
-                print(f"   {a} <-> {b}: {named(screen_gross_errors(rig, {**images, a: images[b], b: images[a]}, scan))}")
+                swapped = {**images, a: images[b], b: images[a]}
+                print(f"   {a} <-> {b}: {named(screen_gross_errors(rig, swapped, scan))}")
         for axis, move in ((2, -1.9), (2, 1.2), (0, 1.5)):
             pts = scan.points.copy()
             pts[:, axis] += move
