@@ -270,3 +270,22 @@ def test_any_argv_is_a_valid_parse_or_one_line_and_exit_2(capsys, argv):
     else:
         assert err == "", (argv, err)
     assert "Traceback" not in out + err
+
+
+@needs_sample
+def test_check_names_an_upside_down_camera_and_writes_the_fixed_rig_never_over_an_input(tmp_path, capsys):
+    folder = tmp_path / "kitti"
+    shutil.copytree(SAMPLE / "real_kitti", folder)
+    stored = load_rig_file(folder / "rig.json")
+    cam = stored.rig.names[0]
+    turned = stored.rig[cam].replace(cam_from_ego=np.diag([-1.0, -1.0, 1.0, 1.0]) @ stored.rig[cam].cam_from_ego)
+    save_rig(stored.rig.replace(turned), folder / "rig.json", stored.image_files, stored.ignore)
+    before = (folder / "rig.json").read_bytes()
+    assert main(["check", str(folder), "--no-estimate", "--write-fixed", str(tmp_path / "fixed.json")]) == 1
+    out = capsys.readouterr().out
+    assert f"FAULT: {cam} is upside down: 180 deg about its optical axis" in out and f"flagged: {cam}" in out
+    fixed = load_rig_file(tmp_path / "fixed.json").rig
+    assert np.allclose(fixed[cam].cam_from_ego, stored.rig[cam].cam_from_ego, atol=1e-9)
+    assert main(["check", str(folder), "--no-estimate", "--write-fixed", str(folder / "rig.json")]) == 2
+    assert "would overwrite the input" in capsys.readouterr().err
+    assert (folder / "rig.json").read_bytes() == before
