@@ -18,6 +18,7 @@ from appkit.session import adopt_rig, current_doctor, current_scene
 from bevviz import downloads
 from bevviz.calibration import PERTURBATION_KEYS, STANDOUT_RATIO
 from bevviz.limits import escape_markdown as esc
+from bevviz.session import fixed_rig_json
 from bevviz.viz.calibration import before_after_figure, mosaic_figure, seam_matrix_figure
 from bevviz.viz.calibration_lidar import lidar_alignment_figure, score_profiles_figure
 
@@ -59,6 +60,18 @@ for i, (k, label, lo, hi, step) in enumerate(doctor.SLIDERS):
 perturbed = doctor.perturbations(ss, scene.rig.names)
 grid = doctor.seam_grid_of(radius, cell)
 doc = current_doctor(grid=grid, all_frames=all_frames)
+if scene.lidar is not None:  # the gross errors first: the fine search below cannot see them
+    with st.spinner("Screening the stored rig for gross errors ..."), shown_errors("Gross-error screen"):
+        screen = doc.gross()
+    if screen is not None and screen.errors:
+        st.subheader("Gross errors")
+        for fault in screen.errors:
+            st.warning(esc(fault.message))
+        if (fixed := doc.fixed_rig()) is not None:
+            st.download_button("Download the fixed rig (JSON)", fixed_rig_json(fixed), file_name="rig_fixed.json",
+                               mime="application/json", key="cd_fixed_rig")
+    elif screen is not None:
+        st.caption("Gross-error screen: no camera turned or swapped, the LiDAR where the cameras put it.")
 with shown_errors("Perturbation"):
     doc = current_doctor(grid=grid, perturbations=perturbed, all_frames=all_frames)
 if active := doctor.active_perturbations(perturbed):
