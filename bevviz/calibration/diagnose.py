@@ -44,6 +44,7 @@ from bevviz.calibration.verdicts import (
     seam_verdict,
 )
 from bevviz.camera import Rig
+from bevviz.lidar import LidarScan
 from bevviz.shapes import field_error
 from bevviz.threads import on_one_thread
 
@@ -193,10 +194,11 @@ def _order(findings: Sequence[CameraFinding]) -> list[CameraFinding]:
     return sorted(findings, key=lambda f: (VERDICTS.index(f.verdict), -f.score))
 
 
-#: Said of a camera the LiDAR names when the scan carried no ego motion to the exposures.
-NO_MOTION_NOTE = ("the LiDAR came without the ego motion to this camera's exposure (a plain array): on a "
-                  "moving car that alone can turn a camera's offset by about a degree; pass what "
-                  "bevviz.io.nuscenes.load_lidar returns, or a LidarScan with exposure_from_keyframe")
+#: Said of a camera the LiDAR alone would name from a plain array (no ego motion to the exposures).
+NO_MOTION_NOTE = ("the LiDAR came as a plain array, without the ego motion to this camera's exposure: on a "
+                  "moving car that alone can turn a camera's offset by about a degree, so the LiDAR convicts no "
+                  "camera; pass what bevviz.io.nuscenes.load_lidar returns, or a LidarScan (with "
+                  "exposure_from_keyframe, or with none for cameras that fire with the LiDAR)")
 
 
 #: Said of a camera the LiDAR alone would name from a scan with neither intensity nor motion.
@@ -213,24 +215,25 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
     """Fill the LiDAR fields and verdicts of ``findings`` in place (their seam verdicts, with
     ``seam_why``, as :func:`diagnose` found them); returns the consensus.
 
-    A scan that carries neither intensity nor the ego motion to the exposures (a plain
-    (N, 3) array) convicts no camera: its depth edges alone cannot tell a rotation from the
-    timing of a moving car (:data:`NO_EVIDENCE_NOTE`)."""
+    A plain array (no ego motion to the exposures) convicts no camera: on a moving car the
+    timing alone turns an offset by about a degree (:data:`NO_MOTION_NOTE`; without intensity
+    either, :data:`NO_EVIDENCE_NOTE`), and the same points given as a LidarScan must not give
+    another verdict."""
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)
     for cam, f in findings.items():
         ev = evidence[cam]
         lv = lidar_verdict(ev, consensus, rule=rule)
         sv = (f.witnesses["seams"], seam_why[cam])
         f.verdict, text = combine(lv, sv, f.quick_score)
-        if f.verdict == MISCALIBRATED and not motion_known and not intensity_known:
-            f.verdict, text = INCONCLUSIVE, f"{text}; but {NO_EVIDENCE_NOTE}"
+        if f.verdict == MISCALIBRATED and not motion_known:  # a plain array: the same points as a scan convict no one
+            f.verdict, text = INCONCLUSIVE, f"{text}; but {NO_MOTION_NOTE if intensity_known else NO_EVIDENCE_NOTE}"
         f.witnesses = {"lidar": lv.verdict, "seams": sv[0]}
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
         f.edge_points = ev.n_points
         f.lidar = ev
         f.score = float(np.max(np.abs(lv.residual_deg)))
-        note = f"; {NO_MOTION_NOTE}" if not motion_known and f.verdict == MISCALIBRATED else ""
+        note = ""
         if len(rig) == 1:
             note += f"; {PAIR_NOTE}"
         f.reason = f"{text} ({quick_text[cam]}){note}."
@@ -258,7 +261,8 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
             :func:`bevviz.io.nuscenes.load_lidar` returns (a :class:`bevviz.lidar.LidarScan`,
             which also carries the rings and the ego motion to each camera's exposure); a
             list with one per frame for several frames. A plain array is taken as seen at
-            every camera's exposure (no ego motion) with rings inferred.
+            every camera's exposure (no ego motion) with rings inferred, and its evidence
+            convicts no camera (a LidarScan states its motion: pass one to be convicted).
         ground_truth: Optional known BEV texture (:class:`GroundTruth` or an array
             (H_bev, W_bev, 3) on ``grid``) in the first frame's ego frame: ground-truth mode
             (each camera's projection against the texture; ``thorough`` is not needed).
@@ -328,7 +332,9 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
         motion_known = intensity_known = True
         if evidence is None:
             pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
-            motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
+            scans = lidar if isinstance(lidar, (list, tuple)) else [lidar]  # a LidarScan states its motion
+            motion_known = all(isinstance(x, LidarScan) for x in scans) or any(
+                len(fr.scan.exposure_from_keyframe) for fr in pairs)
             intensity_known = any(fr.ranks is not None for fr in pairs)
             evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
         consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known, rule,
