@@ -21,6 +21,7 @@ from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.alignment import AXES, BOOTSTRAP, as_lidar_frames
 from bevviz.calibration.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.ground_truth import GroundTruth
+from bevviz.calibration.image_support import MIN_IMAGE_LIFT, image_lift
 from bevviz.calibration.lidar import CameraEvidence, lidar_evidence
 from bevviz.calibration.lidar_refine import refine_with_lidar
 from bevviz.calibration.masks import ignore_masks
@@ -339,6 +340,12 @@ def diagnose(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, 
             evidence = lidar_evidence(rig, None, pairs, replicates=replicates, progress=progress)
         consensus = _lidar_findings(rig, findings, evidence, seam_why, quick_text, motion_known, rule,
                                     intensity_known)
+        for f in findings.values():  # the null test: an image without the LiDAR's edges supports no verdict
+            if f.verdict != INCONCLUSIVE and f.lidar is not None and f.camera in frames[0].images and (
+                    lift := image_lift(frames[0].images[f.camera], rig[f.camera], f.lidar.uv_best)) < MIN_IMAGE_LIFT:
+                f.verdict = INCONCLUSIVE
+                f.reason += (f" But the image shows too little of the LiDAR's edges to support a verdict (lift "
+                             f"{lift:.3f} < {MIN_IMAGE_LIFT}, what structureless images give).")
         timing = rig_timing({n: ev.timing for n, ev in evidence.items()
                              if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
         return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,

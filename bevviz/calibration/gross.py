@@ -11,10 +11,10 @@ edges where the view holds too few, kept where the camera sees them, on its fine
 attraction map) against gross alternatives.
 
 The score of a pose is the *lift* at each edge it brings into the image: the attraction less
-its local mean (``LOCAL_RAD``), so that a textured region does not attract any pose. An
-alternative wins when, on the edges both bring into view, its lift beats the stored pose's
-by ``GROSS_T`` standard errors (paired, edge by edge), by ``MIN_GAIN`` on average, and shows
-an alignment of its own (``MIN_LIFT``):
+its local mean (:data:`bevviz.calibration.image_support.LOCAL_RAD`), so that a textured
+region does not attract any pose. An alternative wins when, on the edges both bring into
+view, its lift beats the stored pose's by ``GROSS_T`` standard errors (paired, edge by edge),
+by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
 
 1. *The LiDAR* (first): the scan moved along an ego axis by up to 2 m, then refined on every
    axis to maximise the cameras' mean lift; a move of at least ``LIDAR_MIN_MOVE_M`` that most
@@ -55,6 +55,7 @@ import cv2
 import numpy as np
 
 from bevviz.calibration.alignment import EdgeAlignment, as_lidar_frames
+from bevviz.calibration.image_support import LOCAL_RAD, local_mean
 from bevviz.calibration.lidar_edges import view_axes
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan, as_lidar_scan
@@ -77,10 +78,6 @@ LIDAR_SENSOR = "LIDAR"
 MIN_SCREEN_EDGES = 60
 #: ... and at least this share of the edges the stored pose brings in.
 MIN_SHARE_OF_STORED = 0.2
-#: The neighbourhood (radians, a Gaussian's sigma) whose mean attraction an edge's is measured
-#: against (the *lift*): a textured region attracts any point, an aligned edge more than its
-#: surroundings.
-LOCAL_RAD = 0.05
 #: An alternative wins when its edges' lift beats the stored pose's by this many standard
 #: errors (paired, edge by edge; see the module docstring for the margins measured) ...
 GROSS_T = 1.5
@@ -232,16 +229,6 @@ class _View:
         return float(d.mean() / max(d.std() / np.sqrt(n), 1e-9)), float(va[both].mean()), float(d.mean())
 
 
-def _local_mean(a: np.ndarray, sigma: float) -> np.ndarray:
-    """A Gaussian mean of ``a`` (H, W) over ``sigma`` pixels, taken on a copy shrunk to a few
-    pixels per sigma (a wide blur at full size costs a quarter second an image)."""
-    k = max(1, int(sigma // 4))
-    h, w = a.shape
-    small = cv2.resize(a, (max(1, w // k), max(1, h // k)), interpolation=cv2.INTER_AREA)
-    small = cv2.GaussianBlur(small, (0, 0), sigma / k, borderType=cv2.BORDER_REFLECT)
-    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
-
-
 def _views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan) -> dict[str, _View]:
     """Each camera's :class:`_View`, from the doctor's own edge alignment (its edges, their
     visibility and its finest attraction map, less its local mean: the *lift*)."""
@@ -255,7 +242,7 @@ def _views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan) -> dict[
             continue
         att = ea.maps[0][ea.levels - 1]
         sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1]) * ea.scales[0]
-        ch = np.stack([c - _local_mean(c, sigma) for c in att])
+        ch = np.stack([c - local_mean(c, sigma) for c in att])
         out[n] = _View(rig[n], ea.points, ea.orient.astype(np.int64), ch, bool(view_axes(rig[n])[0, 0] == 0))
     return out
 
