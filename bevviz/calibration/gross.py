@@ -19,7 +19,11 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
 1. *The LiDAR* (first): the scan moved along an ego axis by up to 2 m, then refined on every
    axis to maximise the cameras' mean lift; a move of at least ``LIDAR_MIN_MOVE_M`` that most
    cameras (``LIDAR_MAJORITY``, at least two) prefer on their own names the LiDAR, no camera
-   is blamed for it, and the cameras are screened with the LiDAR corrected.
+   is blamed for it, and the cameras are screened with the LiDAR corrected. When most cameras
+   whose images have edges see none of the scan's (mean lift below ``MIN_LIFT``), the scan is
+   also tried turned about the vertical (``LIDAR_TURNS_DEG``: a scan in its sensor's frame;
+   each turn costs the evidence again, 1-2 s); if no move makes most cameras see it, the LiDAR
+   is no reference and the screen names no camera (a note says so).
 2. *Turns about the optical axis* (+90, 180, -90 deg).
 3. *Images*: every other camera's image at this camera's pose (stretched to its calibrated
    size). Two cameras whose images fit each other's pose better are *swapped*; one image
@@ -33,7 +37,9 @@ camera turned 90 deg is named with the right turn (the faults' margins 1.9 to 14
 errors) but one, TRI CAMERA_01 turned 90 deg (1.3); all 30 swaps of two images of the
 nuScenes and the TRI rig and all 12 images given under a second name are named with the
 right cameras; a LiDAR moved 1.2 to 1.9 m is named on nuScenes (3 of 3 moves) and on TRI
-(2 of 3: 1.2 m up is not); uniform noise (5 seeds a frame) and black, grey and white images
+(2 of 3: 1.2 m up is not); the nuScenes scan put in a sensor's frame (turned 90 or 180 deg,
+moved by (0.94, 0, 1.84) m) is named with that move (6-9 s: the turns cost the evidence
+again); on TRI it is not found, and no camera is blamed; uniform noise (5 seeds a frame) and black, grey and white images
 raise nothing. Not tried here, because one frame of this evidence does not separate them
 from the clean cameras: a camera's position 1-2 m off or its focal length 10 % off (their
 best ratios overlap the clean cameras'), turns that point a camera elsewhere.
@@ -47,6 +53,7 @@ Convention:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -90,6 +97,8 @@ MIN_GAIN = 0.03
 #: ``LIDAR_STEP_M`` halving to an eighth of it.
 LIDAR_MOVES_M = (-2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0)
 LIDAR_STEP_M = 0.5
+#: Turns about the ego vertical tried (degrees) when most cameras see none of the scan's edges.
+LIDAR_TURNS_DEG = (90.0, 180.0, 270.0)
 #: Share of the screened cameras that must prefer the LiDAR's correction on their own ...
 LIDAR_MAJORITY = 0.5
 #: ... and the least correction (metres) the screen names: a gross error, not a fine one.
@@ -312,10 +321,47 @@ def _lidar_correction(views: Mapping[str, _View]) -> tuple[np.ndarray, int]:
     return M, int(agree)
 
 
+def _with_edges(views: Mapping[str, _View]) -> int:
+    """How many cameras' images have any edge at all (a flat image has none)."""
+    return int(sum(float(np.ptp(v.channels)) > 0 for v in views.values()))
+
+
+def _aligned(views: Mapping[str, _View], M: np.ndarray) -> int:
+    """How many cameras see the scan's edges under the LiDAR move ``M`` (4, 4): mean lift at
+    least ``MIN_LIFT``."""
+    lifts = [np.nanmean(v.values(v.camera.cam_from_ego @ M @ v.camera.ego_from_cam, v.camera.K, v.camera.size,
+                                 v.channels, v.sideways)) for v in views.values()]
+    return int(sum(np.nan_to_num(lift) >= MIN_LIFT for lift in lifts))
+
+
+def _turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, majority: int
+                  ) -> tuple[dict[str, _View], np.ndarray, np.ndarray] | None:
+    """The scan turned a quarter, a half or three quarters about the ego vertical (a scan in
+    its sensor's frame) when most cameras see its edges then and not before: (the views of
+    the turned scan, its move (4, 4), the turn (4, 4)), or None."""
+    best = None
+    for yaw in LIDAR_TURNS_DEG:
+        a = np.radians(yaw)
+        turn = np.eye(4)
+        turn[:2, :2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+        pts = np.array(scan.points)
+        pts[:, :3] = pts[:, :3] @ turn[:3, :3].T
+        views = _views(rig, images, dataclasses.replace(scan, points=pts))
+        if len(views) < majority:
+            continue
+        M, _ = _lidar_correction(views)
+        n = _aligned(views, M)
+        if n >= majority and (best is None or n > best[0]):
+            best = (n, views, M, turn)
+    return None if best is None else best[1:]
+
+
 def _lidar_words(M: np.ndarray) -> str:
     t = M[:3, 3]
-    return (f"the LiDAR is off the cameras by ({-t[0]:+.2f}, {-t[1]:+.2f}, {-t[2]:+.2f}) m (forward, left, up): "
-            "the cameras agree with each other on where it should be, so no camera is blamed")
+    yaw = float(np.degrees(np.arctan2(M[1, 0], M[0, 0]))) % 360
+    turned = f"turned {yaw:.0f} deg about the vertical (a scan in its sensor's frame?) and " if yaw > 1 else ""
+    return (f"the LiDAR is {turned}off the cameras by ({-t[0]:+.2f}, {-t[1]:+.2f}, {-t[2]:+.2f}) m (forward, left, "
+            "up): the cameras agree with each other on where it should be, so no camera is blamed")
 
 
 def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: object) -> GrossScreen:
@@ -343,12 +389,27 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     if not views:
         return screen
     lidar_move = np.eye(4)
+    majority = max(2, int(np.ceil(LIDAR_MAJORITY * len(views))))
     if len(views) >= 2:
         M, agree = _lidar_correction(views)
         screen.lidar_agree = agree
-        if agree >= max(2, int(np.ceil(LIDAR_MAJORITY * len(views)))):
+        if agree >= majority:
             screen.errors.append(GrossError(LIDAR_SENSOR, "lidar", _lidar_words(M), float(agree)))
             screen.lidar_from_scan = lidar_move = M
+        elif 2 * _aligned(views, np.eye(4)) < len(views) and _with_edges(views) >= majority:
+            # images with edges, and most show none of the LiDAR's: is the LiDAR turned?
+            turned = _turned_lidar(rig, images, scan, majority)
+            if turned is not None:
+                views, lidar_move, turn = turned
+                screen.lidar_from_scan = lidar_move @ turn
+                screen.errors.append(GrossError(LIDAR_SENSOR, "lidar", _lidar_words(screen.lidar_from_scan),
+                                                float(_aligned(views, lidar_move))))
+                screen.lidar_agree = _aligned(views, lidar_move)
+    if len(views) >= 2 and screen.lidar_from_scan is None and 2 * _aligned(views, lidar_move) < len(views):
+        screen.notes.append("fewer than half the cameras see the LiDAR's edges at their stored poses and no move of "
+                            "the LiDAR makes them: the LiDAR (or the images) cannot be a reference, so the "
+                            "gross-error screen names no camera")
+        return screen
     fixed = {n: rig[n] for n in rig.names}
     duplicated = set()
     for n, other, gain in _duplicates(images, views):
