@@ -144,12 +144,14 @@ def test_check_says_when_the_lidar_looks_out_of_sync(tmp_path, capsys):
 @needs_sample
 def test_check_says_when_the_lidar_itself_looks_off(tmp_path, capsys):
     # The TRI frame with its scan turned 180 deg about z (a cloud left in another frame than
-    # the car's): no camera is judged against it, and the report says so once.
+    # the car's): no camera is judged against it, the report says so once, and the gross-error
+    # screen names the LiDAR (a named fault of a named sensor: exit 1).
     def turned(points):
         points[:, :2] *= -1.0
     rc, doc = _check_moved_cloud(tmp_path, turned)
-    assert rc == 0 and "the LiDAR itself looks off" in capsys.readouterr().out
-    assert doc["flagged"] == [] and any("line up with the LiDAR" in n for n in doc["notes"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "the LiDAR itself looks off" in out and "FAULT: the LiDAR is turned 180 deg" in out
+    assert doc["flagged"] == ["LIDAR"] and any("line up with the LiDAR" in n for n in doc["notes"])
 
 
 @pytest.mark.parametrize(("argv", "named"), [

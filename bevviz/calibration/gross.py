@@ -39,10 +39,12 @@ nuScenes and the TRI rig and all 12 images given under a second name are named w
 right cameras; a LiDAR moved 1.2 to 1.9 m is named on nuScenes (3 of 3 moves) and on TRI
 (2 of 3: 1.2 m up is not); the nuScenes scan put in a sensor's frame (turned 90 or 180 deg,
 moved by (0.94, 0, 1.84) m) is named with that move (6-9 s: the turns cost the evidence
-again); on TRI it is not found, and no camera is blamed; uniform noise (5 seeds a frame)
-and black, grey and white images raise nothing. Not tried here, because one frame of this evidence does not separate them
-from the clean cameras: a camera's position 1-2 m off or its focal length 10 % off (their
-best ratios overlap the clean cameras'), turns that point a camera elsewhere.
+again); on TRI with its mounting offset it is not found, and no camera is blamed (turned
+180 deg about the ego origin alone it is named); uniform noise (5 seeds a frame) and black,
+grey and white images raise nothing. Not tried here, because one frame of this evidence
+does not separate them from the clean cameras: a camera's position 1-2 m off or its focal
+length 10 % off (their best ratios overlap the clean cameras'), turns that point a camera
+elsewhere.
 
 Convention:
     Ego frame x forward, y left, z up, metres; camera RDF; pixels at centres. A turn ``T`` is
