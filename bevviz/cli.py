@@ -242,9 +242,6 @@ def _scenes(value: tuple[str, ...]) -> list[str] | None:
 @click.option("--flush-every", type=click.IntRange(min=1), default=16, show_default=True, metavar="N",
               help="Samples per Parquet part file (a killed run redoes at most this many).")
 @click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
-@click.option("--write-fixed", "fixed_path", metavar="PATH",
-              help="Write the rig with every camera a gross error names corrected (a camera turned 90 or 180 "
-                   "deg) as a rig JSON; never over an input. Nothing is written when nothing is to correct.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar with rate and ETA.")
 @_doctor_options
 @click.pass_context
