@@ -15,12 +15,13 @@ import streamlit as st
 
 from appkit import doctor
 from appkit.doctor import HELP
+from appkit.guards import shown_errors
 from bevviz import downloads
 from bevviz.calibration import PERTURBATION_KEYS, Diagnosis
 from bevviz.camera import Rig
-from bevviz.limits import escape_markdown as esc
-from bevviz.session import Scene
-from bevviz.session.doctor import Refinement, SeamView
+from bevviz.checks import escape_markdown as esc
+from bevviz.session import Scene, fixed_rig_json
+from bevviz.session.doctor import Doctor, Refinement, SeamView
 from bevviz.viz.calibration import before_after_figure
 
 __all__ = ["lidar_findings", "lidar_refinement", "perturb_controls", "seam_refinement"]
@@ -39,6 +40,35 @@ def perturb_controls(names: list[str], reset: Callable[[], None]) -> None:
     for i, (k, label, lo, hi, step) in enumerate(doctor.SLIDERS):
         ss.setdefault(doctor.slider_key(cam, k), PERTURBATION_KEYS[k])
         cols[i % 4].slider(label, lo, hi, step=step, key=doctor.slider_key(cam, k))
+
+
+def seam_grid_controls(scene: Scene) -> tuple[float, float, bool]:
+    """The seam grid's radius and cell size (metres) and whether every embedded sample is judged."""
+    with st.expander("Seam grid and frames", expanded=False):
+        c1, c2, c3 = st.columns(3)
+        radius = c1.selectbox("Ground radius (m)", (20.0, 30.0), index=1, key="cd_radius", help=HELP["cd_radius"])
+        cell = c2.selectbox("Cell size (m)", (0.2, 0.3, 0.4, 0.5), index=0, key="cd_cell", help=HELP["cd_cell"])
+        frames_choice = c3.radio("Frames", ("this sample", "all embedded samples"), index=0, key="cd_frames",
+                                 disabled=scene.ground_truth is None, horizontal=True, help=HELP["cd_frames"])
+    return radius, cell, scene.ground_truth is not None and frames_choice == "all embedded samples"
+
+
+def gross_screen(doc: Doctor) -> None:
+    """The gross-error screen of the stored rig (a camera turned or swapped, the LiDAR off),
+    shown before the fine search, with the fixed rig to download when it has one."""
+    with st.spinner("Screening the stored rig for gross errors ..."), shown_errors("Gross-error screen"):
+        screen = doc.gross()
+    if screen is None:
+        return
+    if not screen.errors:
+        st.caption("Gross-error screen: no camera turned or swapped, the LiDAR where the cameras put it.")
+        return
+    st.subheader("Gross errors")
+    for fault in screen.errors:
+        st.warning(esc(fault.message))
+    if (fixed := doc.fixed_rig()) is not None:
+        st.download_button("Download the fixed rig (JSON)", fixed_rig_json(fixed), file_name="rig_fixed.json",
+                           mime="application/json", key="cd_fixed_rig")
 
 
 def lidar_findings(found: Diagnosis) -> None:

@@ -31,7 +31,7 @@ from bevviz.errors import InputError, bug_message
 from bevviz.io.atomic import atomic_write_bytes
 from bevviz.io.outputs import Reads, refuse_input_as_output
 from bevviz.npu_cli import npu
-from bevviz.session import MAX_FRAMES, Doctor, Scene, embedded_path, load_scene
+from bevviz.session import MAX_FRAMES, Doctor, Scene, embedded_path, load_scene, write_fixed_rig
 from bevviz.session.loaders import IMAGE_EXTENSIONS, is_frame_folder
 
 __all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
@@ -41,7 +41,7 @@ PROG = "bevviz"
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: Most scene x camera lines the audit's summary prints (the rest are in summary.json).
 SUMMARY_LINES = 60
-#: What a frame folder holds besides its images (:mod:`bevviz.calibration.frame_folder`).
+#: What a frame folder holds besides its images (:mod:`bevviz.io.frame_folder`).
 FRAME_FILES = ("rig.json", "lidar_ego.npy", "lidar_ring.npy", "exposure.json", "ignore.json")
 #: What a nuScenes dataroot holds beside its folders that a check reads (the embedded
 #: dataset's record of its miscalibrated camera).
@@ -91,8 +91,9 @@ def cli(ctx: click.Context) -> None:
 
     \b
     EXIT STATUS
-      0  nothing flagged
-      1  a camera flagged miscalibrated or failing a sanity check (with --strict: or
+      0  nothing flagged (what cannot be judged is a note, not a flag)
+      1  a named fault of a named sensor: a gross error (a camera turned, images swapped, a
+         LiDAR off), a camera miscalibrated or failing a sanity check (with --strict: or
          inconclusive); for audit, also a sample that could not be checked
       2  bad input or usage; one line on stderr names the field and the value
       3  a bug in bevviz (not in the input): one line says where to report it
@@ -117,6 +118,8 @@ def _print_check(report: CheckReport, strict: bool) -> None:
     if src.get("frames"):
         lidar += f", {src['frames']} frame{'s' if src['frames'] != 1 else ''}"
     click.echo(f"bevviz check: {where}  ({lidar}, {report.runtime_s:.1f} s)")
+    for fault in report.faults:
+        click.echo(f"FAULT: {fault.message}")
     head = (f"{'camera':<17} {'verdict':<13} {'score':>7}  {'roll':>12} {'pitch':>12} {'yaw':>12}  "
             f"{'witnesses':<38} sanity")
     click.echo(head)
@@ -157,6 +160,9 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON (schema: docs/audit.md).")
 @click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML page with the figures.")
 @click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
+@click.option("--write-fixed", "fixed_path", metavar="PATH",
+              help="Write the rig with every camera a gross error names corrected (a camera turned 90 or 180 "
+                   "deg) as a rig JSON; never over an input. Nothing is written when nothing is to correct.")
 @click.option("--frames", type=click.IntRange(min=1, max=MAX_FRAMES), default=1, show_default=True, metavar="N",
               help="nuScenes: add up the LiDAR evidence of N frames: the sample and the N-1 samples that follow "
                    "it in its scene (the preceding ones at the scene's end). One frame may well be "
@@ -164,8 +170,8 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @_doctor_options
 @click.pass_context
 def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, version: str, sample: str | None,
-          json_path: str | None, html_path: str | None, strict: bool, frames: int, lidar: bool, sweeps: int,
-          thorough: bool, estimate: bool) -> int:
+          json_path: str | None, html_path: str | None, strict: bool, fixed_path: str | None, frames: int,
+          lidar: bool, sweeps: int, thorough: bool, estimate: bool) -> int:
     """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
 
     \b
@@ -193,8 +199,17 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
     sanity problems.
 
     \b
+    With a LiDAR a gross-error screen runs first: a camera turned 90 or 180 deg about its
+    optical axis, two cameras' images swapped or one image under two names, a LiDAR a metre or
+    more off the cameras are named (FAULT lines) with the sensor at fault.
+
+    \b
     EXIT STATUS
-      0 nothing flagged; 1 a camera flagged (--strict: or inconclusive); 2 bad input
+      0 nothing flagged, or only what cannot be judged (no ground shared with another
+        camera, a rig in a sensor's frame without a LiDAR to show the road: notes)
+      1 a named fault of a named sensor: a gross error, a camera miscalibrated or failing a
+        sanity check (--strict: or inconclusive)
+      2 bad input
     """
     settings = _settings(lidar, thorough, estimate, sweeps)
     if ctx.obj.get("parse_only"):
@@ -203,14 +218,21 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
                        frames=frames, more=sources[1:])
     scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
     reads = check_reads(sources, images, scene)
-    for field, path in (("--json", json_path), ("--html", html_path)):
+    for field, path in (("--json", json_path), ("--html", html_path), ("--write-fixed", fixed_path)):
         if path:  # refused before the check runs: nothing is computed for an output that cannot be written
             refuse_input_as_output(field, path, reads)
     if json_path and html_path and Path(json_path).resolve() == Path(html_path).resolve():
         raise InputError(f"field '--html': {html_path!r} is the --json file too; write them apart",
                          "--html", html_path)
-    report = Doctor(scene, settings).check()
+    doctor = Doctor(scene, settings)
+    report = doctor.check()
     _print_check(report, strict)
+    if fixed_path:
+        fixed = doctor.fixed_rig()
+        if fixed is None:
+            click.echo(f"--write-fixed: nothing to correct in the rig; {fixed_path} not written")
+        else:
+            click.echo(f"fixed rig written to {write_fixed_rig(fixed, fixed_path, reads)}")
     if json_path:
         atomic_write_bytes(Path(json_path), (json.dumps(report.to_dict(strict), indent=2) + "\n").encode())
     if html_path:

@@ -30,13 +30,7 @@ for note in scene.notes:
 if not require_images(scene, "The Calibration Doctor"):
     st.stop()
 
-with st.expander("Seam grid and frames", expanded=False):
-    c1, c2, c3 = st.columns(3)
-    radius = c1.selectbox("Ground radius (m)", (20.0, 30.0), index=1, key="cd_radius", help=HELP["cd_radius"])
-    cell = c2.selectbox("Cell size (m)", (0.2, 0.3, 0.4, 0.5), index=0, key="cd_cell", help=HELP["cd_cell"])
-    frames_choice = c3.radio("Frames", ("this sample", "all embedded samples"), index=0, key="cd_frames",
-                             disabled=scene.ground_truth is None, horizontal=True, help=HELP["cd_frames"])
-    all_frames = scene.ground_truth is not None and frames_choice == "all embedded samples"
+radius, cell, all_frames = doctor_views.seam_grid_controls(scene)
 
 
 def reset_perturbations() -> None:
@@ -53,6 +47,8 @@ doctor_views.perturb_controls(scene.rig.names, reset_perturbations)
 perturbed = doctor.perturbations(ss, scene.rig.names)
 grid = doctor.seam_grid_of(radius, cell)
 doc = current_doctor(grid=grid, all_frames=all_frames)
+if scene.lidar is not None:  # the gross errors first: the fine search below cannot see them
+    doctor_views.gross_screen(doc)
 with shown_errors("Perturbation"):
     doc = current_doctor(grid=grid, perturbations=perturbed, all_frames=all_frames)
 if active := doctor.active_perturbations(perturbed):

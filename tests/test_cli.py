@@ -149,12 +149,14 @@ def test_check_says_when_the_lidar_looks_out_of_sync(tmp_path, capsys):
 @needs_sample
 def test_check_says_when_the_lidar_itself_looks_off(tmp_path, capsys):
     # The TRI frame with its scan turned 180 deg about z (a cloud left in another frame than
-    # the car's): no camera is judged against it, and the report says so once.
+    # the car's): no camera is judged against it, the report says so once, and the gross-error
+    # screen names the LiDAR (a named fault of a named sensor: exit 1).
     def turned(points):
         points[:, :2] *= -1.0
     rc, doc = _check_moved_cloud(tmp_path, turned)
-    assert rc == 0 and "the LiDAR itself looks off" in capsys.readouterr().out
-    assert doc["flagged"] == [] and any("line up with the LiDAR" in n for n in doc["notes"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "the LiDAR itself looks off" in out and "FAULT: the LiDAR is turned 180 deg" in out
+    assert doc["flagged"] == ["LIDAR"] and any("line up with the LiDAR" in n for n in doc["notes"])
 
 
 @pytest.mark.parametrize(("argv", "named"), [
@@ -327,3 +329,22 @@ def test_any_argv_is_a_valid_parse_or_one_line_and_exit_2(capsys, argv):
     else:
         assert err == "", (argv, err)
     assert "Traceback" not in out + err
+
+
+@needs_sample
+def test_check_names_an_upside_down_camera_and_writes_the_fixed_rig_never_over_an_input(tmp_path, capsys):
+    folder = tmp_path / "kitti"
+    shutil.copytree(SAMPLE / "real_kitti", folder)
+    stored = load_rig_file(folder / "rig.json")
+    cam = stored.rig.names[0]
+    turned = stored.rig[cam].replace(cam_from_ego=np.diag([-1.0, -1.0, 1.0, 1.0]) @ stored.rig[cam].cam_from_ego)
+    save_rig(stored.rig.replace(turned), folder / "rig.json", stored.image_files, stored.ignore)
+    before = (folder / "rig.json").read_bytes()
+    assert main(["check", str(folder), "--no-estimate", "--write-fixed", str(tmp_path / "fixed.json")]) == 1
+    out = capsys.readouterr().out
+    assert f"FAULT: {cam} is upside down: 180 deg about its optical axis" in out and f"flagged: {cam}" in out
+    fixed = load_rig_file(tmp_path / "fixed.json").rig
+    assert np.allclose(fixed[cam].cam_from_ego, stored.rig[cam].cam_from_ego, atol=1e-9)
+    assert main(["check", str(folder), "--no-estimate", "--write-fixed", str(folder / "rig.json")]) == 2
+    assert "--write-fixed" in (err := capsys.readouterr().err) and "is an input of this command" in err
+    assert (folder / "rig.json").read_bytes() == before

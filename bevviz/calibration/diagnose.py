@@ -29,6 +29,7 @@ from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, as_lidar_frames
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence
+from bevviz.calibration.lidar.image_support import MIN_IMAGE_LIFT, image_lift
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.sync import rig_timing
 from bevviz.calibration.seams.analysis import (
@@ -61,8 +62,9 @@ from bevviz.calibration.verdicts import (
     seam_verdict,
 )
 from bevviz.camera import Rig
+from bevviz.checks import field_error
 from bevviz.errors import InputError
-from bevviz.shapes import field_error
+from bevviz.lidar import LidarScan
 from bevviz.threads import on_one_thread
 
 __all__ = [
@@ -263,10 +265,11 @@ def _order(findings: Sequence[CameraFinding]) -> list[CameraFinding]:
     return sorted(findings, key=lambda f: (VERDICTS.index(f.verdict), -f.score))
 
 
-#: Said of a camera the LiDAR names when the scan carried no ego motion to the exposures.
-NO_MOTION_NOTE = ("the LiDAR came without the ego motion to this camera's exposure (a plain array): on a "
-                  "moving car that alone can turn a camera's offset by about a degree; pass what "
-                  "bevviz.io.nuscenes.load_lidar returns, or a LidarScan with exposure_from_keyframe")
+#: Said of a camera the LiDAR would name from a scan that carried no ego motion to the exposures.
+NO_MOTION_NOTE = ("the LiDAR came as a plain array, without the ego motion to this camera's exposure: on a "
+                  "moving car that alone can turn a camera's offset by about a degree, so the LiDAR convicts no "
+                  "camera; pass what bevviz.io.nuscenes.load_lidar returns, or a LidarScan (with "
+                  "exposure_from_keyframe, or with none for cameras that fire with the LiDAR)")
 
 
 #: Said of a camera the LiDAR alone would name from a scan with neither intensity nor motion.
@@ -418,20 +421,33 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
         lv = lidar_verdict(ev, consensus, rule=rule)
         judged = combine(lv, seam_v[cam], f.quick_score)
         f.verdict, f.doubt, text = judged.verdict, judged.doubt, judged.reason
-        if f.verdict == MISCALIBRATED and not motion_known and not intensity_known:
-            f.verdict, f.doubt = INCONCLUSIVE, Doubt.SCAN_WITHOUT_INTENSITY_OR_MOTION
-            text = f"{text}; but {NO_EVIDENCE_NOTE}"
+        if f.verdict == MISCALIBRATED and not motion_known:  # a plain array: the same points as a scan convict no one
+            f.verdict = INCONCLUSIVE
+            f.doubt = Doubt.SCAN_WITHOUT_MOTION if intensity_known else Doubt.SCAN_WITHOUT_INTENSITY_OR_MOTION
+            text = f"{text}; but {NO_MOTION_NOTE if intensity_known else NO_EVIDENCE_NOTE}"
         f.witnesses = judged.witnesses
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
         f.edge_points = ev.n_points
         f.lidar = ev
         f.score = float(np.max(np.abs(lv.residual_deg)))
-        note = f"; {NO_MOTION_NOTE}" if not motion_known and f.verdict == MISCALIBRATED else ""
-        if len(rig) == 1:
-            note += f"; {PAIR_NOTE}"
+        note = f"; {PAIR_NOTE}" if len(rig) == 1 else ""
         f.reason = f"{text} ({quick_text[cam]}){note}."
     return consensus
+
+
+def _null_test(rig: Rig, images: Mapping[str, np.ndarray], findings: Mapping[str, CameraFinding]) -> None:
+    """An image that does not show the LiDAR's edges where the optimum puts them supports no
+    verdict (what structureless images give, :data:`MIN_IMAGE_LIFT`): such a camera's sure
+    verdict becomes "inconclusive" (:attr:`Doubt.IMAGE_WITHOUT_EDGES`), in place."""
+    for f in findings.values():
+        if f.verdict == INCONCLUSIVE or f.lidar is None or f.camera not in images:
+            continue
+        lift = image_lift(images[f.camera], rig[f.camera], f.lidar.uv_best)
+        if lift < MIN_IMAGE_LIFT:
+            f.verdict, f.doubt = INCONCLUSIVE, Doubt.IMAGE_WITHOUT_EDGES
+            f.reason += (f" But the image shows too little of the LiDAR's edges to support a verdict (lift "
+                         f"{lift:.3f} < {MIN_IMAGE_LIFT}, what structureless images give).")
 
 
 @on_one_thread
@@ -465,11 +481,14 @@ def judge_with_lidar(rig: Rig, images: Images, grid: BEVGrid | None = None, lida
     motion_known = intensity_known = True
     if evidence is None:
         pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
-        motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)
+        scans = lidar if isinstance(lidar, (list, tuple)) else [lidar]  # a LidarScan states its motion
+        motion_known = all(isinstance(x, LidarScan) for x in scans) or any(
+            len(fr.scan.exposure_from_keyframe) for fr in pairs)
         intensity_known = any(fr.ranks is not None for fr in pairs)
         evidence = lidar_evidence(rig, None, pairs, replicates=settings.replicates, progress=progress)
     consensus = _lidar_findings(rig, findings, evidence, seam_v, quick_text, settings.rule, motion_known,
                                 intensity_known)
+    _null_test(rig, frames[0].images, findings)
     timing = rig_timing({n: ev.timing for n, ev in evidence.items()
                          if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
     return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,
@@ -498,7 +517,8 @@ def diagnose(rig: Rig, images: Images, grid: BEVGrid | None = None, lidar: objec
             :func:`bevviz.io.nuscenes.load_lidar` returns (a :class:`bevviz.lidar.LidarScan`,
             which also carries the rings and the ego motion to each camera's exposure); a
             list with one per frame for several frames. A plain array is taken as seen at
-            every camera's exposure (no ego motion) with rings inferred.
+            every camera's exposure (no ego motion) with rings inferred, and its evidence
+            convicts no camera (a LidarScan states its motion: pass one to be convicted).
         settings: :class:`DiagnoseSettings` (default: the shipped doctor).
         ground_truth: Optional known BEV texture (:class:`GroundTruth` or an array
             (H_bev, W_bev, 3) on ``grid``) in the first frame's ego frame.

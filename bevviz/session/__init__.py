@@ -6,7 +6,8 @@ source becomes; :mod:`~bevviz.session.loaders` loads any source (an embedded sam
 name, a nuScenes dataroot, a JSON rig with an images folder) and
 :mod:`~bevviz.session.uploads` one given as bytes (the app's upload);
 :mod:`~bevviz.session.report` holds what a check says and :mod:`~bevviz.session.doctor`
-the :class:`Doctor` that says it, each piece of evidence computed once.
+the :class:`Doctor` that says it, each piece of evidence computed once;
+:mod:`~bevviz.session.fixes` writes the corrected rig a check offers.
 
 Streamlit-free; above the analysis (calibration, conventions), below the audit, the command
 line and the app, which all call it, so one frame gives the same numbers everywhere.
@@ -16,6 +17,7 @@ Every public name is re-exported here.
 from bevviz.io.nuscenes import neighbour_samples  # kept here for callers of bevviz.session.neighbour_samples
 from bevviz.session.doctor import Doctor, check_rig, ground_shift
 from bevviz.session.embedded import EMBEDDED, NAMES, embedded_path, sample_data_dir, sample_path
+from bevviz.session.fixes import fixed_rig_json, write_fixed_rig
 from bevviz.session.loaders import (
     MAX_FRAMES,
     dataset,
@@ -32,6 +34,7 @@ from bevviz.session.report import (
     CheckReport,
     CheckSettings,
     ConventionCheck,
+    SensorFault,
     projection_sanity,
 )
 from bevviz.session.scene import Scene, SceneFrame
@@ -39,7 +42,7 @@ from bevviz.session.uploads import uploaded_scene
 
 __all__ = [
     "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
-    "ConventionCheck", "Doctor",
+    "ConventionCheck", "Doctor", "SensorFault", "fixed_rig_json", "write_fixed_rig",
     "Scene", "SceneFrame", "check_rig", "dataset", "embedded_path", "find_images", "frame_folder_scene", "ground_shift",
     "load_scene",
     "neighbour_samples", "nuscenes_scene",

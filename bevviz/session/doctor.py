@@ -16,6 +16,9 @@ and the audit ask of it, with one typed method each:
 * :meth:`Doctor.refine`: one camera refined, reusing the diagnosis's LiDAR evidence;
   :meth:`Doctor.refine_seams` against its seams alone (over every frame);
 * :meth:`Doctor.seam_offset`: a flagged camera's offset estimated from its seams;
+* :meth:`Doctor.gross`: the gross-error screen (a camera turned, images swapped, a LiDAR
+  metres off), run before the doctor's fine search; :meth:`Doctor.fixed_rig` the rig it
+  corrects;
 * :meth:`Doctor.check`: all of it as a :class:`~bevviz.session.report.CheckReport`.
 
 Each result is computed on first use and kept: the LiDAR evidence of a scan and camera
@@ -68,6 +71,7 @@ from bevviz.calibration import (
     seam_grid,
     standout,
 )
+from bevviz.calibration.gross import LIDAR_SENSOR, GrossScreen, screen_gross_errors
 from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, ConventionScore, RawCamera, rank_conventions
 from bevviz.errors import InputError
@@ -80,6 +84,7 @@ from bevviz.session.report import (
     CheckReport,
     CheckSettings,
     ConventionCheck,
+    SensorFault,
     projection_sanity,
 )
 from bevviz.session.scene import Scene
@@ -209,6 +214,7 @@ class Doctor:
         self._diagnosis: Diagnosis | None = None
         self._quick: Diagnosis | None = None
         self._offsets: dict[str, tuple[dict[str, float] | None, bool]] = {}
+        self._gross: tuple[GrossScreen | None] | None = None
 
     # ----------------------------------------------------------------------------------
     # What the scene gives
@@ -274,8 +280,13 @@ class Doctor:
         return self._ground[0]
 
     def _ground_shift(self) -> float:
-        """:func:`ground_shift` of the scene's scan (computed once)."""
-        return _shift(self.ground_z())
+        """:func:`ground_shift` of the scene's scan (computed once), corrected by the move the
+        gross-error screen found when it named the LiDAR (:meth:`gross`, when it has run)."""
+        g = self.ground_z()
+        screen = self._gross[0] if self._gross else None
+        if g is not None and screen is not None and screen.lidar_from_scan is not None:
+            g += float(screen.lidar_from_scan[2, 3])  # the road where the cameras put it
+        return _shift(g)
 
     def ground_note(self) -> str:
         """A sentence when the LiDAR sees the ground more than :data:`GROUND_SHIFT_M` from z = 0
@@ -292,8 +303,28 @@ class Doctor:
         """Camera name -> its projection sanity (:func:`~bevviz.session.report.projection_sanity`),
         from the ground the LiDAR sees when it is not the ego frame's z = 0 (:meth:`ground_note`)."""
         if self._sanity is None:
-            self._sanity = projection_sanity(self.rig, self._ground_shift())
+            self._sanity = projection_sanity(self.rig, self._ground_shift(), ground_seen=self.ground_z() is not None)
         return self._sanity
+
+    def gross(self) -> GrossScreen | None:
+        """The gross-error screen of the scene's frame (:func:`bevviz.calibration.gross.screen_gross_errors`),
+        or None without a LiDAR scan or without every camera's image (computed once).
+
+        When it names the LiDAR (its points metres off the cameras), :meth:`sanity` measures
+        heights from the road where the cameras put it, not where that LiDAR sees it."""
+        if self._gross is None:
+            ok = self.lidar is not None and self.scene.has_all_images
+            self._gross = (screen_gross_errors(self.rig, self.scene.images, self.lidar) if ok else None,)
+            if self._gross[0] is not None and self._gross[0].lidar_from_scan is not None:
+                self._sanity = None  # measured again from the corrected road
+        return self._gross[0]
+
+    def fixed_rig(self) -> Rig | None:
+        """The rig with every camera the gross-error screen named corrected (a turn), or None
+        when it corrects none (nothing found, or faults a rig cannot fix: swapped images, a
+        LiDAR off)."""
+        screen = self.gross()
+        return None if screen is None else screen.fixed
 
     # ----------------------------------------------------------------------------------
     # The doctor's witnesses
@@ -514,6 +545,11 @@ class Doctor:
         t0 = time.perf_counter()
         notes = [*self.scene.notes, *self.scene.warnings]  # image conversions (grey, 16-bit, CMYK, alpha) too
         conv = self.conventions()
+        screen = self.gross()  # first: a LiDAR it names moves the road the sanity measures from
+        faults = () if screen is None else tuple(SensorFault(e.sensor, e.kind, e.message, e.others)
+                                                 for e in screen.errors)
+        if screen is not None:
+            notes.extend(screen.notes)
         sanity = self.sanity()
         notes.extend(n for n in (self.ground_note(),) if n)
         scan = self.lidar
@@ -533,8 +569,13 @@ class Doctor:
             notes.extend(n for n in (found.lidar_doubt, found.timing) if n)
             for f in found:
                 cams.append(self._camera_check(f, sanity[f.camera]))
+            if any(f.sensor == LIDAR_SENSOR for f in faults):  # its witness convicts no camera
+                cams = [dataclasses.replace(c, verdict=INCONCLUSIVE, reason=f"{c.reason} But the LiDAR it was measured "
+                                            "against is named at fault, so it is not convicted.")
+                        if c.verdict == MISCALIBRATED and c.witnesses.get("lidar") == MISCALIBRATED else c
+                        for c in cams]
         return CheckReport(dict(self.scene.source), self.settings, tuple(cams), conv, n_points, tuple(notes),
-                           time.perf_counter() - t0, median)
+                           time.perf_counter() - t0, median, faults)
 
     def _camera_check(self, f, sanity: CameraSanity) -> CameraCheck:
         offset, unc, src, checked = f.offset_deg, f.uncertainty_deg, None, None

@@ -24,7 +24,8 @@ from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footpri
 from bevviz.projection import inside_image
 
 __all__ = [
-    "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck", "finite", "projection_sanity",
+    "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck", "SensorFault", "finite",
+    "projection_sanity",
 ]
 
 
@@ -84,6 +85,8 @@ class CameraSanity:
         principal_point_inside: Whether (cx, cy) lies inside the image.
         neighbours: Other cameras that see some of the same ground-ring points.
         problems: Readable sentences; empty when the camera passes.
+        notes: What the check cannot judge (no ground shared with another camera): said, never
+            a fault.
     """
 
     height_m: float
@@ -91,6 +94,25 @@ class CameraSanity:
     principal_point_inside: bool
     neighbours: int
     problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SensorFault:
+    """A named fault of a named sensor that the gross-error screen found
+    (:func:`bevviz.calibration.gross.screen_gross_errors`).
+
+    Attributes:
+        sensor: The camera's name, or ``"LIDAR"``.
+        kind: ``"turned"``, ``"swapped"``, ``"wrong image"`` or ``"lidar"``.
+        message: One sentence ("CAM_FRONT is upside down: 180 deg about its optical axis").
+        others: Other sensors it involves (the camera whose image was swapped in).
+    """
+
+    sensor: str
+    kind: str
+    message: str
+    others: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +192,8 @@ class CheckReport:
         notes: Rig-level remarks (why no LiDAR was used, why the doctor could not run).
         runtime_s: Wall time of the check, seconds.
         seam_median: The rig's median seam cost (NaN when the doctor did not run).
+        faults: The gross errors the screen named (each a :class:`SensorFault`), before the
+            doctor's verdicts: every sensor they name is flagged.
     """
 
     source: dict
@@ -180,12 +204,15 @@ class CheckReport:
     notes: tuple[str, ...] = ()
     runtime_s: float = 0.0
     seam_median: float = float("nan")
+    faults: tuple[SensorFault, ...] = ()
 
     def flagged(self, strict: bool = False) -> list[str]:
-        """Names of the flagged cameras (every camera when the stored convention is not the best)."""
+        """Names of the flagged sensors: those a gross error names, then the cameras flagged
+        (every camera when the stored convention is not the best)."""
+        named = list(dict.fromkeys(s for f in self.faults for s in (f.sensor, *f.others)))
         if not self.conventions.ok:
-            return [c.camera for c in self.cameras]
-        return [c.camera for c in self.cameras if c.flagged(strict)]
+            return named + [c.camera for c in self.cameras if c.camera not in named]
+        return named + [c.camera for c in self.cameras if c.flagged(strict) and c.camera not in named]
 
     def exit_code(self, strict: bool = False) -> int:
         """0 when nothing is flagged, else 1 (``bevviz check``'s exit status)."""
@@ -198,14 +225,15 @@ class CheckReport:
             "source": dict(self.source), "settings": self.settings.to_dict(),
             "flagged": self.flagged(strict), "strict": strict, "exit_code": self.exit_code(strict),
             "lidar_points": self.lidar_points, "notes": list(self.notes), "runtime_s": self.runtime_s,
-            "seam_median": finite(self.seam_median),
+            "seam_median": finite(self.seam_median), "faults": [asdict(f) for f in self.faults],
             "conventions": {"stored": self.conventions.stored, "best": self.conventions.best,
                             "ok": self.conventions.ok, "evidence": list(self.conventions.evidence),
                             "ranking": [{"convention": c, "score": finite(s)} for c, s in self.conventions.ranking]},
             "cameras": [{**{k: v for k, v in asdict(c).items() if k != "sanity"},
                          "score": finite(c.score), "quick_score": finite(c.quick_score),
                          "seam_costs": {k: finite(v) for k, v in c.seam_costs.items()},
-                         "sanity": {**asdict(c.sanity), "problems": list(c.sanity.problems)}}
+                         "sanity": {**asdict(c.sanity), "problems": list(c.sanity.problems),
+                                    "notes": list(c.sanity.notes)}}
                         for c in self.cameras],
         }
 
@@ -220,15 +248,20 @@ def finite(x: float) -> float | None:
 # --------------------------------------------------------------------------------------
 
 
-def projection_sanity(rig: Rig, ground_z: float = 0.0) -> dict[str, CameraSanity]:
+#: A camera within this height (metres) of the ego frame's z = 0 sits at a sensor's origin, not
+#: on a road: without a LiDAR that shows the road, its height cannot be judged (a note).
+SENSOR_ORIGIN_M = 0.5
+
+
+def projection_sanity(rig: Rig, ground_z: float = 0.0, ground_seen: bool = True) -> dict[str, CameraSanity]:
     """Per camera: does its projection make physical sense?
 
     Ground points on a ring around the rig centre (the convention ranking's
     :func:`~bevviz.convention_ranking.ground_footprints`: ``OVERLAP_RING``, 1 m by 1 degree)
     are projected into every camera. A camera fails when it sees
     none of them, when its principal point lies outside its image, when it sits outside the
-    plausible mounting heights (``HEIGHT_RANGE``), or (rigs of several cameras) when no
-    other camera shares any of its ground.
+    plausible mounting heights (``HEIGHT_RANGE``). A camera that shares no ground with any
+    other (a front + rear rig) cannot be judged by the seams: a note, not a problem.
 
     Args:
         rig: The rig (N_cam cameras).
@@ -236,6 +269,9 @@ def projection_sanity(rig: Rig, ground_z: float = 0.0) -> dict[str, CameraSanity
             shows the rig is stored in a sensor's frame, the height it sees the ground at
             (:func:`bevviz.lidar.ground_height`), so that heights and footprints are
             measured from the road.
+        ground_seen: Whether a LiDAR showed that ground. Without one, a camera within
+            ``SENSOR_ORIGIN_M`` of z = 0 (a rig stored in a sensor's frame, whose road lies
+            unseen below) gets a note, not a problem: its height cannot be judged.
 
     Returns:
         Camera name -> :class:`CameraSanity` (``height_m`` above ``ground_z``), in rig order.
@@ -258,10 +294,15 @@ def projection_sanity(rig: Rig, ground_z: float = 0.0) -> dict[str, CameraSanity
         if not inside:
             problems.append(f"principal point ({cx:.1f}, {cy:.1f}) lies outside its {cam.width} x {cam.height} image")
         z = float(cam.position[2])
+        notes = []
         if not lo <= z <= hi:
-            problems.append(f"mounted {z:.2f} m above the ground (plausible: {lo:g}-{hi:g} m)")
+            if not ground_seen and abs(z) < SENSOR_ORIGIN_M:
+                notes.append(f"sits {z:+.2f} m from z = 0, at a sensor's origin: the rig looks stored in a sensor's "
+                             "frame and no LiDAR shows where the road is, so its height cannot be judged")
+            else:
+                problems.append(f"mounted {z:.2f} m above the ground (plausible: {lo:g}-{hi:g} m)")
         others = [j for j in range(len(rig)) if j != i and (valid[i] & valid[j]).any()]
         if len(rig) > 1 and n > 0 and not others:
-            problems.append("shares no ground with any other camera")
-        out[cam.name] = CameraSanity(z, n, inside, len(others), tuple(problems))
+            notes.append("shares no ground with any other camera: its seams cannot judge it")
+        out[cam.name] = CameraSanity(z, n, inside, len(others), tuple(problems), tuple(notes))
     return out

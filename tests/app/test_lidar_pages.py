@@ -97,6 +97,7 @@ def test_the_doctor_names_a_perturbed_camera_proposes_a_correction_applies_and_d
     at.switch_page(DOCTOR).run()
     no_exception(at)
     assert "The LiDAR witness" in " ".join(s.value for s in at.subheader)
+    assert any(c.value.startswith("Gross-error screen: no camera turned") for c in at.caption)  # shown first
     at.button(key="cd_lidar_run").click().run()
     no_exception(at)
     assert named(at) == "Miscalibrated: no camera (tolerance 0.5 deg, in 90% of the bootstrap replicates)."

@@ -345,7 +345,9 @@ def _log_intensity(intensity: np.ndarray) -> np.ndarray:
     vals = np.maximum(np.asarray(intensity, dtype=np.float64), 0.0)
     lit = vals > 0
     if lit.any():
-        linear = np.log1p(vals * (REFERENCE_MEDIAN_INTENSITY / float(np.median(vals[lit]))))
+        # rounded to 1e-4 of the reference scale (float32 0..1 values are off by 1e-5 of it): an
+        # integer-quantised unit read as 0..1 lands on the thresholds' integers as 0..255 does
+        linear = np.log1p(np.round(vals * (REFERENCE_MEDIAN_INTENSITY / float(np.median(vals[lit]))), 4))
         q1, q3 = np.percentile(linear[lit], [25, 75])
         if abs(np.log((q3 - q1) / IQR_PER_SPREAD / REFERENCE_LOG_SPREAD)) < np.log(LINEAR_SPREAD_RATIO):
             return linear

@@ -1,0 +1,99 @@
+"""Measure the gross-error screen on the embedded development frames (a measurement, not a test).
+
+Usage: ``python scripts/measure_gross.py [--noise N] [--swaps]``
+
+For the embedded real nuScenes keyframe, TRI frame and KITTI frame it prints: each clean
+camera's best alternative (in standard errors; the screen names one from
+``bevviz.calibration.gross.GROSS_T``); every camera turned 180 and 90 deg about its optical
+axis and what the screen names; one image given under a second name; a LiDAR moved 1.9 m down,
+1.2 m up and 1.5 m forward; N seeds of uniform noise and black / grey / white images; with
+``--swaps`` every pair of images swapped. Last, the screen's time per frame and its ratio to
+``diagnose(rig, images, lidar=scan)`` of the same frame measured in the same run (the issue's
+budget: at most 2 s for 6 cameras on this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bevviz.calibration import diagnose  # noqa: E402
+from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
+from bevviz.calibration.gross import screen_gross_errors  # noqa: E402
+from bevviz.io.nuscenes import load_lidar, load_sample  # noqa: E402
+from bevviz.session.embedded import sample_path  # noqa: E402
+
+TURNS = {"180": np.diag([-1.0, -1.0, 1.0]), "90": np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])}
+
+
+def frames():
+    """(name, rig, images, scan) of each embedded development frame."""
+    root = sample_path("real-nuscenes")
+    rig, images = load_sample(root)
+    yield "real-nuscenes", rig, dict(images), load_lidar(root)
+    for name in ("real-tri", "real-kitti"):
+        f = load_frame_folder(sample_path(name))
+        yield name, f.rig, f.images, f.scan
+
+
+def named(screen) -> str:
+    return "; ".join(e.message for e in screen.errors) or "nothing"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--noise", type=int, default=5, help="noise seeds per frame")
+    ap.add_argument("--swaps", action="store_true", help="every pair of images swapped")
+    args = ap.parse_args()
+    for name, rig, images, scan in frames():
+        t0 = time.perf_counter()
+        clean = screen_gross_errors(rig, images, scan)
+        t_screen = time.perf_counter() - t0
+        print(f"== {name}: clean: {named(clean)}")
+        for cam, (label, t) in clean.best.items():
+            print(f"   {cam:16s} best alternative {label:24s} {t:+6.1f} standard errors")
+        for cam, (label, turn) in itertools.product(rig.names, TURNS.items()):
+            M = np.eye(4)
+            M[:3, :3] = turn
+            faulty = rig.replace(rig[cam].replace(cam_from_ego=M @ rig[cam].cam_from_ego))
+            s = screen_gross_errors(faulty, images, scan)
+            print(f"   {cam} turned {label}: {named(s)}")
+        if len(rig) > 1:
+            a, b = rig.names[0], rig.names[len(rig) // 2]
+            print(f"   {a} given {b}'s image: {named(screen_gross_errors(rig, {**images, a: images[b]}, scan))}")
+            pairs = itertools.combinations(rig.names, 2) if args.swaps else [(a, b)]
+            for a, b in pairs:
+                swapped = {**images, a: images[b], b: images[a]}
+                print(f"   {a} <-> {b}: {named(screen_gross_errors(rig, swapped, scan))}")
+        for axis, move in ((2, -1.9), (2, 1.2), (0, 1.5)):
+            pts = scan.points.copy()
+            pts[:, axis] += move
+            s = screen_gross_errors(rig, images, dataclasses.replace(scan, points=pts))
+            print(f"   LiDAR moved {move:+.1f} m along {'xyz'[axis]}: {named(s)}")
+        rng = np.random.default_rng(0)
+        found = 0
+        for _ in range(args.noise):
+            noise = {n: rng.integers(0, 256, im.shape, dtype=np.uint8) for n, im in images.items()}
+            found += len(screen_gross_errors(rig, noise, scan).errors)
+        for level in (0, 128, 255):
+            flat = {n: np.full(im.shape, level, np.uint8) for n, im in images.items()}
+            found += len(screen_gross_errors(rig, flat, scan).errors)
+        print(f"   structureless images ({args.noise} noise seeds, black, grey, white): {found} errors named")
+        t0 = time.perf_counter()
+        diagnose(rig, images, lidar=scan)
+        t_doctor = time.perf_counter() - t0
+        print(f"   time: screen {t_screen:.2f} s, diagnose {t_doctor:.2f} s (ratio {t_screen / t_doctor:.2f}), "
+              f"{len(rig)} cameras")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""The gross-error screen on every embedded development frame: each gross error tried is
+named with the right sensor, and the clean rigs raise none.
+
+Chosen to keep CI short (about 1 s a screen): the errors the screen separates on each frame
+(bevviz.calibration.gross's docstring lists those it does not), one or two cameras each."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from bevviz.calibration.gross import GROSS_T, LIDAR_SENSOR, screen_gross_errors, swapped_images
+from bevviz.camera import Camera, Rig
+from bevviz.io.frame_folder import load_frame_folder
+
+ROLL_180 = np.diag([-1.0, -1.0, 1.0])
+ROLL_90 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _turned(camera: Camera, T: np.ndarray) -> Camera:
+    M = np.eye(4)
+    M[:3, :3] = T
+    return camera.replace(cam_from_ego=M @ camera.cam_from_ego)
+
+
+@pytest.fixture(scope="module")
+def dev_frames(real_sample, sample_data):
+    """name -> (rig, images, scan) of every embedded development frame."""
+    rig, images, scan = real_sample
+    out = {"real-nuscenes": (rig, dict(images), scan)}
+    for name in ("real_tri", "real_kitti"):
+        if not (sample_data / name / "rig.json").is_file():
+            pytest.skip(f"sample_data/{name} is missing")
+        f = load_frame_folder(sample_data / name)
+        out[name] = (f.rig, f.images, f.scan)
+    return out
+
+
+@pytest.mark.parametrize("frame", ["real-nuscenes", "real_tri", "real_kitti"])
+def test_a_clean_rig_raises_no_gross_error(dev_frames, frame):
+    rig, images, scan = dev_frames[frame]
+    screen = screen_gross_errors(rig, images, scan)
+    assert screen.errors == []
+    assert screen.fixed is None
+    assert max(t for _, t in screen.best.values()) < 0  # the stored pose fits best, every camera
+    assert set(screen.best) == set(rig.names)  # every camera was screened
+
+
+UPSIDE_DOWN = "is upside down: 180 deg about its optical axis"
+QUARTER = "is turned -90 deg about its optical axis"
+
+
+@pytest.mark.parametrize("frame, camera, turn, words", [
+    ("real-nuscenes", "CAM_FRONT", ROLL_180, UPSIDE_DOWN),
+    ("real-nuscenes", "CAM_BACK_RIGHT", ROLL_180, UPSIDE_DOWN),
+    ("real-nuscenes", "CAM_BACK_RIGHT", ROLL_90, QUARTER),
+    ("real_tri", "CAMERA_01", ROLL_180, UPSIDE_DOWN),
+    ("real_tri", "CAMERA_06", ROLL_180, UPSIDE_DOWN),
+    ("real_tri", "CAMERA_05", ROLL_90, QUARTER),
+    ("real_kitti", "image_2", ROLL_180, UPSIDE_DOWN),
+    ("real_kitti", "image_2", ROLL_90, QUARTER),
+])
+def test_a_turned_camera_is_named_and_fixed(dev_frames, frame, camera, turn, words):
+    rig, images, scan = dev_frames[frame]
+    faulty = rig.replace(_turned(rig[camera], turn))
+    screen = screen_gross_errors(faulty, images, scan)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [(camera, "turned")]
+    assert screen.errors[0].message == f"{camera} {words}"
+    assert screen.errors[0].margin >= GROSS_T
+    assert np.allclose(screen.fixed[camera].cam_from_ego, rig[camera].cam_from_ego, atol=1e-9)
+    assert all(screen.fixed[n] == faulty[n] for n in rig.names if n != camera)
+
+
+@pytest.mark.parametrize("frame, a, b", [
+    ("real-nuscenes", "CAM_BACK", "CAM_FRONT"),  # same size
+    ("real-nuscenes", "CAM_BACK_RIGHT", "CAM_FRONT_LEFT"),
+    ("real_tri", "CAMERA_01", "CAMERA_07"),
+    ("real_tri", "CAMERA_06", "CAMERA_09"),
+])
+def test_two_swapped_images_are_named_together(dev_frames, frame, a, b):
+    rig, images, scan = dev_frames[frame]
+    swapped = dict(images)
+    swapped[a], swapped[b] = images[b], images[a]
+    screen = screen_gross_errors(rig, swapped, scan)
+    assert [(e.kind, e.sensor, e.others) for e in screen.errors] == [("swapped", a, (b,))]
+    assert screen.errors[0].message == f"{a} and {b} images are swapped"
+    assert screen.fixed is None  # the rig is right: the images are to be exchanged
+    undone = swapped_images(swapped, screen)
+    assert undone[a] is images[a] and undone[b] is images[b]
+
+
+def test_swapped_images_of_different_sizes_are_named(dev_frames):
+    rig, images, scan = dev_frames["real-nuscenes"]
+    small = {n: im[::2, ::2].copy() for n, im in images.items()}  # every image at half size ...
+    small["CAM_FRONT"], small["CAM_BACK"] = images["CAM_BACK"], small["CAM_FRONT"]  # ... but one
+    screen = screen_gross_errors(rig, small, scan)
+    assert [(e.kind, e.sensor, e.others) for e in screen.errors] == [("swapped", "CAM_BACK", ("CAM_FRONT",))]
+
+
+@pytest.mark.parametrize("frame, wrong, owner", [
+    ("real-nuscenes", "CAM_FRONT", "CAM_BACK"), ("real_tri", "CAMERA_09", "CAMERA_06"),
+])
+def test_one_image_under_two_names_names_the_camera_it_does_not_fit(dev_frames, frame, wrong, owner):
+    rig, images, scan = dev_frames[frame]
+    twice = {**images, wrong: images[owner]}
+    screen = screen_gross_errors(rig, twice, scan)
+    assert [(e.kind, e.sensor, e.others) for e in screen.errors] == [("wrong image", wrong, (owner,))]
+    assert f"it fits {owner}'s view, not {wrong}'s" in screen.errors[0].message
+
+
+@pytest.mark.parametrize("frame, axis, move", [("real-nuscenes", 2, -1.9), ("real_tri", 0, 1.5)])
+def test_a_lidar_metres_off_is_named_and_no_camera_is_blamed(dev_frames, frame, axis, move):
+    rig, images, scan = dev_frames[frame]
+    off = scan.points.copy()
+    off[:, axis] += move
+    screen = screen_gross_errors(rig, images, dataclasses.replace(scan, points=off))
+    assert screen.sensors == [LIDAR_SENSOR]
+    assert "no camera is blamed" in screen.errors[0].message
+    assert screen.lidar_from_scan[axis, 3] == pytest.approx(-move, abs=0.15)
+    assert screen.fixed is None
+
+
+def _in_sensor_frame(scan, yaw_deg: float):
+    """The scan as a LiDAR mounted at (0.94, 0, 1.84) m and turned ``yaw_deg`` stores it."""
+    a = np.radians(yaw_deg)
+    R = np.array([[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0], [0.0, 0.0, 1.0]])
+    pts = np.array(scan.points)
+    pts[:, :3] = (pts[:, :3] - np.array([0.94, 0.0, 1.84])) @ R
+    return dataclasses.replace(scan, points=pts)
+
+
+def test_a_lidar_in_its_sensor_frame_is_named_and_no_camera_is_blamed(dev_frames):
+    rig, images, scan = dev_frames["real-nuscenes"]
+    screen = screen_gross_errors(rig, images, _in_sensor_frame(scan, -90.0))
+    assert screen.sensors == [LIDAR_SENSOR]
+    assert "turned 270 deg about the vertical" in screen.errors[0].message
+    assert screen.lidar_from_scan[:3, 3] == pytest.approx([0.94, 0.0, 1.84], abs=0.15)
+
+
+def test_a_lidar_the_cameras_cannot_place_blames_no_camera(dev_frames):
+    rig, images, scan = dev_frames["real_tri"]
+    screen = screen_gross_errors(rig, images, _in_sensor_frame(scan, 180.0))
+    assert screen.errors == []
+    assert any("names no camera" in n for n in screen.notes)
+
+
+@pytest.mark.parametrize("frame", ["real-nuscenes", "real_tri", "real_kitti"])
+def test_structureless_images_raise_no_gross_error(dev_frames, frame):
+    rig, images, scan = dev_frames[frame]
+    rng = np.random.default_rng(0)
+    for seed in range(2):
+        noise = {n: rng.integers(0, 256, im.shape, dtype=np.uint8) for n, im in images.items()}
+        assert screen_gross_errors(rig, noise, scan).errors == [], seed
+    for level in (0, 128, 255):
+        flat = {n: np.full(im.shape, level, np.uint8) for n, im in images.items()}
+        assert screen_gross_errors(rig, flat, scan).errors == [], level
+
+
+def test_a_rig_of_one_camera_is_screened_alone(dev_frames):
+    rig, images, scan = dev_frames["real-nuscenes"]
+    one = Rig([_turned(rig["CAM_FRONT"], ROLL_180)])
+    screen = screen_gross_errors(one, {"CAM_FRONT": images["CAM_FRONT"]}, scan)
+    assert screen.sensors == ["CAM_FRONT"]
