@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bevviz.calibration import diagnose  # noqa: E402
-from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.calibration.gross import screen_gross_errors  # noqa: E402
+from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.io.nuscenes import load_lidar, load_sample  # noqa: E402
 from bevviz.session.embedded import sample_path  # noqa: E402
 
