@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from bevviz.camera import Camera, Rig
+from bevviz.checks import check_shape, field_error
 from bevviz.rotations import (
     FLU_FROM_RDF,
     axis_angle_to_matrix,
@@ -29,7 +30,6 @@ from bevviz.rotations import (
     make_transform,
     matrix_to_rpy,
 )
-from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "PERTURBATION_KEYS", "apply_correction", "apply_perturbations", "camera_delta", "CameraDelta", "deltas_json",

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from bevviz.camera import Rig
+from bevviz.checks import check_polygons, field_error
 from bevviz.io.json_reader import read_json
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
-from bevviz.shapes import check_polygons, field_error
 
 __all__ = ["RealFrame", "load_frame_folder"]
 

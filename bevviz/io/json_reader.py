@@ -8,7 +8,7 @@ a ``RecursionError``, a ``MemoryError`` or a silent surprise:
 
 - larger than the caller's byte limit: refused from ``os.stat`` (a file) or the length (a
   text), before it is read or parsed;
-- nested deeper than :data:`~bevviz.limits.MAX_JSON_DEPTH` (or the caller's limit): found
+- nested deeper than :data:`~bevviz.checks.MAX_JSON_DEPTH` (or the caller's limit): found
   by a linear scan of the brackets (strings skipped), before the decoder recurses;
 - an object with a key twice (``{"a": 1, "a": 2}``: Python's ``json`` keeps the last
   silently): refused, naming the key;

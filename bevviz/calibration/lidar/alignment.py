@@ -57,12 +57,11 @@ from bevviz.calibration.lidar.edges import (
 )
 from bevviz.calibration.lidar.masks import in_mask
 from bevviz.camera import Camera
+from bevviz.checks import MAX_DOCTOR_LIDAR_POINTS, check_shape, field_error
 from bevviz.depth_buffer import thin_indices, visible
 from bevviz.lidar import LidarScan, as_lidar_scan
-from bevviz.limits import MAX_DOCTOR_LIDAR_POINTS
 from bevviz.projection import inside_image
 from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrices
-from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "AXES",

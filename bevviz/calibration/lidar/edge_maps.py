@@ -19,7 +19,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from bevviz.shapes import check_shape, field_error
+from bevviz.checks import check_shape, field_error
 
 __all__ = [
     "ATTRACTION_SCALES_PX",

@@ -47,9 +47,9 @@ import torch
 
 from bevviz.calibration.lidar.masks import in_mask
 from bevviz.camera import Camera
+from bevviz.checks import check_shape, field_error
 from bevviz.lidar import MIN_RANGE_M, LidarScan
 from bevviz.projection import inside_image, rays_of
-from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "DEPTH",

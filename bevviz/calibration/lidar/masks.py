@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from bevviz.camera import Rig
-from bevviz.shapes import check_polygons, field_error
+from bevviz.checks import check_polygons, field_error
 
 __all__ = ["ignore_masks", "in_mask"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bevviz.calibration.lidar.alignment import AXES
-from bevviz.shapes import check_shape
+from bevviz.checks import check_shape
 
 __all__ = ["PinnedOffset", "direction_words", "pinned_offset"]
 

@@ -24,9 +24,9 @@ from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.seams.ground_truth import GroundTruth
 from bevviz.calibration.seams.pyramid import ImagePyramid, Sampler, gaussian_blur, sample_at_pixels
 from bevviz.camera import Camera, Rig
+from bevviz.checks import check_shape
 from bevviz.features import resize_area
 from bevviz.projection import project_with
-from bevviz.shapes import check_shape
 from bevviz.threads import on_one_thread
 
 __all__ = [

@@ -19,7 +19,7 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.seams.pyramid import sample_at_pixels
-from bevviz.shapes import check_shape
+from bevviz.checks import check_shape
 
 __all__ = ["GroundTruth"]
 

@@ -34,10 +34,10 @@ from bevviz.calibration.seams.analysis import (
 )
 from bevviz.calibration.seams.pyramid import Sampler, sample_at_pixels
 from bevviz.camera import Rig
+from bevviz.checks import check_choice, field_error
 from bevviz.projection import project_with
 from bevviz.rotations import FLU_FROM_RDF, axis_angle_to_matrix
 from bevviz.samplers.gather_scatter import GatherResult, bilinear_taps, feature_table
-from bevviz.shapes import check_choice, field_error
 
 __all__ = ["SeamObjective", "level_grid"]
 

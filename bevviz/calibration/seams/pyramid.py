@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from bevviz.camera import Rig
+from bevviz.checks import check_shape, field_error
 from bevviz.samplers.gather_scatter import GatherResult, bilinear_taps, feature_table
-from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "as_frames", "as_pyramids", "gaussian_blur", "ImagePyramid", "pixel_table", "sample_at_pixels", "Sampler"

@@ -35,7 +35,7 @@ from bevviz.calibration.seams.analysis import (
 from bevviz.calibration.seams.objective import SeamObjective, level_grid
 from bevviz.calibration.seams.pyramid import Sampler, as_pyramids
 from bevviz.camera import Camera, Rig
-from bevviz.shapes import field_error
+from bevviz.checks import field_error
 from bevviz.threads import on_one_thread
 
 __all__ = [
