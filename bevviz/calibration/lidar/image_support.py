@@ -1,15 +1,10 @@
 """Whether an image can support a LiDAR verdict at all: the null test against structureless images.
 
-The doctor's search always finds an optimum, on a real image and on uniform noise alike, and
-on noise its bootstrap can still agree on one (a TRI camera was called miscalibrated on one
-noise draw). A verdict needs the image to show the LiDAR's edges where the optimum puts them:
-the mean *lift* (edge attraction less its local mean, :func:`image_lift`) of the edge points at
-the optimum must reach ``MIN_IMAGE_LIFT``.
-
-Measured (``diagnose(..., replicates=8)``, the nuScenes keyframe and the TRI frame): real
-images' optima lift 0.075 to 0.207 (two faults the doctor convicted: 0.10 and 0.19); uniform
-noise of the same sizes (one draw, 12 cameras, including the camera it convicted) 0.008 to
-0.022; black, grey and white images have no edges (lift 0).
+The doctor's search always finds an optimum, on a real image and on uniform noise alike,
+and on noise its bootstrap can still agree on one. A verdict needs the image to show the
+LiDAR's edges where the optimum puts them: the mean *lift* (edge attraction less its local
+mean, :func:`image_lift`) of the edge points at the optimum must reach ``MIN_IMAGE_LIFT``
+(chosen on: docs/calibration.md, the tuning table).
 
 Convention:
     Pixels at centres of the calibrated image; the image may be any size (``(u + 0.5) * s -
