@@ -31,6 +31,7 @@ import numpy as np
 
 from bevviz.camera import Rig
 from bevviz.checks import check_polygons, field_error
+from bevviz.errors import InputError
 from bevviz.io.json_reader import read_json
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import load_rig_file, load_rig_images
@@ -106,11 +107,11 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
             ignore[str(k)] = ignore.get(str(k), []) + check_polygons(v, "ignore.json", str(k))
     try:  # the ring index first, alone: its errors name its file
         scan = LidarScan(points, ring, np.zeros(len(points), np.int16), np.zeros(3), 0, {})
-    except ValueError as exc:
+    except InputError as exc:
         problem = f"is not valid beside lidar_ego.npy ({len(points)} points): {exc}"
         raise field_error("lidar_ring.npy", str(ring_path), problem) from None
     try:
         scan = dataclasses.replace(scan, exposure_from_keyframe=motion)
-    except ValueError as exc:  # name the file the bad motion came from
+    except InputError as exc:  # name the file the bad motion came from
         raise field_error("exposure.json", str(folder / "exposure.json"), str(exc)) from None
     return RealFrame(folder.name, rig_file.rig, images, scan, ignore)
