@@ -188,9 +188,12 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
     start = x_k if spec.mode == "nearest" else b.op("Floor", x_k, hint=f"{axis}_floor")
     pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (N, *S_out, k)
     weight = None
-    if spec.mode != "nearest":
-        u = b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist")
-        weight = b.op("Sub", one, u, hint=f"{axis}_w") if spec.mode == "bilinear" else _cubic(b, u, axis)
+    if spec.mode == "bilinear":  # 1 - |x - (floor + o)| = |(1 - o) - frac|: frac once per point, one k-wide op
+        frac = b.op("Sub", x_k, start, hint=f"{axis}_frac")  # (N, *S_out, 1), exact in float
+        weight = b.op("Abs", b.op("Sub", b.float_like([1.0, 0.0], g, f"{axis}_one_minus_offsets"), frac),
+                      hint=f"{axis}_w")
+    elif spec.mode == "bicubic":
+        weight = _cubic(b, b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist"), axis)
     if spec.padding_mode == "border":
         pos = b.op("Max", b.op("Min", pos, size_m1), zero, hint=f"{axis}_taps_border")
     elif spec.padding_mode == "reflection":
