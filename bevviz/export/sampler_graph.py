@@ -36,7 +36,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["CUBIC_A", "TAPS", "GraphBuilder", "SamplerSpec", "Taps", "sample_taps"]
+__all__ = ["CUBIC_A", "TAPS", "GraphBuilder", "SamplerSpec", "Taps", "sample_taps", "taps_last"]
 
 #: Taps per axis of each mode (opset-16 names; "bilinear" is N-linear for any rank).
 TAPS = {"nearest": 1, "bilinear": 2, "bicubic": 4}
@@ -128,9 +128,12 @@ class GraphBuilder:
 class Taps:
     """Where a GridSample's taps read, per sampling point.
 
+    Taps lie on the leading axis (onnxruntime broadcasts and splits a trailing axis of a few
+    taps in tiny spans); :func:`taps_last` moves them last.
+
     Attributes:
-        index: Table rows, index dtype ``(N, *S_out, K)``; the sentinel where a tap is outside.
-        weight: Tap weights, grid dtype ``(N, *S_out, K)``, 0 outside; ``None`` for nearest
+        index: Table rows, index dtype ``(K, N, *S_out)``; the sentinel where a tap is outside.
+        weight: Tap weights, grid dtype ``(K, N, *S_out)``, 0 outside; ``None`` for nearest
             (weight 1; outside reads the zero row).
         k: Taps per point ``K``.
     """
@@ -290,14 +293,17 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
                       b.const(1, cast_index(idt), "one_i"), hint="images")
         images = b.op("Reshape", b.op("Mul", images, stride), b.const(shape_n, np.int64, "n_ones"))
     base = b.op("Add", images, offset, hint="image_base")
-    last = [*range(1, grid_rank), 0]  # (K, N, *S_out) -> (N, *S_out, K): one transpose each
-    index = b.op("Transpose", b.op("Where", inside, b.op("Add", base, rows), sentinel), perm=last, hint="rows")
+    index = b.op("Where", inside, b.op("Add", base, rows), sentinel, hint="rows")
     if weight is not None:
-        weight = b.op("Transpose", b.op("Concat", *weight, axis=0) if len(weight) > 1 else weight[0], perm=last,
-                      hint="tap_weights")
+        weight = b.op("Concat", *weight, axis=0, hint="tap_weights") if len(weight) > 1 else weight[0]
     if weight is not None and spec.cast_weights:
         weight = b.op("CastLike", weight, x, hint="weights")
     return Taps(index=index, weight=weight, k=width)
+
+
+def taps_last(b: GraphBuilder, tensor: str, rank: int, hint: str) -> str:
+    """``(K, N, *S_out)`` -> ``(N, *S_out, K)`` (``rank``: the input's rank), one Transpose."""
+    return b.op("Transpose", tensor, perm=[*range(1, rank), 0], hint=hint)
 
 
 def cast_index(dtype: int) -> type:
