@@ -8,7 +8,9 @@ The formulation of the fused kernels of NPU vendors (and of
 - per output point ``q`` its ``K`` taps: int32 rows (:func:`bevviz.export.sampler_graph.sample_taps`)
   and weights (the interpolation weights, times the pattern's own weights when fused);
 - the points split into static chunks sized by a memory budget; per chunk one ``Gather``
-  ``(q, K, C)`` and one ``MatMul`` ``(q, 1, K) @ (q, K, C)``; the chunks concatenated.
+  ``(q, K, C)`` and one ``MatMul`` ``(q, 1, K) @ (q, K, C)`` (fused, many taps), or the taps
+  on the leading axis, gathered and weighed tap by tap (few taps) or gathered at once, weighed
+  and summed over the taps (per-node); the chunks concatenated.
 
 No full-size tensor per tap exists: the largest intermediate is one chunk's gather, bounded
 by ``budget_bytes``. Shapes must be static to chunk (a symbolic number of points is one chunk).
@@ -28,7 +30,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from bevviz.export.sampler_graph import GraphBuilder, SamplerSpec, cast_index, sample_taps
+from bevviz.export.sampler_graph import GraphBuilder, SamplerSpec, cast_index, sample_taps, taps_last
 
 __all__ = ["FEW_TAPS", "MAX_CHUNKS", "Level", "build_fused", "build_per_node", "chunk_rows"]
 
@@ -36,7 +38,8 @@ __all__ = ["FEW_TAPS", "MAX_CHUNKS", "Level", "build_fused", "build_per_node", "
 MAX_CHUNKS = 256
 #: Up to this many taps per point a chunk is gathered and weighed tap by tap (onnxruntime's
 #: batched MatMul of (1, K) @ (K, C) products costs about 0.7 us per point; measured 6 s of
-#: 10 s on the MSDA per-node rewrite with K = 4), beyond it with one Gather and one MatMul.
+#: 10 s on the MSDA per-node rewrite with K = 4), beyond it with one Gather (fused: and one
+#: MatMul; per-node: a Mul and a ReduceSum over the taps).
 FEW_TAPS = 8
 
 
@@ -124,15 +127,47 @@ def _table(b: GraphBuilder, levels: Sequence[Level]) -> tuple[str, list[str], st
     return table, offsets, offset
 
 
-def _gather_reduce(b: GraphBuilder, table: str, index: str, weight: str | None, sizes: list[int],
-                   k: int) -> tuple[str, int]:
-    """``out[q] = sum_k weight[q, k] * table[index[q, k]]`` in static chunks.
+def _chunks(b: GraphBuilder, index: str, weight: str, sizes: list[int], axis: int) -> tuple[list[str], list[str]]:
+    """``index`` and ``weight`` split into static chunks of ``sizes`` along ``axis`` (the points)."""
+    if len(sizes) <= 1:
+        return [index], [weight]
+    split = b.const(sizes, np.int64, "chunks")
+    return (b.op("Split", index, split, axis=axis, outputs=len(sizes), hint="index_chunk"),
+            b.op("Split", weight, split, axis=axis, outputs=len(sizes), hint="weight_chunk"))
+
+
+def _gather_matmul(b: GraphBuilder, table: str, index: str, weight: str, sizes: list[int]) -> tuple[str, int]:
+    """``out[q] = sum_k weight[q, k] * table[index[q, k]]`` in static chunks, points first (many taps).
+
+    Per chunk one gather ``(q, K, C)`` and one batched MatMul ``(q, 1, K) @ (q, K, C)``.
 
     Args:
         b: The builder.
         table: ``(rows, C)``.
         index: ``(Q, K)`` table rows.
-        weight: ``(Q, K)`` like the table, or None (``K == 1``: the row as is).
+        weight: ``(Q, K)`` like the table.
+        sizes: Chunk sizes over ``Q`` (``[]``: one chunk).
+
+    Returns:
+        ``((Q, C), number of chunks)``.
+    """
+    idx_parts, w_parts = _chunks(b, index, weight, sizes, 0)
+    one = b.const([1], np.int64, "ax1")
+    outs = [b.op("MatMul", b.op("Unsqueeze", w, one), b.op("Gather", table, idx, axis=0, hint=f"gathered{i}"),
+                 hint=f"reduced{i}") for i, (idx, w) in enumerate(zip(idx_parts, w_parts))]  # (q, 1, C) each
+    joined = outs[0] if len(outs) == 1 else b.op("Concat", *outs, axis=0, hint="joined")
+    return b.op("Reshape", joined, b.const([0, -1], np.int64, "q_c"), hint="sampled"), len(outs)
+
+
+def _gather_reduce_taps_first(b: GraphBuilder, table: str, index: str, weight: str | None, sizes: list[int],
+                              k: int) -> tuple[str, int]:
+    """``out[q] = sum_k weight[k, q] * table[index[k, q]]`` in static chunks, taps on the leading axis.
+
+    Args:
+        b: The builder.
+        table: ``(rows, C)``.
+        index: ``(K, Q)`` table rows.
+        weight: ``(K, Q)`` like the table, or None (``K == 1``: the row as is).
         sizes: Chunk sizes over ``Q`` (``[]``: one chunk).
         k: ``K``.
 
@@ -140,33 +175,26 @@ def _gather_reduce(b: GraphBuilder, table: str, index: str, weight: str | None, 
         ``((Q, C), number of chunks)``.
     """
     if weight is None:  # nearest: one tap, weight 1 (outside: the zero row); the gather is the output
-        flat = b.op("Reshape", index, b.const([-1], np.int64, "flat"))
-        return b.op("Gather", table, flat, axis=0, hint="picked"), 1
-    if len(sizes) > 1:
-        split = b.const(sizes, np.int64, "chunks")
-        idx_parts = b.op("Split", index, split, axis=0, outputs=len(sizes), hint="index_chunk")
-        w_parts = b.op("Split", weight, split, axis=0, outputs=len(sizes), hint="weight_chunk")
-    else:
-        idx_parts, w_parts = [index], [weight]
-    one = b.const([1], np.int64, "ax1")
+        return b.op("Gather", table, b.op("Reshape", index, b.const([-1], np.int64, "flat")), axis=0,
+                    hint="picked"), 1
+    idx_parts, w_parts = _chunks(b, index, weight, sizes, 1)
     outs = []
     for i, (idx, w) in enumerate(zip(idx_parts, w_parts)):
-        if k > FEW_TAPS:  # one gather (q, K, C) and one batched MatMul (q, 1, K) @ (q, K, C)
+        w = b.op("Unsqueeze", w, b.const([-1], np.int64, "last"), hint=f"weight{i}_col")  # (K, q, 1)
+        if k > FEW_TAPS:  # one gather (K, q, C), weighed, summed over the taps
             rows = b.op("Gather", table, idx, axis=0, hint=f"gathered{i}")
-            outs.append(b.op("MatMul", b.op("Unsqueeze", w, one), rows, hint=f"reduced{i}"))  # (q, 1, C)
+            outs.append(b.op("ReduceSum", b.op("Mul", rows, w), b.const([0], np.int64, "ax0"), keepdims=0,
+                             hint=f"reduced{i}"))
             continue
-        # few taps: a (q, 1, K) @ (q, K, C) MatMul is q tiny products; gather, weigh and add per tap
-        cols = b.op("Split", idx, b.const([1] * k, np.int64, "ones_k"), axis=1, outputs=k, hint=f"index{i}_tap")
-        ws = b.op("Split", b.op("Unsqueeze", w, b.const([2], np.int64, "ax2")), b.const([1] * k, np.int64, "ones_k"),
-                  axis=1, outputs=k, hint=f"weight{i}_tap")
+        cols = b.op("Split", idx, b.const([1] * k, np.int64, "ones_k"), axis=0, outputs=k, hint=f"index{i}_tap")
+        ws = b.op("Split", w, b.const([1] * k, np.int64, "ones_k"), axis=0, outputs=k, hint=f"weight{i}_tap")
         cols, ws = ([cols], [ws]) if k == 1 else (cols, ws)
         acc = None
         for t, (col, wt) in enumerate(zip(cols, ws)):
-            term = b.op("Mul", b.op("Gather", table, col, axis=0, hint=f"tap{i}_{t}"), wt)  # (q, 1, C)
+            term = b.op("Mul", b.op("Gather", table, col, axis=0, hint=f"tap{i}_{t}"), wt)  # (1, q, C)
             acc = term if acc is None else b.op("Add", acc, term, hint=f"sum{i}_{t}")
-        outs.append(acc)
-    joined = outs[0] if len(outs) == 1 else b.op("Concat", *outs, axis=0, hint="joined")
-    return b.op("Reshape", joined, b.const([0, -1], np.int64, "q_c"), hint="sampled"), len(outs)
+        outs.append(b.op("Squeeze", acc, b.const([0], np.int64, "ax0"), hint=f"reduced{i}"))  # (q, C)
+    return (outs[0] if len(outs) == 1 else b.op("Concat", *outs, axis=0, hint="sampled")), len(outs)
 
 
 def build_per_node(b: GraphBuilder, level: Level, out: str, budget_bytes: int, itemsize: int = 4) -> int:
@@ -185,14 +213,14 @@ def build_per_node(b: GraphBuilder, level: Level, out: str, budget_bytes: int, i
     r = level.rank
     table, offsets, sentinel = _table(b, [level])
     taps = sample_taps(b, level.x, level.x_shape, level.grid, r, level.spec, offsets[0], sentinel)
-    flat = b.const([-1, taps.k], np.int64, "q_k")
+    flat = b.const([taps.k, -1], np.int64, "k_q")
     index = b.op("Reshape", taps.index, flat, hint="index")
     weight = None if taps.weight is None else b.op("Reshape", taps.weight, flat, hint="weight")
     gs = level.grid_shape
     points = int(np.prod(gs[:-1])) if gs is not None and all(isinstance(d, int) for d in gs[:-1]) else None
     c = level.x_shape[1] if level.x_shape is not None and isinstance(level.x_shape[1], int) else None
-    sampled, chunks = _gather_reduce(b, table, index, weight, chunk_rows(points, taps.k, c, itemsize, budget_bytes),
-                                     taps.k)
+    sampled, chunks = _gather_reduce_taps_first(b, table, index, weight,
+                                                chunk_rows(points, taps.k, c, itemsize, budget_bytes), taps.k)
     if points is not None:
         shape = b.const([*gs[:-1], -1], np.int64, "out_last")
     else:
@@ -234,8 +262,9 @@ def build_fused(b: GraphBuilder, levels: Sequence[Level], weight: str | None, ke
         p = int(np.prod(lv.grid_shape[1 + kept:-1]))
         width = lv.grid_shape[-2]  # this level's share of the side-by-side (last) axis
         taps = sample_taps(b, lv.x, lv.x_shape, lv.grid, lv.rank, lv.spec, offsets[i], sentinel)
-        indices.append(b.op("Reshape", taps.index, b.const([q, p * taps.k], np.int64, "q_pk"), hint=f"index{i}"))
-        tap_w = taps.weight
+        indices.append(b.op("Reshape", taps_last(b, taps.index, lv.rank, f"index{i}_last"),
+                            b.const([q, p * taps.k], np.int64, "q_pk"), hint=f"index{i}"))
+        tap_w = None if taps.weight is None else taps_last(b, taps.weight, lv.rank, f"weight{i}_last")
         if weight is not None:
             own = weight if len(levels) == 1 else b.op(
                 "Slice", weight, b.const([start], np.int64, "s"), b.const([start + width], np.int64, "e"),
@@ -255,8 +284,14 @@ def build_fused(b: GraphBuilder, levels: Sequence[Level], weight: str | None, ke
         k_total += p * taps.k
     index = indices[0] if len(indices) == 1 else b.op("Concat", *indices, axis=1, hint="index")
     wts = weights[0] if len(weights) == 1 else b.op("Concat", *weights, axis=1, hint="weight")
-    sampled, chunks = _gather_reduce(b, table, index, wts, chunk_rows(q, k_total, c, itemsize, budget_bytes),
-                                     k_total)
+    sizes = chunk_rows(q, k_total, c, itemsize, budget_bytes)
+    if k_total > FEW_TAPS:
+        sampled, chunks = _gather_matmul(b, table, index, wts, sizes)
+    else:  # a (q, 1, K) @ (q, K, C) MatMul of few taps is q tiny products: tap by tap, taps first
+        first = [1, 0]
+        sampled, chunks = _gather_reduce_taps_first(b, table, b.op("Transpose", index, perm=first, hint="index_first"),
+                                                    b.op("Transpose", wts, perm=first, hint="weight_first"), sizes,
+                                                    k_total)
     last = b.op("Reshape", sampled, b.const([n, *s_kept, c], np.int64, "out_last"), hint="channels_last")
     r = 2 + kept
     first = b.op("Transpose", last, perm=[0, r - 1, *range(1, r - 1)], hint="channels_first") if kept else last

@@ -36,7 +36,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["CUBIC_A", "TAPS", "GraphBuilder", "SamplerSpec", "Taps", "sample_taps"]
+__all__ = ["CUBIC_A", "TAPS", "GraphBuilder", "SamplerSpec", "Taps", "sample_taps", "taps_last"]
 
 #: Taps per axis of each mode (opset-16 names; "bilinear" is N-linear for any rank).
 TAPS = {"nearest": 1, "bilinear": 2, "bicubic": 4}
@@ -128,9 +128,12 @@ class GraphBuilder:
 class Taps:
     """Where a GridSample's taps read, per sampling point.
 
+    Taps lie on the leading axis (onnxruntime broadcasts and splits a trailing axis of a few
+    taps in tiny spans); :func:`taps_last` moves them last.
+
     Attributes:
-        index: Table rows, index dtype ``(N, *S_out, K)``; the sentinel where a tap is outside.
-        weight: Tap weights, grid dtype ``(N, *S_out, K)``, 0 outside; ``None`` for nearest
+        index: Table rows, index dtype ``(K, N, *S_out)``; the sentinel where a tap is outside.
+        weight: Tap weights, grid dtype ``(K, N, *S_out)``, 0 outside; ``None`` for nearest
             (weight 1; outside reads the zero row).
         k: Taps per point ``K``.
     """
@@ -152,7 +155,8 @@ def _fold(b: GraphBuilder, x: str, low: str, span: str, axis: str) -> str:
     return b.op("Where", inside, x, b.op("Where", b.op("Greater", span, zero), folded, zero), hint=f"{axis}_reflected")
 
 
-def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: str) -> tuple[str, str, str | None]:
+def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: str,
+               lead: int) -> tuple[str, str, str | None]:
     """Taps along one spatial axis.
 
     Args:
@@ -161,10 +165,11 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
         size_f: The axis size, float ``(1,)`` like ``g``.
         spec: The sampler settings.
         axis: A name for the axis (names only).
+        lead: Rank of ``g``.
 
     Returns:
-        ``(position, inside, weight)``: position index-dtype ``(N, *S_out, k)`` (0 where
-        outside), inside bool ``(N, *S_out, k)``, weight float ``(N, *S_out, k)`` zeroed outside
+        ``(position, inside, weight)``: position index-dtype ``(k, N, *S_out)`` (0 where
+        outside), inside bool ``(k, N, *S_out)``, weight float ``(k, N, *S_out)`` zeroed outside
         (``None`` for nearest).
     """
     one, zero, half = (b.float_like([v], g, n) for v, n in ((1.0, "one"), (0.0, "zero"), (0.5, "half")))
@@ -183,14 +188,20 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
         x = b.op("Where", outside, b.op("Max", b.op("Min", x, size_m1), zero), x, hint=f"{axis}_border")
     elif spec.padding_mode == "reflection":
         x = _fold(b, x, low, span, axis)
-    offsets = b.float_like(_OFFSETS[spec.mode], g, f"{axis}_offsets")
-    x_k = b.op("Unsqueeze", x, b.const([-1], np.int64, "last"), hint=f"{axis}_x")  # (N, *S_out, 1)
+    # taps on a leading axis (k, N, *S_out): onnxruntime broadcasts a (k, 1, ...) constant over
+    # whole rows, while a trailing axis of k elements is broadcast in k-element spans (slow)
+    taps_first = [-1] + [1] * lead
+    offsets = b.float_like(np.reshape(_OFFSETS[spec.mode], taps_first), g, f"{axis}_offsets")
+    x_k = b.op("Unsqueeze", x, b.const([0], np.int64, "first"), hint=f"{axis}_x")  # (1, N, *S_out)
     start = x_k if spec.mode == "nearest" else b.op("Floor", x_k, hint=f"{axis}_floor")
-    pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (N, *S_out, k)
+    pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (k, N, *S_out)
     weight = None
-    if spec.mode != "nearest":
-        u = b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist")
-        weight = b.op("Sub", one, u, hint=f"{axis}_w") if spec.mode == "bilinear" else _cubic(b, u, axis)
+    if spec.mode == "bilinear":  # 1 - |x - (floor + o)| = |(1 - o) - frac|: frac once per point, one k-wide op
+        frac = b.op("Sub", x_k, start, hint=f"{axis}_frac")  # (1, N, *S_out), exact in float
+        weight = b.op("Abs", b.op("Sub", b.float_like(np.reshape([1.0, 0.0], taps_first), g,
+                                                      f"{axis}_one_minus_offsets"), frac), hint=f"{axis}_w")
+    elif spec.mode == "bicubic":
+        weight = _cubic(b, b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist"), axis)
     if spec.padding_mode == "border":
         pos = b.op("Max", b.op("Min", pos, size_m1), zero, hint=f"{axis}_taps_border")
     elif spec.padding_mode == "reflection":
@@ -216,13 +227,18 @@ def _cubic(b: GraphBuilder, u: str, axis: str) -> str:
     return b.op("Where", b.op("LessOrEqual", u, c["one"]), near, far, hint=f"{axis}_w")
 
 
-def _combine(b: GraphBuilder, outer: str, inner: str | None, op_type: str, lead: int, width: int) -> str:
-    """``outer (lead..., k) op inner (lead..., m)`` over all pairs, outer-major -> ``(lead..., width = k * m)``."""
+def _combine(b: GraphBuilder, outer: list[str], inner: list[str] | None, op_type: str) -> list[str]:
+    """``outer[i] op inner[j]`` over all pairs, outer-major; each a ``(1, N, *S_out)`` tap tensor."""
     if inner is None:
         return outer
-    pairs = b.op(op_type, b.op("Unsqueeze", outer, b.const([-1], np.int64, "last")),
-                 b.op("Unsqueeze", inner, b.const([-2], np.int64, "before_last")))
-    return b.op("Reshape", pairs, b.const([0] * lead + [width], np.int64, "flat_taps"))
+    return [b.op(op_type, o, i) for o in outer for i in inner]
+
+
+def _taps_list(b: GraphBuilder, stacked: str, k: int, hint: str) -> list[str]:
+    """Split ``(k, N, *S_out)`` into ``k`` tensors ``(1, N, *S_out)``."""
+    if k == 1:
+        return [stacked]
+    return b.op("Split", stacked, b.const([1] * k, np.int64, "ones_k"), axis=0, outputs=k, hint=hint)
 
 
 def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, grid_rank: int, spec: SamplerSpec,
@@ -254,20 +270,21 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
     width = 1
     for a in reversed(range(d)):  # innermost axis first (stride 1); outer taps vary slowest
         pos, ins, w = _axis_taps(b, comps[d - 1 - a], b.op("CastLike", sizes[a], grid, hint=f"size{a}_f"), spec,
-                                 f"a{a}")
+                                 f"a{a}", lead)
         width *= k
         term = pos if stride is None else b.op("Mul", pos, stride, hint=f"a{a}_offset")
-        rows = _combine(b, term, rows, "Add", lead, width)
-        inside = _combine(b, ins, inside, "And", lead, width)
+        rows = _combine(b, _taps_list(b, term, k, f"a{a}_rows"), rows, "Add")
+        inside = _combine(b, _taps_list(b, ins, k, f"a{a}_inside"), inside, "And")
         if w is not None:
-            weight = _combine(b, w, weight, "Mul", lead, width)
+            weight = _combine(b, _taps_list(b, w, k, f"a{a}_weights"), weight, "Mul")
         if not static:
             size_i = b.op("Cast", sizes[a], to=idt, hint=f"size{a}_i")
             stride = size_i if stride is None else b.op("Mul", stride, size_i, hint=f"stride{a}")
         elif a > 0:
             stride = b.const([int(np.prod(x_shape[2 + a:]))], cast_index(idt), f"stride{a}")
+    rows, inside = (b.op("Concat", *t, axis=0) if len(t) > 1 else t[0] for t in (rows, inside))  # (K, N, *S_out)
     # stride is now prod(S_in), the rows of one image; image n starts at offset + n * prod(S_in)
-    shape_n = [-1] + [1] * (grid_rank - 1)
+    shape_n = [1, -1] + [1] * (grid_rank - 2)
     if static:
         images = b.const(np.arange(x_shape[0]).reshape(shape_n) * int(np.prod(x_shape[2:])), cast_index(idt), "images")
     else:
@@ -277,9 +294,16 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
         images = b.op("Reshape", b.op("Mul", images, stride), b.const(shape_n, np.int64, "n_ones"))
     base = b.op("Add", images, offset, hint="image_base")
     index = b.op("Where", inside, b.op("Add", base, rows), sentinel, hint="rows")
+    if weight is not None:
+        weight = b.op("Concat", *weight, axis=0, hint="tap_weights") if len(weight) > 1 else weight[0]
     if weight is not None and spec.cast_weights:
         weight = b.op("CastLike", weight, x, hint="weights")
     return Taps(index=index, weight=weight, k=width)
+
+
+def taps_last(b: GraphBuilder, tensor: str, rank: int, hint: str) -> str:
+    """``(K, N, *S_out)`` -> ``(N, *S_out, K)`` (``rank``: the input's rank), one Transpose."""
+    return b.op("Transpose", tensor, perm=[*range(1, rank), 0], hint=hint)
 
 
 def cast_index(dtype: int) -> type:
