@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from bevviz import bench, timing
 
@@ -46,15 +47,22 @@ def test_bench_quick_runs_and_writes_json(tmp_path):
     assert diffs["deformable_floor"] > 1e-3
     assert report["config"]["quick"] is True and report["config"]["threads"] == 1
     targets = report["targets"]
-    assert {"gather_scatter_ok", "lut_ok", "dropin_ok", "dropin_backward_ok", "dropin_in_image_ratio"} <= set(targets)
+    assert {"gather_scatter_ok", "lut_ok", "dropin_ok", "dropin_in_image_ok", "dropin_backward_ok",
+            "dropin_in_image_ratio"} <= set(targets)
     assert 0 < targets["bev_grid_inside_fraction"] < 1
     # Toy sizes judge nothing: every verdict is "n/a (quick)", in the JSON and the report.
-    for key in ("gather_scatter", "lut", "dropin", "dropin_backward"):
+    for key in ("gather_scatter", "lut", "dropin", "dropin_in_image", "dropin_backward"):
         assert targets[f"{key}_ok"] is None and targets[key]["verdict"] == "n/a (quick)"
         low, high = targets[key]["spread"]
         assert 0 < low <= high
     assert "PASS" not in proc.stdout and "FAIL" not in proc.stdout
-    assert proc.stdout.count("n/a (quick)") == 4
+    assert proc.stdout.count("n/a (quick)") == 5
+    # The machine a ratio was measured on, as found, in the JSON and (twice) in the report.
+    machine = report["config"]["machine_info"]
+    assert machine["threads"] == 1 and machine["interop_threads"] >= 1 and machine["torch"]
+    assert machine["cpu_capability"] == report["config"]["cpu_capability"]
+    assert set(machine["isa"]) <= set(bench.ISA_FLAGS)
+    assert proc.stdout.count(bench.machine_line(machine)) == 2
     # Each drop-in ratio is the ratio of minima against F.grid_sample on its own grid, with
     # the per-round spread around it.
     results = report["results"]
@@ -84,3 +92,13 @@ def test_pair_stats_and_verdicts_need_the_whole_spread():
     assert speedup.ratio == pytest.approx(45) and speedup.spread == pytest.approx((30, 50))
     assert bench.verdict(speedup, 30.0, "min", quick=False) == ("PASS", True)
     assert bench.verdict(speedup, 31.0, "min", quick=False) == ("FAIL", False)
+
+
+def test_machine_info_reads_what_torch_and_the_cpu_report(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    info = bench.machine_info(default_threads=7)
+    assert info["threads_default"] == 7 and info["thread_env"]["OMP_NUM_THREADS"] == "3"
+    assert info["cpu_capability"] == str(torch.backends.cpu.get_cpu_capability())
+    assert info["torch"] == torch.__version__ and info["interop_threads"] == torch.get_num_interop_threads()
+    line = bench.machine_line(info)
+    assert "OMP_NUM_THREADS=3" in line and "(torch default 7)" in line and info["cpu_model"] in line

@@ -154,3 +154,29 @@ def test_blocks_are_whole_tiles_and_cache_sized():
             assert block % blocks._TILE == 0 and block >= blocks._TILE
             if block > blocks._TILE:  # only the minimum block may exceed the cache budget
                 assert block * c * k <= blocks._CHUNK_ELEMENTS
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_bag_rows_is_the_weighted_sum_of_tap_rows(k, index_dtype, dtype):
+    # One embedding_bag pass == the out-of-place chain of weighted_rows (the autograd path),
+    # for tap-major and point-major (transposed view) taps; NaN weights give NaN rows even
+    # on the zero sentinel row, as 0 * NaN in PyTorch's kernel.
+    rows, c, m = 30, 6, 50
+    table = torch.randn(rows, c, dtype=dtype, generator=torch.Generator().manual_seed(7))
+    table[-1] = 0
+    indices, weights = _random_taps(rows, k, m, dtype, seed=8)
+    indices[:, 3] = rows - 1
+    weights[0, 3] = float("nan")
+    indices = indices.to(index_dtype)
+    expected = blocks.weighted_rows(table, indices, weights, False)
+    for idx, wts in [(indices, weights), (indices.t().contiguous().t(), weights.t().contiguous().t())]:
+        got = blocks.bag_rows(table, idx, wts)
+        assert got.shape == (m, c) and got.is_contiguous()
+        assert torch.isnan(got[3]).all() and not torch.isnan(got[torch.arange(m) != 3]).any()
+        torch.testing.assert_close(got[:3], expected[:3], rtol=0, atol=1e-6 if dtype == torch.float32 else 1e-12)
+        torch.testing.assert_close(got[4:], expected[4:], rtol=0, atol=1e-6 if dtype == torch.float32 else 1e-12)
+    ones = torch.ones_like(weights)
+    torch.testing.assert_close(blocks.bag_rows(table, indices, None), blocks.weighted_rows(table, indices, ones, False),
+                               rtol=0, atol=1e-6 if dtype == torch.float32 else 1e-12)
