@@ -18,7 +18,6 @@ STILL_OPEN = {
     "bevviz/pipeline.py::bev_features",
     "bevviz/export/exporter.py::export_sampler",
     "bevviz/audit/run.py::run_audit",
-    "bevviz/viz/common.py::bev_heatmap_trace",
     "bevviz/viz/cameras.py::camera_figure",
     "bevviz/viz/cameras.py::camera_grid_figure",
 }
