@@ -3,7 +3,8 @@
 The devkit handle is opened once (:func:`open_dataset`, which an app caches with
 ``st.cache_resource``); :func:`list_scenes`, :func:`list_samples` and
 :func:`load_sample_from` then work on it without reloading the tables; :func:`sample_meta`,
-:func:`neighbour_samples` and :func:`first_sample` walk the tables for the session's loaders.
+:func:`neighbour_samples` and :func:`first_sample` (defined in :mod:`bevviz.io.nuscenes_walk`,
+importable from here) walk the tables for the session's loaders.
 :func:`load_sample` is the one-call form of the public API. :func:`load_lidar_from` /
 :func:`load_lidar` read the LIDAR_TOP sweep(s) of a sample as a :class:`bevviz.lidar.LidarScan`
 in the ego frame at the keyframe time, with the ego motion to each camera's exposure;
@@ -39,6 +40,14 @@ from bevviz.errors import InputError
 from bevviz.io.images import read_image_report
 from bevviz.io.json_reader import MAX_TABLE_BYTES, read_json
 from bevviz.io.nuscenes_tables import RecordProblem, follow, screen_tables, walk
+from bevviz.io.nuscenes_walk import (  # noqa: F401  (the table walks: re-exported here for their callers)
+    first_sample,
+    is_dataroot,
+    neighbour_samples,
+    sample_meta,
+    sample_position,
+    sample_record,
+)
 from bevviz.io.pointcloud import read_points
 from bevviz.io.rig_json import RigImages
 from bevviz.lidar import LidarScan
@@ -185,13 +194,6 @@ def list_scenes(nusc) -> list[SceneInfo]:
     return out
 
 
-def _sample(nusc, sample_token: str, field_name: str = "sample_token") -> dict:
-    try:
-        return nusc.get("sample", sample_token)
-    except (KeyError, TypeError):
-        raise field_error(field_name, sample_token, "no such sample in the dataset") from None
-
-
 def _camera_channels(nusc, sample: dict) -> list[str]:
     cams = [ch for ch, sd in sample["data"].items()
             if nusc.get("sample_data", sd).get("sensor_modality") == "camera"]
@@ -262,80 +264,6 @@ def list_samples(nusc, scene_token: str) -> list[SampleInfo]:
     return samples
 
 
-def sample_position(nusc, sample_token: str) -> int:
-    """How many samples come before ``sample_token`` in its scene (following ``prev``, bounded).
-
-    Args:
-        nusc: Handle from :func:`open_dataset`.
-        sample_token: Sample token.
-
-    Returns:
-        The 0-based index of the sample in its scene.
-
-    Raises:
-        InputError: naming ``sample_token`` (unknown) or ``sample.prev`` (a dangling token or
-            a loop, found within as many steps as the sample table holds) and its value.
-    """
-    s = _sample(nusc, sample_token)
-    return len(walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", sample_token, "prev")))
-
-
-def sample_meta(nusc, sample_token: str, field_name: str = "sample") -> dict:
-    """Where a sample sits: its scene's name and token, its index in the scene, its time.
-
-    Args:
-        nusc: Handle from :func:`open_dataset`.
-        sample_token: Sample token.
-        field_name: What the caller calls the token in its errors (``"--sample"``).
-
-    Returns:
-        ``{"scene", "scene_token", "sample", "sample_index", "timestamp"}`` (timestamp in
-        microseconds).
-
-    Raises:
-        InputError: naming ``field_name`` for an unknown token, or ``sample.prev`` for a
-            link that loops or leads nowhere (:func:`sample_position`).
-    """
-    s = _sample(nusc, sample_token, field_name)
-    scene = nusc.get("scene", s["scene_token"])
-    return {"scene": scene["name"], "scene_token": scene["token"], "sample": sample_token,
-            "sample_index": sample_position(nusc, sample_token), "timestamp": int(s["timestamp"])}
-
-
-def neighbour_samples(nusc, sample_token: str, count: int) -> list[str]:
-    """Up to ``count - 1`` samples of ``sample_token``'s scene around it: the following ones,
-    then, at the scene's end, the preceding ones (nearest first).
-
-    Raises:
-        InputError: naming ``sample.next`` / ``sample.prev`` for a link that loops or leads nowhere.
-    """
-    want = count - 1
-    if want <= 0:
-        return []
-    s = nusc.get("sample", sample_token)
-    after = walk(nusc.get, "sample", s.get("next"), "next", len(nusc.sample), ("sample", sample_token, "next"),
-                 stop=want)
-    before = walk(nusc.get, "sample", s.get("prev"), "prev", len(nusc.sample), ("sample", sample_token, "prev"),
-                  stop=want - len(after)) if len(after) < want else []
-    return [r["token"] for r in after] + [r["token"] for r in before]
-
-
-def first_sample(nusc, field_name: str, value: object) -> str:
-    """The first sample of the first scene: what a loader reads when given no sample token.
-
-    Raises:
-        InputError: naming ``field_name`` and ``value`` (the dataset) when it has no scenes.
-    """
-    if not nusc.scene:
-        raise field_error(field_name, value, "the dataset has no scenes")
-    return nusc.scene[0]["first_sample_token"]
-
-
-def is_dataroot(path: Path) -> bool:
-    """Whether ``path`` is a folder holding ``<version>/sample.json``."""
-    return path.is_dir() and any((p / "sample.json").is_file() for p in path.iterdir() if p.is_dir())
-
-
 def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
     """The ego pose of a sample as ``global_from_ego``, shape (4, 4).
 
@@ -350,7 +278,7 @@ def ego_pose(nusc, sample_token: str, channel: str = "CAM_FRONT") -> np.ndarray:
             ``ego_pose.rotation`` (a quaternion whose norm is off 1 by more than
             :data:`bevviz.checks.QUATERNION_NORM_TOL`).
     """
-    s = _sample(nusc, sample_token)
+    s = sample_record(nusc, sample_token)
     chans = _camera_channels(nusc, s)
     if channel not in s["data"]:
         if not chans:
@@ -410,7 +338,7 @@ def load_sample_from(nusc, sample_token: str, with_images: bool = True) -> tuple
     Convention:
         See the module docstring: stored sensor -> ego (wxyz, RDF) becomes cam_from_ego.
     """
-    s = _sample(nusc, sample_token)
+    s = sample_record(nusc, sample_token)
     channels = _camera_channels(nusc, s)
     if not channels:
         raise field_error("sample_token", sample_token, "sample has no camera data")
@@ -514,7 +442,7 @@ def load_lidar_from(nusc, sample_token: str, sweeps: int = 1, min_distance: floa
     """
     from nuscenes.utils.data_classes import LidarPointCloud  # heavy devkit import, as above
 
-    s = _sample(nusc, sample_token)
+    s = sample_record(nusc, sample_token)
     sweeps = positive_int(sweeps, "sweeps")
     if isinstance(min_distance, bool) or not isinstance(min_distance, (int, float, np.integer, np.floating)) \
             or not np.isfinite(float(min_distance)) or float(min_distance) < 0:
@@ -606,4 +534,4 @@ def has_lidar(nusc, sample_token: str) -> bool:
     Raises:
         InputError: naming ``sample_token`` when it is unknown.
     """
-    return LIDAR_CHANNEL in _sample(nusc, sample_token)["data"]
+    return LIDAR_CHANNEL in sample_record(nusc, sample_token)["data"]

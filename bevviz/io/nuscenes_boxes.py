@@ -12,7 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 from bevviz.checks import field_error
-from bevviz.io.nuscenes import LIDAR_CHANNEL, _sample
+from bevviz.io.nuscenes import LIDAR_CHANNEL
+from bevviz.io.nuscenes_walk import sample_record
 from bevviz.rotations import invert_transform, make_transform, matrix_to_quaternion, unit_quaternion_to_matrix
 
 __all__ = ["AnnotationBox", "load_boxes_from"]
@@ -64,7 +65,7 @@ def load_boxes_from(nusc, sample_token: str) -> list[AnnotationBox]:
         Project into a camera with that camera's ``exposure_from_keyframe`` first (see
         :mod:`bevviz.lidar`).
     """
-    s = _sample(nusc, sample_token)
+    s = sample_record(nusc, sample_token)
     if LIDAR_CHANNEL not in s["data"]:
         raise field_error("sample_token", sample_token,
                           f"sample has no {LIDAR_CHANNEL} sample_data to place its boxes at the keyframe time")

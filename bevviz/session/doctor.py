@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,13 +53,11 @@ from bevviz.calibration import (
     Diagnosis,
     RefineHistory,
     RefineSettings,
-    SeamAnalysis,
     against_texture,
     analyze_seams,
     apply_perturbations,
     as_lidar_frames,
     camera_delta,
-    deltas_json,
     diagnose,
     ignore_masks,
     lidar_evidence,
@@ -78,6 +75,7 @@ from bevviz.errors import InputError
 from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from
 from bevviz.lidar import LidarScan, ground_height
 from bevviz.session.loaders import dataset
+from bevviz.session.refinement import Refinement, SeamView
 from bevviz.session.report import (
     CameraCheck,
     CameraSanity,
@@ -114,62 +112,6 @@ def ground_shift(scan: LidarScan | None) -> float:
 
 def _shift(ground_z: float | None) -> float:
     return float(ground_z) if ground_z is not None and abs(ground_z) > GROUND_SHIFT_M else 0.0
-
-
-@dataclass(frozen=True)
-class SeamView:
-    """The seams of one rig on one frame, with what a view draws of them.
-
-    Attributes:
-        analysis: The :class:`bevviz.calibration.SeamAnalysis` (with the ground-truth costs
-            when the scene has a known ground texture).
-        mosaic: BEV mosaic, RGB uint8 (H_bev, W_bev, 3).
-        error: Seam error map (H_bev, W_bev), NaN off the seams.
-        table: One row per seam (:meth:`SeamAnalysis.table`).
-    """
-
-    analysis: SeamAnalysis
-    mosaic: np.ndarray
-    error: np.ndarray
-    table: list[dict]
-
-    @classmethod
-    def of(cls, analysis: SeamAnalysis) -> SeamView:
-        """The view of ``analysis``."""
-        return cls(analysis, analysis.mosaic(), analysis.seam_error_map(), analysis.table())
-
-
-@dataclass(frozen=True)
-class Refinement:
-    """One camera refined.
-
-    Attributes:
-        camera: The camera refined.
-        rig_in: The rig it was refined in.
-        rig: The rig after (``rig_in`` itself when ``history.accepted`` is False).
-        history: The :class:`bevviz.calibration.RefineHistory`.
-        from_loaded_deg: Rotation (degrees) between the refined camera and the camera as
-            the scene was loaded (before any perturbation).
-        after: The seams of the refined rig (seam refinements), else None.
-    """
-
-    camera: str
-    rig_in: Rig
-    rig: Rig
-    history: RefineHistory
-    from_loaded_deg: float
-    after: SeamView | None = None
-
-    def deltas_json(self) -> str:
-        """The correction of every camera as JSON (:func:`bevviz.calibration.deltas_json`)."""
-        return deltas_json(self.rig_in, self.rig)
-
-    @property
-    def proposed_rig(self) -> Rig | None:
-        """``rig_in`` with the correction the refinement proposed but did not apply
-        (``history.proposal``), else None."""
-        proposal = self.history.proposal
-        return None if proposal is None else self.rig_in.replace(proposal)
 
 
 class Doctor:

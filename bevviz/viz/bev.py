@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.viz.common import (
+    HeatmapStyle,
     base_layout,
     bev_axes,
     bev_heatmap_trace,
@@ -49,8 +50,8 @@ def bev_map(values: np.ndarray, grid: BEVGrid, title: str | None = None, colorsc
         rgb = v if v.dtype == np.uint8 else to_uint8(v, zmin, zmax)
         trace = bev_image_trace(rgb, grid, name=title or "")
     else:
-        trace = bev_heatmap_trace(v, grid, name=title or "", colorscale=colorscale, zmin=zmin, zmax=zmax,
-                                  colorbar_title=colorbar_title, hover_label=hover_label)
+        trace = bev_heatmap_trace(v, grid, name=title or "", hover_label=hover_label,
+                                  style=HeatmapStyle(colorscale, zmin, zmax, colorbar_title=colorbar_title))
     return _single(trace, grid, height, title)
 
 
@@ -132,10 +133,9 @@ def overlap_map(count: np.ndarray, grid: BEVGrid, title: str | None = "Cameras p
     for k in range(top + 1):
         col = palette[min(k, len(palette) - 1)]
         scale += [[k / (top + 1), col], [(k + 1) / (top + 1), col]]
-    tr = bev_heatmap_trace(c.astype(float), grid, name="cameras", colorscale=scale, zmin=-0.5, zmax=top + 0.5,
-                           colorbar_title="cameras", hover_label="cameras",
-                           colorbar=dict(tickvals=list(range(top + 1)),
-                                         ticktext=["0 blind"] + [str(k) for k in range(1, top + 1)]))
+    ticks = dict(tickvals=list(range(top + 1)), ticktext=["0 blind"] + [str(k) for k in range(1, top + 1)])
+    tr = bev_heatmap_trace(c.astype(float), grid, name="cameras", hover_label="cameras",
+                           style=HeatmapStyle(scale, -0.5, top + 0.5, colorbar_title="cameras", colorbar=ticks))
     return _single(tr, grid, height, title)
 
 
@@ -153,8 +153,9 @@ def difference_map(base: np.ndarray, differs: np.ndarray, grid: BEVGrid, title: 
     cat = np.where(np.asarray(differs), 2, np.where(np.asarray(base), 1, 0)).astype(float)
     scale = [[0, "#f0f0f0"], [1 / 3, "#f0f0f0"], [1 / 3, "#9ecae1"], [2 / 3, "#9ecae1"],
              [2 / 3, "#e6550d"], [1, "#e6550d"]]
-    tr = bev_heatmap_trace(cat, grid, name="difference", colorscale=scale, zmin=-0.5, zmax=2.5, hover_label="class",
-                           colorbar=dict(tickvals=[0, 1, 2], ticktext=list(labels)))
+    tr = bev_heatmap_trace(cat, grid, name="difference", hover_label="class",
+                           style=HeatmapStyle(scale, -0.5, 2.5,
+                                              colorbar=dict(tickvals=[0, 1, 2], ticktext=list(labels))))
     # A few differing cells vanish at screen resolution: ring them too.
     rows, cols = np.nonzero(np.asarray(differs))
     keep = np.linspace(0, len(rows) - 1, min(len(rows), max_markers)).round().astype(int) if len(rows) else []
@@ -184,8 +185,9 @@ def pick_map(background: np.ndarray, grid: BEVGrid, picked_xy: tuple[float, floa
     if bg.ndim == 3:
         trace = bev_image_trace(bg if bg.dtype == np.uint8 else to_uint8(bg), grid, name="map", hover=False)
     else:
-        trace = bev_heatmap_trace(bg.astype(float), grid, name="map", colorscale=colorscale or "Greys",
-                                  colorbar_title=colorbar_title, showscale=bool(colorbar_title))
+        trace = bev_heatmap_trace(bg.astype(float), grid, name="map",
+                                  style=HeatmapStyle(colorscale or "Greys", showscale=bool(colorbar_title),
+                                                     colorbar_title=colorbar_title))
     gx = np.arange(grid.x_range[0] + lattice_step / 2, grid.x_range[1], lattice_step)
     gy = np.arange(grid.y_range[0] + lattice_step / 2, grid.y_range[1], lattice_step)
     XX, YY = np.meshgrid(gx, gy, indexing="ij")

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.viz.common import (
+    HeatmapStyle,
     base_layout,
     bev_axes,
     bev_heatmap_trace,
@@ -80,8 +81,8 @@ def mosaic_figure(mosaic: np.ndarray, grid: BEVGrid, seam_error: np.ndarray | No
         np.asarray(mosaic) if np.asarray(mosaic).dtype == np.uint8 else to_uint8(mosaic, 0.0, 1.0))
     data = [bev_image_trace(rgb, grid, name=title or "mosaic")]
     if seam_error is not None:
-        data.append(dict(bev_heatmap_trace(seam_error, grid, name="seam error", colorscale=SEAM_SCALE, zmin=0.0,
-                                           zmax=1.0, showscale=False, hover_label="seam disagreement"),
+        data.append(dict(bev_heatmap_trace(seam_error, grid, name="seam error", hover_label="seam disagreement",
+                                           style=HeatmapStyle(SEAM_SCALE, 0.0, 1.0, showscale=False)),
                          opacity=0.0))
     xaxis, yaxis = bev_axes(grid)
     return figure(data, base_layout(height, title, xaxis=xaxis, yaxis=yaxis))

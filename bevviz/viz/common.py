@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import html
+from dataclasses import dataclass
 from functools import lru_cache
 
 import cv2
@@ -273,11 +274,31 @@ def colorbar_style(title: str = "", **extra) -> dict:
     return {"title": dict(text=title), "thickness": 12, "exponentformat": "e", **extra}
 
 
-def bev_heatmap_trace(values: np.ndarray, grid: BEVGrid, name: str = "", colorscale="Viridis",
-                      zmin: float | None = None, zmax: float | None = None, showscale: bool = True,
-                      colorbar_title: str = "", hover_label: str = "value", coloraxis: str | None = None,
-                      colorbar: dict | None = None) -> dict:
-    """A scalar BEV map (BEV layout, shape (H_bev, W_bev)) as a heatmap trace on metric axes."""
+@dataclass(frozen=True)
+class HeatmapStyle:
+    """How a BEV heatmap is coloured (ignored when the trace shares a ``coloraxis``).
+
+    Attributes:
+        colorscale: A plotly colour scale name or list.
+        zmin: Lowest value of the scale (None: the data's).
+        zmax: Highest value of the scale (None: the data's).
+        showscale: Whether the colour bar is drawn.
+        colorbar_title: The colour bar's title.
+        colorbar: More colour bar settings (tick values, labels).
+    """
+
+    colorscale: str | list = "Viridis"
+    zmin: float | None = None
+    zmax: float | None = None
+    showscale: bool = True
+    colorbar_title: str = ""
+    colorbar: dict | None = None
+
+
+def bev_heatmap_trace(values: np.ndarray, grid: BEVGrid, name: str = "", style: HeatmapStyle = HeatmapStyle(),
+                      hover_label: str = "value", coloraxis: str | None = None) -> dict:
+    """A scalar BEV map (BEV layout, shape (H_bev, W_bev)) as a heatmap trace on metric axes, coloured
+    by ``style`` or by the shared ``coloraxis``."""
     ys, xs = bev_coords(grid)
     tr = dict(type="heatmap", z=flip_bev(values), x=ys, y=xs, name=plain_text(name),
               hovertemplate=(f"x %{{y:.2f}} m, y %{{x:.2f}} m<br>{plain_text(hover_label)} %{{z:.4g}}"
@@ -285,6 +306,7 @@ def bev_heatmap_trace(values: np.ndarray, grid: BEVGrid, name: str = "", colorsc
     if coloraxis:
         tr["coloraxis"] = coloraxis
     else:
-        tr.update(colorscale=resolve_colorscale(colorscale), zmin=zmin, zmax=zmax, showscale=showscale,
-                  colorbar=colorbar_style(colorbar_title, len=0.8, **(colorbar or {})))
+        tr.update(colorscale=resolve_colorscale(style.colorscale), zmin=style.zmin, zmax=style.zmax,
+                  showscale=style.showscale,
+                  colorbar=colorbar_style(style.colorbar_title, len=0.8, **(style.colorbar or {})))
     return tr
