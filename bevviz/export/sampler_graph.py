@@ -194,7 +194,8 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
 
     Returns:
         ``(position, inside, weight)``: position index-dtype ``(k, N, *S_out)`` (0 where
-        outside; with a frame: the framed position, never outside), inside bool ``(k, N,
+        outside; with a frame: ``floor(x)`` ``(1, N, *S_out)``, the taps' offsets and the frame
+        left to the caller), inside bool ``(k, N,
         *S_out)`` (None with a frame), weight float ``(k, N, *S_out)`` zeroed outside (``None``
         for nearest).
     """
@@ -221,11 +222,11 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
     # taps on a leading axis (k, N, *S_out): onnxruntime broadcasts a (k, 1, ...) constant over
     # whole rows, while a trailing axis of k elements is broadcast in k-element spans (slow)
     taps_first = [-1] + [1] * lead
-    # with a frame the taps are framed positions (tap + frame), always in [0, size + 2 * frame)
-    offsets = b.float_like(np.reshape(np.asarray(_OFFSETS[spec.mode]) + frame, taps_first), g, f"{axis}_offsets")
     x_k = b.op("Unsqueeze", x, b.const([0], np.int64, "first"), hint=f"{axis}_x")  # (1, N, *S_out)
     start = x_k if spec.mode == "nearest" else b.op("Floor", x_k, hint=f"{axis}_floor")
-    pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (k, N, *S_out)
+    if not frame:  # with a frame the caller adds the taps' constant offsets to one row per point
+        offsets = b.float_like(np.reshape(_OFFSETS[spec.mode], taps_first), g, f"{axis}_offsets")
+        pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (k, N, *S_out)
     weight = None
     if spec.mode == "bilinear":  # 1 - |x - (floor + o)| = |(1 - o) - frac|: frac once per point, one k-wide op
         frac = b.op("Sub", x_k, start, hint=f"{axis}_frac")  # (1, N, *S_out), exact in float
@@ -233,8 +234,8 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
                                                       f"{axis}_one_minus_offsets"), frac), hint=f"{axis}_w")
     elif spec.mode == "bicubic":
         weight = _cubic(b, b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist"), axis)
-    if frame:  # bilinear only (zero_frame): the cubic weights above read pos unframed
-        return b.op("Cast", pos, to=spec.index_dtype, hint=f"{axis}_i"), None, weight
+    if frame:  # bilinear only (zero_frame): the floor, one per point, in [-frame, size]
+        return b.op("Cast", start, to=spec.index_dtype, hint=f"{axis}_floor_i"), None, weight
     if spec.padding_mode == "border":
         pos = b.op("Max", b.op("Min", pos, size_m1), zero, hint=f"{axis}_taps_border")
     elif spec.padding_mode == "reflection":
@@ -308,7 +309,10 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
                                  f"a{a}", lead, frame)
         width *= k
         term = pos if stride is None else b.op("Mul", pos, stride, hint=f"a{a}_offset")
-        rows = _combine(b, _taps_list(b, term, k, f"a{a}_rows"), rows, "Add")
+        if frame:  # one row per point (its floor on every axis); the taps are constant offsets from it
+            rows = [term if rows is None else b.op("Add", rows[0], term, hint=f"a{a}_row")]
+        else:
+            rows = _combine(b, _taps_list(b, term, k, f"a{a}_rows"), rows, "Add")
         if ins is not None:
             inside = _combine(b, _taps_list(b, ins, k, f"a{a}_inside"), inside, "And")
         if w is not None:
@@ -318,6 +322,13 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
             stride = size_i if stride is None else b.op("Mul", stride, size_i, hint=f"stride{a}")
         elif a > 0:
             stride = b.const([int(np.prod(table_shape[2 + a:]))], cast_index(idt), f"stride{a}")
+    if frame:  # tap (t_0, .., t_{d-1}) of axis offsets o: row + sum_a (o_a + frame) * stride_a, first axis slowest
+        strides = [int(np.prod(table_shape[3 + a:])) for a in range(d)]
+        taps = np.zeros(1, np.int64)
+        for a in range(d):
+            taps = (taps[:, None] + (np.asarray(_OFFSETS[spec.mode], np.int64) + frame) * strides[a]).reshape(-1)
+        rows = [b.op("Add", rows[0], b.const(taps.reshape([-1] + [1] * lead), cast_index(idt), "tap_rows"),
+                     hint="tap_rows")]
     rows = b.op("Concat", *rows, axis=0) if len(rows) > 1 else rows[0]  # (K, N, *S_out)
     if inside is not None:
         inside = b.op("Concat", *inside, axis=0) if len(inside) > 1 else inside[0]
