@@ -21,7 +21,9 @@ of that table its taps read and the weight of each, exactly as ONNX GridSample r
    image (:data:`ZERO_FRAME`), its coordinate clamped into the frame (NaN to its low edge).
 
 The taps of all axes combine into ``K = prod(k_a)`` taps per point (first spatial axis
-outermost); row = ``offset + n * prod(sizes) + sum_a tap_a * stride_a``.
+outermost); row = ``offset + n * prod(sizes) + sum_a tap_a * stride_a`` (with a zero frame:
+sizes and strides of the framed image, ``tap_a + frame`` for ``tap_a``, computed as one row per
+point plus constant tap offsets).
 
 Convention:
     ``grid[..., 0]`` is ``x`` (column, the last axis of ``X``), ``grid[..., 1]`` is ``y``,
