@@ -4,7 +4,9 @@ The formulation of the fused kernels of NPU vendors (and of
 :mod:`bevviz.samplers.gather_scatter`), written as plain ONNX:
 
 - one channels-last table ``(rows, C)``: every input ``X (N, C, *S_in)`` transposed to
-  ``(N * prod(S_in), C)``, the levels of a fused pattern stacked, one zero row last;
+  ``(N * prod(S_in), C)`` (linear with zeros padding: each image framed by zero pixels,
+  :data:`bevviz.export.sampler_graph.ZERO_FRAME`), the levels of a fused pattern stacked, one
+  zero row last;
 - per output point ``q`` its ``K`` taps: int32 rows (:func:`bevviz.export.sampler_graph.sample_taps`)
   and weights (the interpolation weights, times the pattern's own weights when fused);
 - the points split into static chunks sized by a memory budget; per chunk one ``Gather``
@@ -30,7 +32,15 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from bevviz.export.sampler_graph import GraphBuilder, SamplerSpec, cast_index, sample_taps, taps_last
+from bevviz.export.sampler_graph import (
+    GraphBuilder,
+    SamplerSpec,
+    cast_index,
+    framed_sizes,
+    sample_taps,
+    taps_last,
+    zero_frame,
+)
 
 __all__ = ["FEW_TAPS", "MAX_CHUNKS", "Level", "build_fused", "build_per_node", "chunk_rows"]
 
@@ -67,12 +77,17 @@ class Level:
         return len(self.grid_shape) if self.grid_shape is not None else len(self.x_shape)
 
     @property
+    def frame(self) -> int:
+        """Zero pixels around each image in the table (:func:`bevviz.export.sampler_graph.zero_frame`)."""
+        return zero_frame(self.spec, self.x_shape)
+
+    @property
     def rows(self) -> int | None:
-        """``N * prod(S_in)`` when static."""
+        """``N * prod(S_in)`` when static (``S_in`` framed, :attr:`frame`)."""
         s = self.x_shape
         if s is None or not all(isinstance(d, int) for d in (s[0], *s[2:])):
             return None
-        return int(np.prod([s[0], *s[2:]]))
+        return int(np.prod([s[0], *framed_sizes(s, self.frame)]))
 
 
 def chunk_rows(points: int | None, k: int, channels: int | None, itemsize: int, budget_bytes: int) -> list[int]:
@@ -106,7 +121,11 @@ def _table(b: GraphBuilder, levels: Sequence[Level]) -> tuple[str, list[str], st
     offset = b.const([0], npt, "offset0")
     for i, lv in enumerate(levels):
         r = lv.rank
-        flat = b.op("Reshape", b.op("Transpose", lv.x, perm=[0, *range(2, r), 1], hint=f"x{i}_last"),
+        x = lv.x
+        if lv.frame:  # zero pixels around every image: a tap outside reads zeros, unmasked
+            sides = [0, 0] + [lv.frame] * (r - 2)
+            x = b.op("Pad", x, b.const(sides + sides, np.int64, f"x{i}_frame"), mode="constant", hint=f"x{i}_framed")
+        flat = b.op("Reshape", b.op("Transpose", x, perm=[0, *range(2, r), 1], hint=f"x{i}_last"),
                     b.op("Concat", b.const([-1], np.int64, "m1"), b.dim(lv.x, lv.x_shape, 1, "C"), axis=0),
                     hint=f"x{i}_rows")
         flats.append(flat)

@@ -16,10 +16,14 @@ of that table its taps read and the weight of each, exactly as ONNX GridSample r
    ``floor(x) + {-1, 0, 1, 2}``, Keys' kernel with ``A = -0.75`` of ``|x - tap|``;
 5. each tap is padded on its own (border: clamped; reflection: reflected, then clamped);
    a tap still outside ``[0, size - 1]`` (zeros padding, NaN, inf) reads the table's zero row
-   (``sentinel``) with weight 0, and its position is never cast from a non-finite float.
+   (``sentinel``) with weight 0, and its position is never cast from a non-finite float;
+   linear sampling with zeros padding instead reads a frame of zero pixels around each
+   image (:data:`ZERO_FRAME`), its coordinate clamped into the frame (NaN to its low edge).
 
 The taps of all axes combine into ``K = prod(k_a)`` taps per point (first spatial axis
-outermost); row = ``offset + n * prod(sizes) + sum_a tap_a * stride_a``.
+outermost); row = ``offset + n * prod(sizes) + sum_a tap_a * stride_a`` (with a zero frame:
+sizes and strides of the framed image, ``tap_a + frame`` for ``tap_a``, computed as one row per
+point plus constant tap offsets).
 
 Convention:
     ``grid[..., 0]`` is ``x`` (column, the last axis of ``X``), ``grid[..., 1]`` is ``y``,
@@ -36,13 +40,21 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["CUBIC_A", "TAPS", "GraphBuilder", "SamplerSpec", "Taps", "sample_taps", "taps_last"]
+__all__ = ["CUBIC_A", "TAPS", "ZERO_FRAME", "GraphBuilder", "SamplerSpec", "Taps", "framed_sizes", "sample_taps",
+           "taps_last", "zero_frame"]
 
 #: Taps per axis of each mode (opset-16 names; "bilinear" is N-linear for any rank).
 TAPS = {"nearest": 1, "bilinear": 2, "bicubic": 4}
 #: The cubic convolution constant of ONNX GridSample and PyTorch (Keys 1981).
 CUBIC_A = -0.75
 _OFFSETS = {"nearest": [0.0], "bilinear": [0.0, 1.0], "bicubic": [-1.0, 0.0, 1.0, 2.0]}
+#: Zero pixels on each side of every spatial axis of an image in the table, for linear sampling
+#: with zeros padding: a coordinate clamped into ``[-2, size]`` reads only zero rows outside the
+#: image (``floor + {0, 1}`` stays in ``[-2, size + 1]``), so no inside mask, no And across
+#: the taps and no Where over the rows is needed (the zeros padding of ONNX, exactly: a point
+#: whose taps all lie outside lands on two frame pixels; no real pixel is read with weight 0
+#: that the original would not read).
+ZERO_FRAME = 2
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,8 @@ class Taps:
     taps in tiny spans); :func:`taps_last` moves them last.
 
     Attributes:
-        index: Table rows, index dtype ``(K, N, *S_out)``; the sentinel where a tap is outside.
+        index: Table rows, index dtype ``(K, N, *S_out)``; the sentinel where a tap is outside
+            (with a zero frame, :func:`zero_frame`: a frame pixel).
         weight: Tap weights, grid dtype ``(K, N, *S_out)``, 0 outside; ``None`` for nearest
             (weight 1; outside reads the zero row).
         k: Taps per point ``K``.
@@ -141,6 +154,18 @@ class Taps:
     index: str
     weight: str | None
     k: int
+
+
+def zero_frame(spec: SamplerSpec, x_shape: Sequence | None) -> int:
+    """Frame width of ``X``'s images in the table: :data:`ZERO_FRAME` for linear, zeros padding
+    and a static shape (the strides are then constants); 0 otherwise (masks and the sentinel row)."""
+    static = x_shape is not None and all(isinstance(s, int) for s in x_shape)
+    return ZERO_FRAME if static and spec.mode == "bilinear" and spec.padding_mode == "zeros" else 0
+
+
+def framed_sizes(x_shape: Sequence, frame: int) -> list[int]:
+    """Spatial sizes ``S_in`` of static ``X (N, C, *S_in)`` with ``frame`` zero pixels on each side."""
+    return [int(s) + 2 * frame for s in x_shape[2:]]
 
 
 def _fold(b: GraphBuilder, x: str, low: str, span: str, axis: str) -> str:
@@ -156,7 +181,7 @@ def _fold(b: GraphBuilder, x: str, low: str, span: str, axis: str) -> str:
 
 
 def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: str,
-               lead: int) -> tuple[str, str, str | None]:
+               lead: int, frame: int = 0) -> tuple[str, str | None, str | None]:
     """Taps along one spatial axis.
 
     Args:
@@ -166,11 +191,15 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
         spec: The sampler settings.
         axis: A name for the axis (names only).
         lead: Rank of ``g``.
+        frame: Zero pixels on each side of the axis in the table (:func:`zero_frame`); when
+            nonzero the coordinate is clamped into the frame instead of masked.
 
     Returns:
         ``(position, inside, weight)``: position index-dtype ``(k, N, *S_out)`` (0 where
-        outside), inside bool ``(k, N, *S_out)``, weight float ``(k, N, *S_out)`` zeroed outside
-        (``None`` for nearest).
+        outside; with a frame: ``floor(x)`` ``(1, N, *S_out)``, the taps' offsets and the frame
+        left to the caller), inside bool ``(k, N,
+        *S_out)`` (None with a frame), weight float ``(k, N, *S_out)`` zeroed outside (``None``
+        for nearest).
     """
     one, zero, half = (b.float_like([v], g, n) for v, n in ((1.0, "one"), (0.0, "zero"), (0.5, "half")))
     size_m1 = b.op("Sub", size_f, one, hint=f"{axis}_size_m1")
@@ -188,13 +217,18 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
         x = b.op("Where", outside, b.op("Max", b.op("Min", x, size_m1), zero), x, hint=f"{axis}_border")
     elif spec.padding_mode == "reflection":
         x = _fold(b, x, low, span, axis)
+    if frame:  # NaN -> -frame, then clamp into [-frame, size]: outside taps read frame pixels
+        lowest = b.float_like([-float(frame)], g, f"{axis}_lowest")
+        x = b.op("Where", b.op("Equal", x, x), x, lowest, hint=f"{axis}_num")
+        x = b.op("Max", b.op("Min", x, size_f), lowest, hint=f"{axis}_clamped")
     # taps on a leading axis (k, N, *S_out): onnxruntime broadcasts a (k, 1, ...) constant over
     # whole rows, while a trailing axis of k elements is broadcast in k-element spans (slow)
     taps_first = [-1] + [1] * lead
-    offsets = b.float_like(np.reshape(_OFFSETS[spec.mode], taps_first), g, f"{axis}_offsets")
     x_k = b.op("Unsqueeze", x, b.const([0], np.int64, "first"), hint=f"{axis}_x")  # (1, N, *S_out)
     start = x_k if spec.mode == "nearest" else b.op("Floor", x_k, hint=f"{axis}_floor")
-    pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (k, N, *S_out)
+    if not frame:  # with a frame the caller adds the taps' constant offsets to one row per point
+        offsets = b.float_like(np.reshape(_OFFSETS[spec.mode], taps_first), g, f"{axis}_offsets")
+        pos = b.op("Add", start, offsets, hint=f"{axis}_taps")  # (k, N, *S_out)
     weight = None
     if spec.mode == "bilinear":  # 1 - |x - (floor + o)| = |(1 - o) - frac|: frac once per point, one k-wide op
         frac = b.op("Sub", x_k, start, hint=f"{axis}_frac")  # (1, N, *S_out), exact in float
@@ -202,6 +236,8 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
                                                       f"{axis}_one_minus_offsets"), frac), hint=f"{axis}_w")
     elif spec.mode == "bicubic":
         weight = _cubic(b, b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist"), axis)
+    if frame:  # bilinear only (zero_frame): the floor, one per point, in [-frame, size]
+        return b.op("Cast", start, to=spec.index_dtype, hint=f"{axis}_floor_i"), None, weight
     if spec.padding_mode == "border":
         pos = b.op("Max", b.op("Min", pos, size_m1), zero, hint=f"{axis}_taps_border")
     elif spec.padding_mode == "reflection":
@@ -266,34 +302,52 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
     static = x_shape is not None and all(isinstance(s, int) for s in x_shape)
     sizes = [b.dim(x, x_shape, 2 + a, f"size{a}") for a in range(d)]
     k = spec.taps_per_axis
+    frame = zero_frame(spec, x_shape)
+    table_shape = [*x_shape[:2], *framed_sizes(x_shape, frame)] if static else x_shape
     rows = inside = weight = stride = None
     width = 1
     for a in reversed(range(d)):  # innermost axis first (stride 1); outer taps vary slowest
         pos, ins, w = _axis_taps(b, comps[d - 1 - a], b.op("CastLike", sizes[a], grid, hint=f"size{a}_f"), spec,
-                                 f"a{a}", lead)
+                                 f"a{a}", lead, frame)
         width *= k
         term = pos if stride is None else b.op("Mul", pos, stride, hint=f"a{a}_offset")
-        rows = _combine(b, _taps_list(b, term, k, f"a{a}_rows"), rows, "Add")
-        inside = _combine(b, _taps_list(b, ins, k, f"a{a}_inside"), inside, "And")
+        if frame:  # one row per point (its floor on every axis); the taps are constant offsets from it
+            rows = [term if rows is None else b.op("Add", rows[0], term, hint=f"a{a}_row")]
+        else:
+            rows = _combine(b, _taps_list(b, term, k, f"a{a}_rows"), rows, "Add")
+        if ins is not None:
+            inside = _combine(b, _taps_list(b, ins, k, f"a{a}_inside"), inside, "And")
         if w is not None:
             weight = _combine(b, _taps_list(b, w, k, f"a{a}_weights"), weight, "Mul")
         if not static:
             size_i = b.op("Cast", sizes[a], to=idt, hint=f"size{a}_i")
             stride = size_i if stride is None else b.op("Mul", stride, size_i, hint=f"stride{a}")
         elif a > 0:
-            stride = b.const([int(np.prod(x_shape[2 + a:]))], cast_index(idt), f"stride{a}")
-    rows, inside = (b.op("Concat", *t, axis=0) if len(t) > 1 else t[0] for t in (rows, inside))  # (K, N, *S_out)
+            stride = b.const([int(np.prod(table_shape[2 + a:]))], cast_index(idt), f"stride{a}")
+    if frame:  # tap (t_0, .., t_{d-1}) of axis offsets o: row + sum_a (o_a + frame) * stride_a, first axis slowest
+        strides = [int(np.prod(table_shape[3 + a:])) for a in range(d)]
+        taps = np.zeros(1, np.int64)
+        for a in range(d):
+            taps = (taps[:, None] + (np.asarray(_OFFSETS[spec.mode], np.int64) + frame) * strides[a]).reshape(-1)
+        rows = [b.op("Add", rows[0], b.const(taps.reshape([-1] + [1] * lead), cast_index(idt), "tap_rows"),
+                     hint="tap_rows")]
+    rows = b.op("Concat", *rows, axis=0) if len(rows) > 1 else rows[0]  # (K, N, *S_out)
+    if inside is not None:
+        inside = b.op("Concat", *inside, axis=0) if len(inside) > 1 else inside[0]
     # stride is now prod(S_in), the rows of one image; image n starts at offset + n * prod(S_in)
     shape_n = [1, -1] + [1] * (grid_rank - 2)
     if static:
-        images = b.const(np.arange(x_shape[0]).reshape(shape_n) * int(np.prod(x_shape[2:])), cast_index(idt), "images")
+        images = b.const(np.arange(x_shape[0]).reshape(shape_n) * int(np.prod(table_shape[2:])), cast_index(idt),
+                         "images")
     else:
         n = b.op("Cast", b.dim(x, x_shape, 0, "N"), to=idt)
         images = b.op("Range", b.const(0, cast_index(idt), "zero_i"), b.op("Squeeze", n, b.const([0], np.int64, "ax0")),
                       b.const(1, cast_index(idt), "one_i"), hint="images")
         images = b.op("Reshape", b.op("Mul", images, stride), b.const(shape_n, np.int64, "n_ones"))
     base = b.op("Add", images, offset, hint="image_base")
-    index = b.op("Where", inside, b.op("Add", base, rows), sentinel, hint="rows")
+    index = b.op("Add", base, rows, hint="rows")
+    if inside is not None:  # no frame: an outside tap reads the sentinel (zero) row
+        index = b.op("Where", inside, index, sentinel, hint="rows_in")
     if weight is not None:
         weight = b.op("Concat", *weight, axis=0, hint="tap_weights") if len(weight) > 1 else weight[0]
     if weight is not None and spec.cast_weights:

@@ -77,6 +77,43 @@ def test_every_mode_and_padding_matches_onnxruntime(rank, mode, padding, align):
     assert report.replaced[0].form == "per-node"
 
 
+def _edge_grid(g_shape, sizes, align: int, seed: int) -> np.ndarray:
+    """Coordinates far outside, and exactly on the edges of the zero frame and of the image."""
+    rng = np.random.default_rng(seed)
+    grid = rng.uniform(-4.0, 4.0, g_shape).astype(np.float32)
+    for axis, size in enumerate(reversed(sizes)):  # grid component 0 is the last spatial axis
+        pix = np.asarray([-3.0, -2.0, -1.5, -1.0, -0.5, 0.0, size - 1.0, size - 0.5, size, size + 0.5, size + 1.0])
+        norm = pix * 2.0 / (size - 1) - 1.0 if align else (2.0 * pix + 1.0) / size - 1.0
+        flat = grid[..., axis].reshape(-1)
+        flat[:len(norm)] = rng.permutation(norm)
+        grid[..., axis] = flat.reshape(grid.shape[:-1])
+    return grid
+
+
+@pytest.mark.parametrize("rank", [4, 5])
+@pytest.mark.parametrize("align", [0, 1])
+@pytest.mark.parametrize("fuse", [False, True])
+def test_linear_zeros_reads_a_zero_frame_instead_of_masks(rank, align, fuse):
+    x_shape, g_shape = [2, 3] + [5, 4, 6][3 - (rank - 2):], [2] + [3, 4, 2][3 - (rank - 2):] + [rank - 2]
+    nodes = [_gs("x", "g", "s", "linear", "zeros", align)]
+    out = [2, 3] + g_shape[1:-1]
+    if fuse:
+        nodes.append(helper.make_node("ReduceSum", ["s", "axes"], ["y"], keepdims=0))
+        inits, out = [numpy_helper.from_array(np.asarray([-1], np.int64), "axes")], out[:-1]
+    else:
+        nodes[0].output[0], inits = "y", []
+    model = _model(nodes, [_vi("x", x_shape), _vi("g", g_shape)], [_vi("y", out)], inits)
+    report = rewrite_grid_sample(model)
+    ops = [n.op_type for n in report.model.graph.node]
+    assert report.replaced[0].form == ("per-node" if not fuse else "fused: ReduceSum")
+    # one Where per axis (a NaN coordinate to the frame's edge), none over the taps; no And
+    assert "Pad" in ops and ops.count("Where") == rank - 2 and "And" not in ops
+    for seed in range(3):
+        feed = {"x": np.random.default_rng(seed).normal(size=x_shape).astype(np.float32),
+                "g": _edge_grid(g_shape, x_shape[2:], align, seed)}
+        assert np.abs(_run(model, feed) - _run(report.model, feed)).max() <= TOL
+
+
 @pytest.mark.parametrize("mode, rank, elem", [("cubic", 5, F), ("linear", 3, F), ("nearest", 3, F),
                                               ("nearest", 4, TensorProto.INT32)])
 def test_forms_onnxruntime_cannot_run_match_onnx_reference(mode, rank, elem):
