@@ -18,8 +18,6 @@ STILL_OPEN = {
     "bevviz/pipeline.py::bev_features",
     "bevviz/export/exporter.py::export_sampler",
     "bevviz/audit/run.py::run_audit",
-    "bevviz/viz/cameras.py::camera_figure",
-    "bevviz/viz/cameras.py::camera_grid_figure",
 }
 
 
