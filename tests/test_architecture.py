@@ -17,7 +17,6 @@ MAX_LINES = 600
 STILL_OPEN = {
     "bevviz/pipeline.py::bev_features",
     "bevviz/export/exporter.py::export_sampler",
-    "bevviz/audit/run.py::run_audit",
 }
 
 
