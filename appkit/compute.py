@@ -18,7 +18,7 @@ from bevviz.calibration import edge_strength
 from bevviz.camera import Rig
 from bevviz.features import conv_features, rgb_features
 from bevviz.pipeline import bev_features
-from bevviz.projection import Projection
+from bevviz.projection import PointValidity, Projection
 from bevviz.samplers import gather_scatter, lut, reference
 from bevviz.viz import calibration_lidar
 from bevviz.viz.cameras import CameraOverlay
@@ -239,7 +239,7 @@ def bev(scene: Scene, grid: BEVGrid, kind: str, stride: int, sampler: str, overl
         ``timings`` (stage -> seconds, measured when first computed).
     """
     f = features(scene, kind, stride)
-    kw: dict = dict(sampler=sampler, overlap=overlap, eps=eps, bounds=bounds)
+    kw: dict = dict(sampler=sampler, overlap=overlap, validity=PointValidity(bounds, eps))
     if sampler == "deformable":
         kw["deformable"] = dict(kernel_size=kernel_size, rounding=rounding)
     timings = {}

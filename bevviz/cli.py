@@ -25,7 +25,16 @@ from pathlib import Path
 
 import click
 
-from bevviz.audit import ENGINES, CheckReport, CheckSettings, check_html, degraded_samples, flagged_rows, run_audit
+from bevviz.audit import (
+    ENGINES,
+    AuditOptions,
+    CheckReport,
+    CheckSettings,
+    check_html,
+    degraded_samples,
+    flagged_rows,
+    run_audit,
+)
 from bevviz.audit.store import MANIFEST, PARTS
 from bevviz.errors import InputError, bug_message
 from bevviz.io.atomic import atomic_write_bytes
@@ -341,8 +350,9 @@ def audit(ctx: click.Context, dataroot: str, version: str, scenes: tuple[str, ..
     refuse_input_as_output("--out", out, reads, folder=True)
     for name in (PARTS, *AUDIT_FILES):  # a dataroot named like what the audit writes into --out
         refuse_input_as_output("--out", Path(out) / name, reads)
-    run = run_audit(dataroot, out, version=version, scenes=_scenes(scenes), settings=settings, resume=resume,
-                    engine=engine, address=address, workers=workers, flush_every=flush_every, progress=progress)
+    run = run_audit(dataroot, out, scenes=_scenes(scenes), settings=settings, resume=resume, progress=progress,
+                    options=AuditOptions(version=version, engine=engine, address=address, workers=workers,
+                                         flush_every=flush_every))
     rows = run.rows.to_pylist()
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("miscalibrated", "inconclusive", "ok", "error")}
     rate = f", {run.samples_per_second:.2f} samples/s" if run.checked else ""

@@ -40,7 +40,7 @@ from bevviz.aggregation import (
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.checks import check_choice, check_shape, field_error
-from bevviz.projection import BOUNDS
+from bevviz.projection import PointValidity
 from bevviz.samplers import SAMPLERS
 from bevviz.samplers import gather_scatter as gs
 from bevviz.samplers import lut as lut_mod
@@ -111,8 +111,8 @@ def _sample_grid_sample(features: torch.Tensor, geom: BEVGeometry, weights: torc
 
 
 def bev_features(features: torch.Tensor, rig: Rig, grid: BEVGrid, sampler: str = "grid_sample",
-                 image_size: Any = None, *, overlap: str = "mean", bounds: str = "pixel",
-                 eps: float = 1e-5, deformable: Any = None, lut: Any = None,
+                 image_size: Any = None, *, overlap: str = "mean", validity: PointValidity | None = None,
+                 deformable: Any = None, lut: Any = None,
                  return_per_camera: bool = False) -> BEVResult:
     """BEV features from per-camera feature maps with the chosen sampler.
 
@@ -128,8 +128,9 @@ def bev_features(features: torch.Tensor, rig: Rig, grid: BEVGrid, sampler: str =
         image_size: Image size (W, H) the rig's pixels refer to: None (calibrated sizes),
             one (W, H) or shape (N_cam, 2).
         overlap: ``"mean"``, ``"first_hit"`` or ``"last_write"`` (module docstring).
-        bounds: Validity bounds, ``"pixel"`` or ``"bevformer"``.
-        eps: Minimum depth of a valid point (metres).
+        validity: Which points are valid: bounds ``"pixel"`` or ``"bevformer"`` and the
+            minimum depth ``eps`` (metres) (:class:`bevviz.projection.PointValidity`; default
+            ``PointValidity()``: pixel bounds, eps 1e-5).
         deformable: For ``sampler="deformable"``: a
             :class:`bevviz.samplers.deformable.DeformableConfig` or a dict of its fields
             (kernel size, dilation, rounding ``"bilinear"``/``"floor"``, offsets).
@@ -153,14 +154,16 @@ def bev_features(features: torch.Tensor, rig: Rig, grid: BEVGrid, sampler: str =
     t_start = time.perf_counter()
     check_choice(sampler, SAMPLERS, "sampler")
     check_choice(overlap, OVERLAPS, "overlap")
-    check_choice(bounds, BOUNDS, "bounds")
+    validity = PointValidity() if validity is None else validity
+    if not isinstance(validity, PointValidity):
+        raise field_error("validity", type(validity).__name__, "must be a PointValidity")
     _check_features(features, rig)
     if not isinstance(grid, BEVGrid):
         raise field_error("grid", type(grid).__name__, "must be a BEVGrid")
     chosen = PIPELINE_SAMPLERS[sampler]
     option = {"deformable": deformable, "lut": lut}.get(chosen.option)
-    return chosen.run(features, rig, grid, _Settings(image_size, overlap, bounds, eps, return_per_camera, t_start),
-                      option)
+    settings = _Settings(image_size, overlap, validity.bounds, validity.eps, return_per_camera, t_start)
+    return chosen.run(features, rig, grid, settings, option)
 
 
 # --------------------------------------------------------------------------- the samplers

@@ -31,6 +31,26 @@ from bevviz.camera import Rig
 from bevviz.checks import check_choice, check_shape, field_error
 
 BOUNDS = ("pixel", "bevformer")
+
+
+@dataclass(frozen=True)
+class PointValidity:
+    """Which projected points count as valid (in front of the camera and inside the image).
+
+    Attributes:
+        bounds: ``"pixel"`` (u in [-0.5, W - 0.5], v in [-0.5, H - 0.5]) or ``"bevformer"``
+            (the normalised coordinates strictly inside (0, 1)); see docs/conventions.md.
+        eps: Minimum depth of a valid point (metres).
+
+    Raises:
+        InputError: an unknown ``bounds``.
+    """
+
+    bounds: str = "pixel"
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        check_choice(self.bounds, BOUNDS, "bounds")
 #: The image width (pixels; nuScenes' cameras) at which pixel-sized defaults are stated.
 REFERENCE_WIDTH_PX = 1600
 

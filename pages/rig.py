@@ -10,7 +10,7 @@ from appkit.sidebar import validity
 from bevviz import downloads, overlays
 from bevviz.checks import MAX_CAMERA_LIDAR_POINTS, escape_markdown
 from bevviz.viz.bev import pick_map
-from bevviz.viz.cameras import camera_grid_figure
+from bevviz.viz.cameras import CameraStyle, ColorScale, camera_grid_figure
 from bevviz.viz.rig3d import rig_figure
 
 require_app()  # first: a page URL opened as the first request runs through app.py
@@ -88,9 +88,9 @@ for ci, name in enumerate(rig.names):
     overlays_by_camera[name] = compute.lidar_overlay(ov, lidar.get(name), lidar_color_by, boxes.get(name))
 layout = [[rig[n] if n is not None else None for n in row] for row in rig.display_grid()]
 lmin, lmax = lidar.get("_range", {}).get(lidar_color_by, (None, None))
-st.plotly_chart(camera_grid_figure(layout, pictures, overlays_by_camera, cmin=cmin, cmax=cmax, color_title=unit,
-                                   lidar_cmin=lmin, lidar_cmax=lmax,
-                                   lidar_title=compute.LIDAR_COLOR_BY[lidar_color_by][1]),
+st.plotly_chart(camera_grid_figure(layout, pictures, overlays_by_camera, style=CameraStyle(
+                    points=ColorScale(cmin=cmin, cmax=cmax, title=unit),
+                    lidar=ColorScale("Plasma", lmin, lmax, compute.LIDAR_COLOR_BY[lidar_color_by][1]))),
                 key="cameras", config={"displaylogo": False})
 st.caption("Hover a point for its BEV cell (x, y, z), pixel (u, v) and depth. Dashed cyan: the horizon; "
            "white: the ground grid at z = 0 every 10 m; magenta rings: the picked cell below.")

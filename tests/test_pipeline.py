@@ -22,6 +22,7 @@ from bevviz.pipeline import (
     reconstruction_error,
     resolve_image_size,
 )
+from bevviz.projection import PointValidity
 from bevviz.samplers.deformable import DeformableConfig, deformable_bev_reference
 from bevviz.samplers.lut import build_lut
 
@@ -175,7 +176,7 @@ def test_bad_inputs_raise_named_errors(feats, rig, grid):
     with pytest.raises(ValueError, match="overlap"):
         bev_features(feats, rig, grid, overlap="max")
     with pytest.raises(ValueError, match="bounds"):
-        bev_features(feats, rig, grid, bounds="strict")
+        bev_features(feats, rig, grid, validity=PointValidity(bounds="strict"))
     with pytest.raises(ValueError, match="image_size"):
         bev_features(feats, rig, grid, image_size=(1600, 900, 3))
     with pytest.raises(ValueError, match="image_size"):
@@ -238,3 +239,12 @@ def test_ground_reconstruction_matches_texture(rendered):
     # The other samplers reconstruct the same picture.
     lut = bev_features(feats, rig, grid, "lut")
     assert float((lut.features - res.features).abs().max()) < TOL
+
+
+@pytest.mark.parametrize("sampler", ["grid_sample", "gather_scatter"])
+def test_point_validity_reaches_the_geometry(feats, rig, grid, sampler):
+    validity = PointValidity(bounds="bevformer", eps=2.0)
+    out = bev_features(feats, rig, grid, sampler=sampler, validity=validity)
+    geom = bev_geometry(rig, grid, eps=2.0, bounds="bevformer")
+    assert torch.equal(out.point_valid, geom.valid)
+    assert not torch.equal(out.point_valid, bev_features(feats, rig, grid, sampler=sampler).point_valid)

@@ -32,7 +32,7 @@ from bevviz.audit.check import (
 from bevviz.audit.local import EngineStats, peak_rss_mib, run_local
 from bevviz.audit.ray_engine import RETRIES, SampleWorker, run_ray
 from bevviz.audit.report import SAMPLE_ROW, check_html, degraded_samples, flagged_rows, summarize, write_report
-from bevviz.audit.run import ENGINES, AuditRun, plan, run_audit
+from bevviz.audit.run import ENGINES, AuditOptions, AuditRun, plan, run_audit
 from bevviz.audit.store import SCHEMA, AuditStore, part_files, read_manifest, read_rows
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
     # engines
     "ENGINES", "RETRIES", "EngineStats", "SampleWorker", "peak_rss_mib", "run_local", "run_ray",
     # the audit, its store and report
-    "SAMPLE_ROW", "SCHEMA", "AuditRun", "AuditStore", "check_html", "degraded_samples", "flagged_rows", "part_files",
-    "plan",
+    "SAMPLE_ROW", "SCHEMA", "AuditOptions", "AuditRun", "AuditStore", "check_html", "degraded_samples",
+    "flagged_rows", "part_files", "plan",
     "read_manifest", "read_rows", "run_audit", "summarize", "write_report",
 ]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bevviz.audit.check import EMBEDDED, CheckSettings
-from bevviz.audit.run import run_audit
+from bevviz.audit.run import AuditOptions, run_audit
 
 __all__ = ["TRAINVAL_SAMPLES", "main", "measure", "project"]
 
@@ -47,8 +47,8 @@ def measure(dataroot: str | Path, settings: CheckSettings, engine: str = "local"
     """
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="bevviz-bench-") as tmp:
-            run = run_audit(dataroot, Path(tmp) / "out", settings=settings, engine=engine, workers=workers,
-                            progress=False, report=False)
+            run = run_audit(dataroot, Path(tmp) / "out", settings=settings, progress=False,
+                            options=AuditOptions(engine=engine, workers=workers, report=False))
     steady = max(run.seconds - run.stats.startup_s, 1e-9)
     return {"engine": engine, "workers": run.stats.workers, "samples": run.checked, "seconds": run.seconds,
             "startup_s": run.stats.startup_s, "samples_per_s": run.samples_per_second,

@@ -223,29 +223,46 @@ def _open(root: str, version: str, out, scenes, settings: CheckSettings, resume:
     return AuditStore(out, manifest, resume=resume, flush_every=flush_every, lock=lock), work
 
 
-def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: str = "v1.0-mini",
-              scenes: Sequence[str] | None = None, settings: CheckSettings | None = None, resume: bool = False,
-              engine: str = "local", address: str | None = None, workers: int | None = None,
-              flush_every: int = 16, progress: bool = True, on_progress: Callable[[int, int], None] | None = None,
-              fn: SampleFn = check_sample, retries: int = RETRIES, report: bool = True) -> AuditRun:
+@dataclass(frozen=True)
+class AuditOptions:
+    """How an audit runs: the dataset's table folder, the engine and what is written.
+
+    Attributes:
+        version: Table folder.
+        engine: ``"local"`` (this process) or ``"ray"``.
+        address: Ray: address of a running cluster (default: start Ray locally).
+        workers: Ray: actors (default 2); local: must be None or 1.
+        retries: Ray: attempts after the first at a sample whose worker died.
+        flush_every: Samples per Parquet part.
+        report: Write ``summary.json`` and ``report.html`` at the end.
+    """
+
+    version: str = "v1.0-mini"
+    engine: str = "local"
+    address: str | None = None
+    workers: int | None = None
+    retries: int = RETRIES
+    flush_every: int = 16
+    report: bool = True
+
+
+def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, scenes: Sequence[str] | None = None,
+              settings: CheckSettings | None = None, resume: bool = False, options: AuditOptions = AuditOptions(),
+              progress: bool = True, on_progress: Callable[[int, int], None] | None = None,
+              fn: SampleFn = check_sample) -> AuditRun:
     """Audit every sample of a nuScenes-format dataset (see the module docstring).
 
     Args:
         dataroot: Dataset root.
         out: Output folder (:mod:`bevviz.audit.store` layout).
-        version: Table folder.
         scenes: Scene names to audit (default all).
         settings: :class:`~bevviz.audit.check.CheckSettings` (default ``CheckSettings()``).
         resume: Continue the audit in ``out`` (same arguments), skipping what is written.
-        engine: ``"local"`` (this process) or ``"ray"``.
-        address: Ray: address of a running cluster (default: start Ray locally).
-        workers: Ray: actors (default 2); local: must be None or 1.
-        flush_every: Samples per Parquet part.
+        options: Table folder, engine, workers, retries, part size and report
+            (:class:`AuditOptions`).
         progress: Show a progress bar (stderr) with rate and ETA.
         on_progress: Optional ``callback(done, total)`` after every sample (for the app).
         fn: The per-sample function (tests inject faults through it).
-        retries: Ray: attempts after the first at a sample whose worker died.
-        report: Write ``summary.json`` and ``report.html`` at the end.
 
     Returns:
         :class:`AuditRun`.
@@ -257,6 +274,7 @@ def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: s
             holding ``out`` and, on ``resume``, a dataset that changed since the audit began
             (``--out``).
     """
+    version, engine, address, workers = options.version, options.engine, options.address, options.workers
     if engine not in ENGINES:
         raise field_error("--engine", engine, f"must be one of {', '.join(ENGINES)}")
     if engine == "local" and workers not in (None, 1):
@@ -268,7 +286,7 @@ def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: s
     # An existing folder is locked before the dataset is opened (minutes on trainval), so a
     # second run on it is refused at once; a new folder is made (and locked) by the store.
     lock = hold_lock(out) if Path(out).is_dir() else None
-    store, work = _open(root, version, out, scenes, settings, resume, flush_every, lock)
+    store, work = _open(root, version, out, scenes, settings, resume, options.flush_every, lock)
     items = work.samples
     try:
         done = store.done()
@@ -291,7 +309,7 @@ def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: s
         try:
             if engine == "ray":
                 stats = run_ray(root, version, todo, settings, on_result, workers=workers or 2, address=address,
-                                fn=fn, retries=retries)
+                                fn=fn, retries=options.retries)
             else:
                 stats = run_local(root, version, todo, settings, on_result, fn=fn)
         finally:
@@ -302,7 +320,7 @@ def run_audit(dataroot: str | os.PathLike, out: str | os.PathLike, *, version: s
         summary = summarize(rows)
         run = AuditRun(Path(out), rows, summary, stats, len(items), len(todo), seconds, problems=len(work.problems),
                        notes=list(store.notes))
-        if report:
+        if options.report:
             store.write_file("summary.json", json.dumps(summary, indent=2) + "\n")
             run.report = store.write_file("report.html", report_html(rows, summary, store.manifest))
     finally:

@@ -20,6 +20,7 @@ from bevviz.export.model_check import CheckRow, ModelCheck, check_model
 from bevviz.export.model_parity import ModelParity, OutputDiff, compare_models, random_feed
 from bevviz.export.models import (
                                   SAMPLERS,
+                                  ExportOptions,
                                   ExportSettings,
                                   ExportSpec,
                                   build_spec,
@@ -46,7 +47,8 @@ from bevviz.export.workflow import STEPS, ExportOutcome, run_export
 
 __all__ = [
     "DEFAULT_RULES_PATH", "FIELDS", "SAMPLERS", "STEPS", "ExportError", "ExportOutcome", "ExportResult",
-    "ExportSettings", "ExportSpec", "IndexUse", "OpReport", "ParityResult", "Rule", "RuleResult", "TensorInfo",
+    "ExportOptions", "ExportSettings", "ExportSpec", "IndexUse", "OpReport", "ParityResult", "Rule", "RuleResult",
+    "TensorInfo",
     "build_spec", "check_parity", "coarsen_factors", "coarsen_grid", "run_export", "default_bev_grid",
     "evaluate_rules", "export_module", "export_sampler", "export_with", "inspect_onnx",
     "load_rules", "parse_rules", "rule_facts", "sampling_grid",

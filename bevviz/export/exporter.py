@@ -31,7 +31,7 @@ import os
 import re
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ import torch
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.export.inspection import TensorInfo, inspect_onnx
-from bevviz.export.models import ExportSettings, ExportSpec, build_spec, default_bev_grid
+from bevviz.export.models import ExportOptions, ExportSettings, ExportSpec, build_spec, default_bev_grid
 from bevviz.shapes import field_error
 from bevviz.synthetic import nuscenes_like_rig
 
@@ -337,37 +337,24 @@ def export_module(spec: ExportSpec, path: str | os.PathLike, opset: int = 18, ex
     return seconds, notes
 
 
-def export_sampler(name: str, path: str | os.PathLike, *, rig: Rig | None = None,
-                   bev_grid: BEVGrid | None = None, features: torch.Tensor | None = None,
-                   mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False,
-                   channels: int = 8, feature_size: tuple[int, int] = (18, 32), dtype: str = "float32",
-                   opset: int = 18, exporter: str = "dynamo", dynamic: bool = True,
-                   keep_int32: bool = True, kernel_size: int = 3, offset_scale: float = 0.5,
-                   seed: int = 0) -> ExportResult:
+def export_sampler(name: str, path: str | os.PathLike, options: ExportOptions | None = None, *,
+                   rig: Rig | None = None, bev_grid: BEVGrid | None = None,
+                   features: torch.Tensor | None = None) -> ExportResult:
     """Export one sampler to ONNX with the shapes of the current rig, grid and features.
 
     Args:
         name: ``"grid_sample"`` (the reference, for contrast), ``"gather_scatter"``,
             ``"deformable"`` (floor variant) or ``"lut"``.
         path: Output ``.onnx`` path.
+        options: Sampling settings, feature size and dtype, opset, exporter, dynamic axes,
+            deformable kernel and seed (:class:`bevviz.export.models.ExportOptions`; which
+            sampler uses which: :class:`bevviz.export.models.ExportSettings`); default
+            ``ExportOptions()``.
         rig: The rig (N_cam cameras); default the nuScenes-like sample rig.
         bev_grid: The BEV grid; default :func:`bevviz.export.models.default_bev_grid`
             (32 x 32 cells, 2 pillar points: small and quick).
         features: Feature maps, shape (N_cam, C, H_f, W_f); default seeded N(0, 1) of
-            ``channels`` x ``feature_size``.
-        mode, padding_mode, align_corners: Sampling settings (see
-            :class:`bevviz.export.models.ExportSettings` for which sampler uses which).
-        channels: C when ``features`` is None.
-        feature_size: (H_f, W_f) when ``features`` is None.
-        dtype: Feature dtype name.
-        opset: Requested ONNX opset (GridSample needs >= 16).
-        exporter: ``"dynamo"`` (default) or ``"torchscript"``.
-        dynamic: Request dynamic batch and feature H/W axes (kept where the sampler's code
-            allows; read the result's ``inputs`` for what stayed symbolic).
-        keep_int32: dynamo only: keep int32 indices in Gather / ScatterElements.
-        kernel_size: Deformable taps per side.
-        offset_scale: Deformable random offset std (feature pixels).
-        seed: Seed of the random features / offsets.
+            ``options.channels`` x ``options.feature_size`` (given features set both).
 
     Returns:
         An :class:`ExportResult` (path, opset, input/output names and shapes, seconds).
@@ -376,14 +363,11 @@ def export_sampler(name: str, path: str | os.PathLike, *, rig: Rig | None = None
         ValueError: a bad setting, naming the field and value (:class:`ExportError`, a
             ``ValueError``, when the export itself fails, e.g. ``grid_sample`` below opset 16).
     """
+    options = ExportOptions() if options is None else options
+    given = {f.name: getattr(options, f.name) for f in fields(ExportOptions)}
     if features is not None and isinstance(features, torch.Tensor) and features.dim() == 4:
-        channels, feature_size = int(features.shape[1]), (int(features.shape[2]), int(features.shape[3]))
-    settings = ExportSettings(sampler=name, mode=mode, padding_mode=padding_mode,
-                              align_corners=align_corners, channels=channels,
-                              feature_size=tuple(feature_size), dtype=dtype, opset=opset,
-                              exporter=exporter, dynamic=dynamic, keep_int32=keep_int32,
-                              kernel_size=kernel_size, offset_scale=offset_scale, seed=seed)
-    return export_with(settings, path, rig=rig, bev_grid=bev_grid, features=features)
+        given.update(channels=int(features.shape[1]), feature_size=(int(features.shape[2]), int(features.shape[3])))
+    return export_with(ExportSettings(sampler=name, **given), path, rig=rig, bev_grid=bev_grid, features=features)
 
 
 def export_with(settings: ExportSettings, path: str | os.PathLike, *, rig: Rig | None = None,

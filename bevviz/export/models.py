@@ -45,12 +45,10 @@ MIN_OPSET, MAX_OPSET = 9, 23
 
 
 @dataclass(frozen=True)
-class ExportSettings:
-    """What to export and how.
+class ExportOptions:
+    """How to export a sampler (every setting but which sampler; see :class:`ExportSettings`).
 
     Attributes:
-        sampler: ``"grid_sample"`` (reference), ``"gather_scatter"``, ``"deformable"``
-            (floor rounding) or ``"lut"``.
         mode: Interpolation for grid_sample / gather_scatter: bilinear, nearest, bicubic.
             The deformable floor variant gathers one pixel per tap and the lookup table
             bakes bilinear weights; for them only ``"bilinear"`` is accepted.
@@ -72,7 +70,6 @@ class ExportSettings:
         seed: Seed of random features and offsets.
     """
 
-    sampler: str = "gather_scatter"
     mode: str = "bilinear"
     padding_mode: str = "zeros"
     align_corners: bool = False
@@ -88,20 +85,10 @@ class ExportSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_choice(self.sampler, SAMPLERS, "sampler")
         check_choice(self.mode, MODES, "mode")
         check_choice(self.padding_mode, PADDING_MODES, "padding_mode")
         if not isinstance(self.align_corners, bool):
             raise field_error("align_corners", self.align_corners, "must be a bool")
-        if self.sampler in ("deformable", "lut"):
-            if self.mode != "bilinear":
-                raise field_error("mode", self.mode, f"the {self.sampler} sampler supports 'bilinear' only")
-            if self.padding_mode != "zeros":
-                raise field_error("padding_mode", self.padding_mode,
-                                  f"the {self.sampler} sampler pads with 'zeros' only")
-            if self.align_corners:
-                raise field_error("align_corners", self.align_corners,
-                                  f"the {self.sampler} sampler uses the pipeline's align_corners=False")
         positive_int(self.channels, "channels")
         if len(tuple(self.feature_size)) != 2:
             raise field_error("feature_size", self.feature_size, "must be (H_f, W_f)")
@@ -115,6 +102,31 @@ class ExportSettings:
         positive_int(self.kernel_size, "kernel_size")
         if not (float(self.offset_scale) >= 0):
             raise field_error("offset_scale", self.offset_scale, "must be >= 0")
+
+
+@dataclass(frozen=True)
+class ExportSettings(ExportOptions):
+    """What to export and how: the sampler and its :class:`ExportOptions` (build it by keyword).
+
+    Attributes:
+        sampler: ``"grid_sample"`` (reference), ``"gather_scatter"``, ``"deformable"``
+            (floor rounding) or ``"lut"``.
+    """
+
+    sampler: str = "gather_scatter"
+
+    def __post_init__(self) -> None:
+        check_choice(self.sampler, SAMPLERS, "sampler")
+        super().__post_init__()
+        if self.sampler in ("deformable", "lut"):
+            if self.mode != "bilinear":
+                raise field_error("mode", self.mode, f"the {self.sampler} sampler supports 'bilinear' only")
+            if self.padding_mode != "zeros":
+                raise field_error("padding_mode", self.padding_mode,
+                                  f"the {self.sampler} sampler pads with 'zeros' only")
+            if self.align_corners:
+                raise field_error("align_corners", self.align_corners,
+                                  f"the {self.sampler} sampler uses the pipeline's align_corners=False")
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -91,7 +91,7 @@ def _segments_polyline(segments: np.ndarray, labels: list[str]) -> tuple[np.ndar
     return line, [plain_text(lab) for lab in labels for _ in range(3)]
 
 
-def _lidar_and_boxes(camera: Camera, ov: CameraOverlay, axes: dict, lidar_marker: dict | None,
+def _lidar_and_boxes(camera: Camera, ov: CameraOverlay, axes: dict, lidar_marker: dict,
                      marker_size: float) -> list[dict]:
     """The "boxes" and "lidar" traces of one camera."""
     data, who = [], plain_text(camera.name)
@@ -103,17 +103,19 @@ def _lidar_and_boxes(camera: Camera, ov: CameraOverlay, axes: dict, lidar_marker
     if ov.lidar_uv is not None and len(ov.lidar_uv):
         data.append(dict(
             type="scattergl", x=ov.lidar_uv[:, 0], y=ov.lidar_uv[:, 1], mode="markers", name="lidar",
-            customdata=ov.lidar_customdata, marker=dict(lidar_marker or {}, size=marker_size - 0.5,
+            customdata=ov.lidar_customdata, marker=dict(lidar_marker, size=marker_size - 0.5,
                                                         color=ov.lidar_color, opacity=0.9),
             hovertemplate=(f"<b>{who}</b> LiDAR<br>(u, v) = (%{{x:.1f}}, %{{y:.1f}})<br>depth "
                            "%{customdata[0]:.2f} m, intensity %{customdata[1]:.0f}<extra></extra>"), **axes))
     return data
 
 
-def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOverlay, xref: str, yref: str,
-                  marker: dict, max_width: int, marker_size: float, label_spacing: float,
-                  lidar_marker: dict | None = None) -> _Panel:
-    """Traces, layout image, shapes and label annotations of one camera on (xref, yref)."""
+def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOverlay, refs: tuple[str, str],
+                  style: CameraStyle, markers: tuple[dict, dict]) -> _Panel:
+    """Traces, layout image, shapes and label annotations of one camera on ``refs`` (xref, yref),
+    its points and LiDAR points coloured by ``markers`` (see :func:`_marker_colors`)."""
+    (xref, yref), (marker, lidar_marker) = refs, markers
+    max_width, marker_size = style.max_width, style.marker_size
     W, H = camera.width, camera.height
     panel = _Panel()
     axes = dict(xaxis=xref, yaxis=yref)
@@ -132,7 +134,7 @@ def _camera_panel(camera: Camera, image: np.ndarray | str | None, ov: CameraOver
                                line=dict(color="rgba(255,255,255,0.85)", width=1.2), connectgaps=False,
                                hoverinfo="skip", **axes))
         if ov.grid_label_uv is not None:
-            panel.notes = _grid_labels(ov.grid_labels, ov.grid_label_uv, label_spacing * W, xref, yref)
+            panel.notes = _grid_labels(ov.grid_labels, ov.grid_label_uv, style.label_spacing * W, xref, yref)
     if ov.horizon is not None:
         panel.data.append(dict(type="scatter", x=ov.horizon[:, 0], y=ov.horizon[:, 1], mode="lines", name="horizon",
                                line=dict(color="#00e5ff", width=2, dash="dash"), hoverinfo="skip", **axes))
@@ -170,42 +172,73 @@ def pixel_axes(camera: Camera, x_anchor: str) -> tuple[dict, dict]:
             dict(range=[H - 0.5, -0.5], visible=False, scaleanchor=x_anchor, scaleratio=1, constrain="domain"))
 
 
-def _marker_colors(colorscale, cmin, cmax, color_title: str, showscale: bool, x: float | None = None) -> dict:
-    bar = colorbar_style(color_title, thickness=8, len=0.95, xpad=4, tickfont=dict(size=9))
+@dataclass(frozen=True)
+class ColorScale:
+    """One colour scale of camera points, with its colour bar.
+
+    Attributes:
+        colorscale: A plotly colour scale name or list.
+        cmin: Lowest value of the scale (None: the data's; share it between cameras so
+            colours compare).
+        cmax: Highest value of the scale (None: the data's).
+        title: The colour bar's title.
+    """
+
+    colorscale: str | list = "Turbo"
+    cmin: float | None = None
+    cmax: float | None = None
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class CameraStyle:
+    """How camera figures draw their image and points.
+
+    Attributes:
+        points: Colour scale of the projected BEV points.
+        lidar: Colour scale of the LiDAR points.
+        max_width: Width images given as arrays are downsampled to for display.
+        marker_size: Point marker size.
+        label_spacing: Grid labels closer than this fraction of the image width to an
+            earlier one are left out (labels nearest the camera go first).
+    """
+
+    points: ColorScale = ColorScale()
+    lidar: ColorScale = ColorScale("Plasma")
+    max_width: int = 400
+    marker_size: float = 3.0
+    label_spacing: float = 0.06
+
+
+def _marker_colors(scale: ColorScale, showscale: bool, x: float | None = None) -> dict:
+    bar = colorbar_style(scale.title, thickness=8, len=0.95, xpad=4, tickfont=dict(size=9))
     bar["title"]["side"] = "right"
     if x is not None:
         bar["x"] = x
-    return dict(colorscale=resolve_colorscale(colorscale), cmin=cmin, cmax=cmax, showscale=showscale, colorbar=bar)
+    return dict(colorscale=resolve_colorscale(scale.colorscale), cmin=scale.cmin, cmax=scale.cmax,
+                showscale=showscale, colorbar=bar)
 
 
 def camera_figure(camera: Camera, image: np.ndarray | str | None, overlay: CameraOverlay | None = None, *,
-                  colorscale: str = "Turbo", cmin: float | None = None, cmax: float | None = None,
-                  color_title: str = "", showscale: bool = False, max_width: int = 400,
-                  height: int = 260, marker_size: float = 3.0, label_spacing: float = 0.06) -> go.Figure:
+                  style: CameraStyle = CameraStyle(), showscale: bool = False, height: int = 260) -> go.Figure:
     """One camera: its image and the overlays, on full-resolution pixel axes.
 
     Args:
         camera: The camera (name and image size set the axes).
-        image: RGB uint8 image, shape (H, W, 3) (downsampled to ``max_width`` and encoded
-            here), an already encoded image as a ``data:`` URI (any size: it is stretched
-            over the full-resolution extent), or None for a blank frame.
+        image: RGB uint8 image, shape (H, W, 3) (downsampled to ``style.max_width`` and
+            encoded here), an already encoded image as a ``data:`` URI (any size: it is
+            stretched over the full-resolution extent), or None for a blank frame.
         overlay: What to draw on top.
-        colorscale, cmin, cmax, color_title, showscale: Colouring of the points (share
-            cmin/cmax between cameras so colours compare).
-        max_width: Width the image is downsampled to for display.
+        style: Colour scales, image width, marker size and label spacing.
+        showscale: Whether the points' colour bar is drawn (the LiDAR one never is here).
         height: Figure height in pixels.
-        marker_size: Point marker size.
-        label_spacing: Grid labels closer than this fraction of the image width to an
-            earlier one are left out (labels nearest the camera go first).
 
     Returns:
-        The figure: traces "ground grid", "horizon", "behind camera", "boxes", "lidar"
-        (default colour scale), "points" and "picked cell" for the overlays given; grid
-        labels are annotations.
+        The figure: traces "ground grid", "horizon", "behind camera", "boxes", "lidar",
+        "points" and "picked cell" for the overlays given; grid labels are annotations.
     """
-    marker = _marker_colors(colorscale, cmin, cmax, color_title, showscale)
-    panel = _camera_panel(camera, image, overlay or CameraOverlay(), "x", "y", marker, max_width, marker_size,
-                          label_spacing)
+    panel = _camera_panel(camera, image, overlay or CameraOverlay(), ("x", "y"), style,
+                          (_marker_colors(style.points, showscale), _marker_colors(style.lidar, False)))
     xaxis, yaxis = pixel_axes(camera, "x")
     layout = base_layout(height, title=camera.name, images=panel.images, shapes=panel.shapes, annotations=panel.notes,
                          xaxis=xaxis, yaxis=yaxis, plot_bgcolor="rgba(0,0,0,0)", dragmode="zoom",
@@ -214,12 +247,8 @@ def camera_figure(camera: Camera, image: np.ndarray | str | None, overlay: Camer
 
 
 def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.ndarray | str | None],
-                       overlays: dict[str, CameraOverlay], *, colorscale: str = "Turbo",
-                       cmin: float | None = None, cmax: float | None = None, color_title: str = "",
-                       max_width: int = 400, row_height: int = 250, marker_size: float = 3.0,
-                       label_spacing: float = 0.06, lidar_colorscale: str = "Plasma",
-                       lidar_cmin: float | None = None, lidar_cmax: float | None = None,
-                       lidar_title: str = "") -> go.Figure:
+                       overlays: dict[str, CameraOverlay], *, style: CameraStyle = CameraStyle(),
+                       row_height: int = 250) -> go.Figure:
     """Every camera of a rig in ONE figure, laid out in rows (e.g. :meth:`Rig.display_grid`).
 
     One figure keeps all WebGL point traces in one WebGL context: browsers allow about 16
@@ -230,13 +259,11 @@ def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.
         cameras: Rows of cameras (None for an empty slot), e.g. 2 rows of 3.
         images: Camera name -> image (array, data URI or None); see :func:`camera_figure`.
         overlays: Camera name -> what to draw on it.
-        colorscale, cmin, cmax, color_title: One colour scale shared by every camera, with
-            one colour bar.
-        max_width: Width images given as arrays are downsampled to.
-        lidar_colorscale, lidar_cmin, lidar_cmax, lidar_title: The LiDAR points' colour scale
-            (shared by every camera, its own colour bar right of the points' one).
+        style: ``style.points``: one colour scale shared by every camera, with one colour
+            bar; ``style.lidar``: the LiDAR points' one (shared by every camera, its own
+            colour bar right of the points' one); image width, marker size and label
+            spacing as in :func:`camera_figure`.
         row_height: Height of each row in pixels.
-        marker_size, label_spacing: As in :func:`camera_figure`.
 
     Returns:
         The figure: per camera the traces of :func:`camera_figure` (and "lidar" and "boxes"
@@ -262,12 +289,10 @@ def camera_grid_figure(cameras: list[list[Camera | None]], images: dict[str, np.
         ya.update(py)
         ov = overlays.get(cam.name) or CameraOverlay()
         showscale = first_points and ov.points_uv is not None and len(ov.points_uv) > 0
-        marker = _marker_colors(colorscale, cmin, cmax, color_title, showscale)
+        marker = _marker_colors(style.points, showscale)
         lidar_scale = first_lidar and ov.lidar_uv is not None and len(ov.lidar_uv) > 0
-        lidar_marker = _marker_colors(lidar_colorscale, lidar_cmin, lidar_cmax, lidar_title, lidar_scale,
-                                      x=1.075 if has_points else None)
-        panel = _camera_panel(cam, images.get(cam.name), ov, xr, yr, marker, max_width, marker_size, label_spacing,
-                              lidar_marker)
+        lidar_marker = _marker_colors(style.lidar, lidar_scale, x=1.075 if has_points else None)
+        panel = _camera_panel(cam, images.get(cam.name), ov, (xr, yr), style, (marker, lidar_marker))
         first_points = first_points and not showscale
         first_lidar = first_lidar and not lidar_scale
         for tr in panel.data:

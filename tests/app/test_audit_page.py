@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bevviz.audit import CheckSettings, run_audit
+from bevviz.audit import AuditOptions, CheckSettings, run_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ROOT / "sample_data" / "nuscenes"
@@ -41,7 +41,7 @@ def test_the_page_opens_without_an_audit(app):
 def test_an_audit_folder_opens_with_its_figures_and_tables(app, tmp_path):
     out = tmp_path / "audit"
     run_audit(SYNTHETIC, out, scenes=["scene-0002"], settings=CheckSettings(lidar=False, estimate=False),
-              progress=False, report=False)
+              progress=False, options=AuditOptions(report=False))
     at = _opened(app, out)
     _clean(at)
     assert len(at.get("plotly_chart")) == 2
@@ -96,7 +96,7 @@ def test_table_problems_are_listed(app, tmp_path):
     out = tmp_path / "audit"
     (root / "samples").symlink_to(SYNTHETIC / "samples")
     run_audit(root, out, scenes=["scene-0001"], settings=CheckSettings(lidar=False, estimate=False),
-              progress=False, report=False)
+              progress=False, options=AuditOptions(report=False))
     at = _opened(app, out)
     _clean(at)
     assert {m.label: m.value for m in at.metric}["Samples"] == "2 / 2"
@@ -110,7 +110,7 @@ def test_an_audit_without_the_lidar_it_asked_for_is_a_warning(app, tmp_path):
     shutil.copytree(SYNTHETIC, data, ignore=shutil.ignore_patterns("LIDAR_TOP"))  # the LiDAR files are gone
     out = tmp_path / "audit"
     run_audit(data, out, scenes=["scene-0002"], settings=CheckSettings(lidar=True, estimate=False),
-              progress=False, report=False)
+              progress=False, options=AuditOptions(report=False))
     at = _opened(app, out)
     _clean(at)
     (warning,) = [w.value for w in at.warning if "less evidence" in w.value]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bevviz.audit import check_sample, read_manifest, read_rows, run_audit
+from bevviz.audit import AuditOptions, check_sample, read_manifest, read_rows, run_audit
 from bevviz.cli import main
 
 
@@ -120,8 +120,8 @@ def ray_run(ray_session, local_run, nuscenes_root, fast, tmp_path_factory):
     once, always = dict.fromkeys(first)
     marker = tmp / "died-once"
     fn = functools.partial(_dies, victims={once: str(marker), always: None})
-    run = run_audit(nuscenes_root, tmp / "ray", settings=fast, engine="ray", workers=2, progress=False, fn=fn,
-                    retries=1)
+    run = run_audit(nuscenes_root, tmp / "ray", settings=fast, progress=False, fn=fn,
+                    options=AuditOptions(engine="ray", workers=2, retries=1))
     return run, once, always, marker
 
 

@@ -13,6 +13,7 @@ import torch
 from bevviz.bev_grid import BEVGrid
 from bevviz.export import (
     ExportError,
+    ExportOptions,
     ExportSettings,
     check_parity,
     evaluate_rules,
@@ -134,8 +135,8 @@ def test_rules_use_the_exported_facts(outcomes):
 def test_grid_sample_below_opset_16_fails_clearly(rig, bev_grid, tmp_path):
     for exporter in ("torchscript", "dynamo"):
         with pytest.raises(ExportError, match=r"field 'opset'.*16.*\(got 15\)"):
-            export_sampler("grid_sample", tmp_path / f"{exporter}.onnx", rig=rig, bev_grid=bev_grid,
-                           opset=15, exporter=exporter, **SMALL)
+            export_sampler("grid_sample", tmp_path / f"{exporter}.onnx",
+                           ExportOptions(opset=15, exporter=exporter, **SMALL), rig=rig, bev_grid=bev_grid)
         assert not (tmp_path / f"{exporter}.onnx").exists()
     out = run_export(ExportSettings(sampler="grid_sample", opset=15, exporter="torchscript", **SMALL),
                      tmp_path / "o.onnx", rig=rig, bev_grid=bev_grid)
@@ -146,11 +147,11 @@ def test_grid_sample_below_opset_16_fails_clearly(rig, bev_grid, tmp_path):
 
 
 def test_grid_sample_at_opset_16_and_20(rig, bev_grid, tmp_path):
-    res = export_sampler("grid_sample", tmp_path / "g16.onnx", rig=rig, bev_grid=bev_grid, opset=16,
-                         exporter="torchscript", **SMALL)
+    res = export_sampler("grid_sample", tmp_path / "g16.onnx", ExportOptions(opset=16, exporter="torchscript", **SMALL),
+                         rig=rig, bev_grid=bev_grid)
     assert res.opset == 16 and inspect_onnx(res.path).has_grid_sample
-    res20 = export_sampler("grid_sample", tmp_path / "g20.onnx", rig=rig, bev_grid=bev_grid, opset=20,
-                           exporter="torchscript", **SMALL)
+    res20 = export_sampler("grid_sample", tmp_path / "g20.onnx",
+                           ExportOptions(opset=20, exporter="torchscript", **SMALL), rig=rig, bev_grid=bev_grid)
     rules = {r.rule.id: r for r in evaluate_rules(res20.facts(), inspect_onnx(res20.path))}
     assert rules["cann-gridsample-listed-opset"].status == "fail"
     assert check_parity(res20, runs=1).ok
@@ -158,8 +159,8 @@ def test_grid_sample_at_opset_16_and_20(rig, bev_grid, tmp_path):
 
 def test_user_features_set_the_shapes(rig, bev_grid, tmp_path):
     feats = torch.randn(2, 12, 5, 8)
-    res = export_sampler("grid_sample", tmp_path / "f.onnx", rig=rig, bev_grid=bev_grid, features=feats,
-                         exporter="torchscript", dynamic=False)
+    res = export_sampler("grid_sample", tmp_path / "f.onnx", ExportOptions(exporter="torchscript", dynamic=False),
+                         rig=rig, bev_grid=bev_grid, features=feats)
     assert res.inputs[0].shape == (2, 12, 5, 8)
     assert np.array_equal(res.example_inputs["features"].numpy(), feats.numpy())
 
@@ -175,6 +176,6 @@ def test_user_features_set_the_shapes(rig, bev_grid, tmp_path):
     (dict(name="grid_sample", features=torch.zeros(3, 4, 5, 6)), "features"),
 ])
 def test_bad_settings_name_the_field(rig, bev_grid, tmp_path, kw, field):
-    name = kw.pop("name")
+    name, features = kw.pop("name"), kw.pop("features", None)
     with pytest.raises(ValueError, match=f"field '{field}'"):
-        export_sampler(name, tmp_path / "x.onnx", rig=rig, bev_grid=bev_grid, **kw)
+        export_sampler(name, tmp_path / "x.onnx", ExportOptions(**kw), rig=rig, bev_grid=bev_grid, features=features)

@@ -48,7 +48,8 @@ def test_camera_figure_has_image_and_all_overlays():
         grid_label_uv=np.array([[30.0, 30.0]]), horizon=np.array([[-0.5, 17.0], [63.5, 17.5]]),
         picks=[{"u": 10.0, "v": 20.0, "z": 0.0, "status": "valid"},
                {"u": 0.0, "v": 0.0, "z": 1.0, "status": "behind"}])
-    fig = cameras.camera_figure(cam, img, ov, cmin=0, cmax=3, showscale=True)
+    fig = cameras.camera_figure(cam, img, ov, style=cameras.CameraStyle(points=cameras.ColorScale(cmin=0, cmax=3)),
+                                showscale=True)
     assert isinstance(fig, go.Figure)
     assert names(fig) == ["ground grid", "horizon", "behind camera", "points", "picked cell"]
     assert [a.text for a in fig.layout.annotations if a.text.startswith("x=")] == ["x=10m"]
@@ -68,7 +69,8 @@ def test_camera_grid_figure_puts_every_camera_on_its_own_axes():
                                     customdata=np.zeros((1, 6)), horizon=np.array([[0.0, 1.0], [5.0, 1.0]]))
            for n in ("CAM_FRONT_LEFT", "CAM_FRONT", "CAM_BACK")}
     img = np.zeros((36, 64, 3), np.uint8)
-    fig = cameras.camera_grid_figure(layout, {"CAM_FRONT": img, "CAM_BACK": None}, ovs, cmin=0, cmax=1)
+    fig = cameras.camera_grid_figure(layout, {"CAM_FRONT": img, "CAM_BACK": None}, ovs,
+                                     style=cameras.CameraStyle(points=cameras.ColorScale(cmin=0, cmax=1)))
     assert [(t.meta, t.name, t.xaxis) for t in fig.data] == [
         ("CAM_FRONT_LEFT", "horizon", "x"), ("CAM_FRONT_LEFT", "points", "x"),
         ("CAM_FRONT", "horizon", "x2"), ("CAM_FRONT", "points", "x2"),

@@ -24,7 +24,8 @@ def test_camera_grid_draws_lidar_and_boxes_with_their_own_colour_bar():
     ov["CAM_BACK"] = cameras.CameraOverlay(lidar_uv=np.array([[1.0, 2.0]]), lidar_color=np.array([4.0]),
                                            lidar_customdata=np.array([[4.0, 1.0]]))
     layout = [[RIG[n] for n in row] for row in RIG.display_grid()]
-    fig = cameras.camera_grid_figure(layout, {}, ov, cmin=0, cmax=2, lidar_cmin=0, lidar_cmax=10, lidar_title="depth")
+    fig = cameras.camera_grid_figure(layout, {}, ov, style=cameras.CameraStyle(
+        points=cameras.ColorScale(cmin=0, cmax=2), lidar=cameras.ColorScale("Plasma", 0, 10, "depth")))
     assert isinstance(fig, go.Figure)
     assert names(fig) == ["boxes", "lidar", "points", "lidar"]
     boxes, front_lidar, points, back_lidar = fig.data
@@ -60,3 +61,12 @@ def test_score_profiles_mark_the_stored_calibration_and_the_optimum():
     stacked = calibration_lidar.score_profiles_figure(profiles, (0.0, 0.5, -1.0), cols=1)
     assert stacked.layout.yaxis.domain[0] > stacked.layout.yaxis3.domain[1]  # roll above yaw
     assert stacked.layout.xaxis.title.text is None and stacked.layout.xaxis3.title.text == "offset (deg)"
+
+
+def test_camera_figure_colours_lidar_by_the_styles_lidar_scale_without_a_bar():
+    ov = cameras.CameraOverlay(lidar_uv=np.array([[1.0, 2.0]]), lidar_color=np.array([4.0]),
+                               lidar_customdata=np.array([[4.0, 1.0]]))
+    style = cameras.CameraStyle(lidar=cameras.ColorScale("Plasma", 1, 7, "intensity"), marker_size=5.0)
+    (lidar,) = cameras.camera_figure(RIG["CAM_BACK"], None, ov, style=style).data
+    assert (lidar.marker.cmin, lidar.marker.cmax, lidar.marker.size) == (1, 7, 4.5)
+    assert not lidar.marker.showscale
