@@ -42,9 +42,9 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import field_error
 from bevviz.export.inspection import TensorInfo, inspect_onnx
 from bevviz.export.models import ExportOptions, ExportSettings, ExportSpec, build_spec, default_bev_grid
-from bevviz.shapes import field_error
 from bevviz.synthetic import nuscenes_like_rig
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import onnx
 
+from bevviz.checks import field_error
 from bevviz.export.inspection import OpReport, dtype_name, inspect_onnx, tensor_types
 from bevviz.export.model_validate import onnxruntime_refusal, validate_model
 from bevviz.export.onnx_file import LoadedModel, as_loaded, walk_graphs
 from bevviz.export.rules import Rule, RuleResult, evaluate_rule, load_rules, rule_facts
-from bevviz.shapes import field_error
 
 __all__ = ["CheckRow", "ModelCheck", "backend_verdicts", "backends", "check_model", "grid_sample_nodes"]
 

@@ -26,11 +26,10 @@ import onnx
 import onnxruntime as ort
 import torch
 
+from bevviz.checks import MiB, check_at_most, field_error
 from bevviz.export.inspection import dtype_name, tensor_types
 from bevviz.export.onnx_file import LoadedModel, as_loaded
 from bevviz.export.parity import DEFAULT_TOL, max_abs_diff
-from bevviz.limits import MiB, check_at_most
-from bevviz.shapes import field_error
 
 __all__ = ["DEFAULT_DIM", "GRID_REACH", "MAX_CHECK_BYTES", "ModelParity", "OutputDiff", "compare_models",
            "parse_dims", "random_feed"]

@@ -22,9 +22,9 @@ import onnx
 import onnx.defs
 import onnxruntime as ort
 
+from bevviz.checks import field_error
 from bevviz.export.inspection import tensor_types
 from bevviz.export.onnx_file import walk_graphs
-from bevviz.shapes import field_error
 
 __all__ = ["ORT_DOMAINS", "grid_sample_modes", "onnxruntime_refusal", "validate_model"]
 

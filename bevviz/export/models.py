@@ -30,12 +30,12 @@ import torch
 from bevviz.aggregation import bev_geometry
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import check_choice, check_shape, field_error, positive_int
 from bevviz.errors import InputError
 from bevviz.samplers import SAMPLERS, gather_scatter, reference
 from bevviz.samplers import lut as lut_mod
 from bevviz.samplers.deformable import deformable_sample
 from bevviz.samplers.reference import MODES, PADDING_MODES, pixel_to_normalized
-from bevviz.shapes import check_choice, check_shape, field_error, positive_int
 
 EXPORTERS = ("dynamo", "torchscript")
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16}

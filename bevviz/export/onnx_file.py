@@ -27,8 +27,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto
 
-from bevviz.limits import MiB, check_at_most
-from bevviz.shapes import field_error
+from bevviz.checks import MiB, check_at_most, field_error
 
 __all__ = ["MAX_ONNX_BYTES", "MAX_ONNX_NODES", "LoadedModel", "as_loaded", "check_valid", "load_model",
            "model_from_bytes", "walk_graphs"]

@@ -11,8 +11,8 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
+from bevviz.checks import field_error
 from bevviz.export.exporter import ExportResult
-from bevviz.shapes import field_error
 
 #: Parity tolerance of issue 6 (float32, unit-scale features).
 DEFAULT_TOL = 1e-5

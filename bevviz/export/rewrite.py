@@ -43,6 +43,7 @@ import onnx.inliner
 import onnx.numpy_helper
 from onnx import TensorProto
 
+from bevviz.checks import MiB, check_choice, field_error
 from bevviz.export.fused_patterns import FusedMatch, find_patterns, node_key
 from bevviz.export.gather_graph import Level, build_fused, build_per_node
 from bevviz.export.index_dtypes import IndexChange, make_indices_int32
@@ -52,9 +53,7 @@ from bevviz.export.model_parity import ModelParity, compare_models
 from bevviz.export.model_validate import validate_model
 from bevviz.export.onnx_file import LoadedModel, as_loaded, check_valid, walk_graphs
 from bevviz.export.sampler_graph import GraphBuilder, SamplerSpec
-from bevviz.limits import MiB
 from bevviz.samplers.gather_scatter import INT32_MAX
-from bevviz.shapes import check_choice, field_error
 
 __all__ = ["DEFAULT_CHUNK_MIB", "INDEX_DTYPES", "Kept", "NodeChange", "Refusal", "RewriteOptions", "RewriteReport",
            "as_loaded", "rewrite_grid_sample"]

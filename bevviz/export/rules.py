@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bevviz.checks import check_choice, field_error
 from bevviz.export.inspection import GATHER_OPS, SCATTER_OPS, OpReport
-from bevviz.shapes import check_choice, field_error
 
 #: The rules shipped with bevviz.
 DEFAULT_RULES_PATH = Path(__file__).resolve().parent.parent / "backend_rules.json"

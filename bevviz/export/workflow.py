@@ -14,13 +14,13 @@ import torch
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
+from bevviz.checks import field_error
 from bevviz.errors import InputError
 from bevviz.export.exporter import ExportError, ExportResult, export_with
 from bevviz.export.inspection import GATHER_OPS, SCATTER_OPS, OpReport, inspect_onnx
 from bevviz.export.models import ExportSettings
 from bevviz.export.parity import ParityResult, check_parity
 from bevviz.export.rules import Rule, RuleResult, evaluate_rules
-from bevviz.shapes import field_error
 
 #: The steps :func:`run_export` reports, in order.
 STEPS = ("export", "inspect", "rules", "parity")

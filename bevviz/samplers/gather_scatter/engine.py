@@ -52,6 +52,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from bevviz import threads
+from bevviz.checks import check_shape, field_error
 from bevviz.samplers.gather_scatter.blocks import (
     Layout,
     gather_blocks,
@@ -64,7 +65,6 @@ from bevviz.samplers.gather_scatter.blocks import (
 from bevviz.samplers.gather_scatter.rounding import tracing
 from bevviz.samplers.gather_scatter.taps import TAPS_PER_AXIS, Taps, bilinear_taps, tap_arrays
 from bevviz.samplers.reference import check_grid_sample_args
-from bevviz.shapes import check_shape, field_error
 
 __all__ = [
     "feature_table", "gather", "gather_points", "GatherResult", "grid_sample", "scatter_add_points"

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bevviz.checks import check_choice, check_shape, field_error
 from bevviz.samplers.gather_scatter.rounding import apply_padding, constant_like, tracing, unnormalize
 from bevviz.samplers.reference import MODES, PADDING_MODES
-from bevviz.shapes import check_choice, check_shape, field_error
 
 __all__ = [
     "INT32_MAX", "TAPS_PER_AXIS", "bilinear_taps", "compute_taps", "index_dtype", "pair_taps", "tap_arrays", "Taps"
