@@ -9,6 +9,7 @@ import pytest
 
 from bevviz.calibration import ImagePyramid
 from bevviz.camera import NUSCENES_CAMERAS, Rig
+from bevviz.io.frame_folder import load_frame_folder
 from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from, open_dataset
 from bevviz.rotations import quaternion_to_matrix
 
@@ -65,3 +66,17 @@ def scene_b(samples, nuscenes_root):
     assert len(frames_b) == 2
     true_R = quaternion_to_matrix(record["true_rotation_wxyz"])  # calibrated_sensor: ego_from_cam
     return record, frames_b[0][0], [ImagePyramid(images) for _, images in frames_b], true_R
+
+
+@pytest.fixture(scope="session")
+def dev_frames(real_sample, sample_data):
+    """name -> (rig, images, scan) of every embedded development frame (the real nuScenes
+    keyframe and the embedded TRI and KITTI frame folders)."""
+    rig, images, scan = real_sample
+    out = {"real-nuscenes": (rig, dict(images), scan)}
+    for name in ("real_tri", "real_kitti"):
+        if not (sample_data / name / "rig.json").is_file():
+            pytest.skip(f"sample_data/{name} is missing")
+        f = load_frame_folder(sample_data / name)
+        out[name] = (f.rig, f.images, f.scan)
+    return out

@@ -13,7 +13,6 @@ import pytest
 
 from bevviz.calibration.gross import GROSS_T, LIDAR_SENSOR, screen_gross_errors, swapped_images
 from bevviz.camera import Camera, Rig
-from bevviz.io.frame_folder import load_frame_folder
 
 ROLL_180 = np.diag([-1.0, -1.0, 1.0])
 ROLL_90 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
@@ -23,19 +22,6 @@ def _turned(camera: Camera, T: np.ndarray) -> Camera:
     M = np.eye(4)
     M[:3, :3] = T
     return camera.replace(cam_from_ego=M @ camera.cam_from_ego)
-
-
-@pytest.fixture(scope="module")
-def dev_frames(real_sample, sample_data):
-    """name -> (rig, images, scan) of every embedded development frame."""
-    rig, images, scan = real_sample
-    out = {"real-nuscenes": (rig, dict(images), scan)}
-    for name in ("real_tri", "real_kitti"):
-        if not (sample_data / name / "rig.json").is_file():
-            pytest.skip(f"sample_data/{name} is missing")
-        f = load_frame_folder(sample_data / name)
-        out[name] = (f.rig, f.images, f.scan)
-    return out
 
 
 @pytest.mark.parametrize("frame", ["real-nuscenes", "real_tri", "real_kitti"])

@@ -10,7 +10,6 @@ import pytest
 
 from bevviz.calibration import MISCALIBRATED, DiagnoseSettings, diagnose
 from bevviz.calibration.lidar.edges import _log_intensity
-from bevviz.io.frame_folder import load_frame_folder
 
 pytestmark = pytest.mark.slow
 
@@ -23,18 +22,6 @@ def _forms(scan) -> dict[str, object]:
     return {"scan": scan, "N4 float32": p.copy(), "N4 float64": p.astype(np.float64),
             "N4 other unit": np.c_[p[:, :3], other].astype(np.float32), "N3": p[:, :3].copy(),
             "N4 shuffled": shuffled}
-
-
-@pytest.fixture(scope="module")
-def dev_frames(real_sample, sample_data):
-    rig, images, scan = real_sample
-    out = {"real-nuscenes": (rig, images, scan)}
-    for name in ("real_tri", "real_kitti"):
-        if not (sample_data / name / "rig.json").is_file():
-            pytest.skip(f"sample_data/{name} is missing")
-        f = load_frame_folder(sample_data / name)
-        out[name] = (f.rig, f.images, f.scan)
-    return out
 
 
 def test_the_intensitys_unit_reads_alike(real_sample):
