@@ -56,6 +56,7 @@ from bevviz.calibration.lidar.image_support import LOCAL_RAD, local_mean
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
+from bevviz.rotations import make_transform
 
 __all__ = [
     "GROSS_T",
@@ -147,9 +148,8 @@ class GrossScreen:
 
 
 def _turned(camera: Camera, T: np.ndarray) -> Camera:
-    M = np.eye(4)
-    M[:3, :3] = T
-    return camera.replace(cam_from_ego=M @ camera.cam_from_ego)
+    """``camera`` turned by ``T`` (3, 3) in its own frame about its optical centre."""
+    return camera.replace(cam_from_ego=make_transform(T, np.zeros(3)) @ camera.cam_from_ego)
 
 
 def _rolls(camera: Camera) -> list[tuple[str, Camera]]:
