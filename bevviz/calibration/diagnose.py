@@ -29,7 +29,7 @@ from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, as_lidar_frames
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence
-from bevviz.calibration.lidar.image_support import MIN_IMAGE_LIFT, image_lift
+from bevviz.calibration.lidar.image_support import MIN_IMAGE_LIFT, MIN_IMAGE_SHARPNESS, image_support
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.sync import rig_timing
 from bevviz.calibration.seams.analysis import (
@@ -436,18 +436,26 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
     return consensus
 
 
-def _null_test(rig: Rig, images: Mapping[str, np.ndarray], findings: Mapping[str, CameraFinding]) -> None:
+def _null_test(rig: Rig, images: Mapping[str, np.ndarray], findings: Mapping[str, CameraFinding],
+               tolerance_deg: float) -> None:
     """An image that does not show the LiDAR's edges where the optimum puts them supports no
-    verdict (what structureless images give, :data:`MIN_IMAGE_LIFT`): such a camera's sure
-    verdict becomes "inconclusive" (:attr:`Doubt.IMAGE_WITHOUT_EDGES`), in place."""
+    verdict (what structureless images give, :data:`MIN_IMAGE_LIFT`), nor does one whose edges
+    are too broad to tell a pose within ``tolerance_deg`` from one beyond it (a heavy blur,
+    :data:`MIN_IMAGE_SHARPNESS`): such a camera's sure verdict becomes "inconclusive"
+    (:attr:`Doubt.IMAGE_WITHOUT_EDGES`, :attr:`Doubt.IMAGE_TOO_BLURRED`), in place."""
     for f in findings.values():
         if f.verdict == INCONCLUSIVE or f.lidar is None or f.camera not in images:
             continue
-        lift = image_lift(images[f.camera], rig[f.camera], f.lidar.uv_best)
-        if lift < MIN_IMAGE_LIFT:
+        sup = image_support(images[f.camera], rig[f.camera], f.lidar.uv_best, tolerance_deg)
+        if sup.lift < MIN_IMAGE_LIFT:
             f.verdict, f.doubt = INCONCLUSIVE, Doubt.IMAGE_WITHOUT_EDGES
             f.reason += (f" But the image shows too little of the LiDAR's edges to support a verdict (lift "
-                         f"{lift:.3f} < {MIN_IMAGE_LIFT}, what structureless images give).")
+                         f"{sup.lift:.3f} < {MIN_IMAGE_LIFT}, what structureless images give).")
+        elif sup.sharpness < MIN_IMAGE_SHARPNESS:
+            f.verdict, f.doubt = INCONCLUSIVE, Doubt.IMAGE_TOO_BLURRED
+            f.reason += (f" But the image's edges are too broad to place the camera within {tolerance_deg:g} deg "
+                         f"(moving the LiDAR's edges by that loses {sup.sharpness:.0%} of their lift, less than "
+                         f"{MIN_IMAGE_SHARPNESS:.0%}: a blurred image).")
 
 
 @on_one_thread
@@ -488,7 +496,7 @@ def judge_with_lidar(rig: Rig, images: Images, grid: BEVGrid | None = None, lida
         evidence = lidar_evidence(rig, None, pairs, replicates=settings.replicates, progress=progress)
     consensus = _lidar_findings(rig, findings, evidence, seam_v, quick_text, settings.rule, motion_known,
                                 intensity_known)
-    _null_test(rig, frames[0].images, findings)
+    _null_test(rig, frames[0].images, findings, settings.rule.tolerance_deg)
     timing = rig_timing({n: ev.timing for n, ev in evidence.items()
                          if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
     return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,

@@ -59,6 +59,7 @@ class Doubt(enum.Enum):
     SCAN_WITHOUT_INTENSITY_OR_MOTION = "the scan has neither intensity nor ego motion"
     SCAN_WITHOUT_MOTION = "the scan came without the ego motion to the exposures"
     IMAGE_WITHOUT_EDGES = "the image shows too little of the LiDAR's edges"
+    IMAGE_TOO_BLURRED = "the image's edges are too broad to place the camera"
     # The rig as a whole (Diagnosis.lidar_doubt).
     LIDAR_LOOKS_OFF = "almost no camera lines up with the LiDAR"
 
