@@ -16,6 +16,7 @@ from bevviz.calibration.verdicts import (
     MIN_VERDICT_POINTS,
     MISCALIBRATED,
     OK,
+    RULE,
     SEAM_TRUST_COST,
     STANDOUT_RATIO,
     TOLERANCE_DEG,
@@ -277,3 +278,22 @@ def test_an_offset_on_an_axis_the_landscape_does_not_hold_is_inconclusive():
     assert lidar_verdict(two, NONE).verdict == MISCALIBRATED
     two.profiles = _profiles([0.3, 2.0, 0.5])  # the held axis is not one it is off on
     assert lidar_verdict(two, NONE).doubt is Doubt.FLAT_VALLEY
+
+
+def test_an_ok_with_a_few_replicates_far_off_is_not_pinned():
+    """Most replicates within the tolerance, a few degrees off: the spread a heavily blurred
+    image gives (1.0-1.9 deg), never a sharp clean camera's (at most 0.33 deg)."""
+    ev = _ev([0.1, -0.2, 0.0])
+    ev.replicates_deg[:2] = [3.0, -2.5, 2.0]  # 2 of 24: 92 % still within the tolerance
+    v = lidar_verdict(ev, NONE)
+    assert (v.verdict, v.doubt) == (INCONCLUSIVE, Doubt.NOT_PINNED) and v.why["spread_deg"] > RULE.max_sd_deg
+
+
+def test_seams_cannot_clear_a_camera_the_lidar_puts_beyond_the_tolerance():
+    fine = seam_verdict(1.0, 2, 0.06)
+    moved = lidar_verdict(_ev([0.0, 0.0, 1.5], stored=0.78, sd=1.5), NONE)  # not pinned, mostly beyond
+    assert moved.verdict == INCONCLUSIVE and moved.beyond >= 0.5
+    judged = combine(moved, fine, 1.0)
+    assert (judged.verdict, judged.doubt) == (INCONCLUSIVE, Doubt.WITNESSES_DISAGREE)
+    near = lidar_verdict(_ev([0.0, 0.0, 0.0], n=10), NONE)  # too few points, within the tolerance
+    assert combine(near, fine, 1.0).verdict == OK  # there the seams still decide

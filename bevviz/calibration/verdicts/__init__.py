@@ -39,8 +39,9 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       model (``OTHERS_EXPLAIN``), or a camera within the tolerance (of the consensus, or of
       the LiDAR itself) once the LiDAR may be displaced along the car's axis (``TIMING``,
       :mod:`~bevviz.calibration.lidar.sync`); else miscalibrated;
-    * not accused: a bootstrap spread above ``max_sd_deg`` with fewer than ``CONFIDENCE`` of
-      the replicates within the tolerance (``NOT_PINNED``);
+    * not accused: a bootstrap spread above ``max_sd_deg`` on some axis, even with
+      ``CONFIDENCE`` of the replicates within the tolerance (a few far off: a blurred
+      image's spread, not a sharp clean camera's) (``NOT_PINNED``);
     * ok on its own but beyond the tolerance against the LiDAR because the whole rig is
       (the consensus is larger than the tolerance): the LiDAR-to-ego calibration is the
       suspect (``RIG_OFF``);
@@ -55,7 +56,8 @@ miscalibrated, one whose seams do not is ok.
 Both: a camera the LiDAR calls miscalibrated and informative seams call clearly fine (or
 the other way round) is inconclusive: the witnesses disagree (``WITNESSES_DISAGREE``).
 Where the LiDAR cannot judge (too few edge points, a flat score, split evidence),
-informative seams decide.
+informative seams decide; but they cannot clear a camera that most of the LiDAR's replicates
+put beyond the tolerance (``WITNESSES_DISAGREE``: blurred images' seams agree everywhere).
 
 ``TOLERANCE_DEG = 0.5``: half a degree moves a point 50 m out by 0.44 m, less than one BEV
 cell of 0.512 m; a larger error smears objects across cells. docs/calibration.md says on

@@ -97,6 +97,11 @@ def combine(lidar: LidarVerdict | None, seams: SeamVerdict, quick_score: float) 
             or (lidar.verdict == OK and seams.verdict == MISCALIBRATED)):
         return Judgement(INCONCLUSIVE, Doubt.WITNESSES_DISAGREE,
                          f"witnesses disagree: {lidar.reason}; but {seams.reason}", witnesses)
+    if lidar.verdict == INCONCLUSIVE and seams.verdict == OK and lidar.beyond >= 0.5:
+        # the seams cannot clear a camera most of the LiDAR's replicates put beyond the tolerance: blurred
+        # images' seams agree everywhere (TRI t2 under a 25 px blur: two cameras "ok", 2-3 deg off +- 1-2)
+        return Judgement(INCONCLUSIVE, Doubt.WITNESSES_DISAGREE,
+                         f"witnesses disagree: {seams.reason}; but {lidar.reason}", witnesses)
     if lidar.verdict == INCONCLUSIVE and seams.verdict != INCONCLUSIVE:
         return Judgement(seams.verdict, seams.doubt, f"seams decide: {seams.reason}; the LiDAR cannot: {lidar.reason}",
                          witnesses)

@@ -249,8 +249,10 @@ def _timing(c: LidarCase) -> Why | None:
 
 
 def _not_pinned(c: LidarCase) -> Why | None:
+    # an "ok" too: most replicates within the tolerance and a few far off is a spread that a
+    # blurred image gives (1.0-1.9 deg), never a sharp clean camera (at most 0.33 deg)
     unc = c.spread
-    if c.accused or not (np.max(unc) > c.rule.max_sd_deg and c.within < c.confidence):
+    if c.accused or not np.max(unc) > c.rule.max_sd_deg:
         return None
     p = c.pinned
     pinned = f"it pins down {p.words()}"
