@@ -64,7 +64,6 @@ from bevviz.calibration.verdicts import (
 from bevviz.camera import Rig
 from bevviz.checks import field_error
 from bevviz.errors import InputError
-from bevviz.lidar import LidarScan
 from bevviz.threads import on_one_thread
 
 __all__ = [
@@ -265,18 +264,25 @@ def _order(findings: Sequence[CameraFinding]) -> list[CameraFinding]:
     return sorted(findings, key=lambda f: (VERDICTS.index(f.verdict), -f.score))
 
 
-#: Said of a camera the LiDAR would name from a scan that carried no ego motion to the exposures.
-NO_MOTION_NOTE = ("the LiDAR came as a plain array, without the ego motion to this camera's exposure: on a "
-                  "moving car that alone can turn a camera's offset by about a degree, so the LiDAR convicts no "
-                  "camera; pass what bevviz.io.nuscenes.load_lidar returns, or a LidarScan (with "
-                  "exposure_from_keyframe, or with none for cameras that fire with the LiDAR)")
+#: The doubts that say the LiDAR cannot judge a camera at all: they stay first whatever the
+#: scan lacks.
+BLIND_DOUBTS = (Doubt.TOO_FEW_EDGE_POINTS, Doubt.NOT_IN_METRES, Doubt.FLAT_SCORE)
 
 
-#: Said of a camera the LiDAR alone would name from a scan with neither intensity nor motion.
+#: Said of every camera a scan would judge surely when it states no ego motion to the exposures
+#: of a rig of several cameras.
+NO_MOTION_NOTE = ("the scan states no ego motion to this camera's exposure (a plain array, or a LidarScan without "
+                  "exposure_from_keyframe): on a moving car that alone can turn a camera's offset by about a "
+                  "degree, so the LiDAR neither convicts nor clears a camera of this rig; pass what "
+                  "bevviz.io.nuscenes.load_lidar returns, or a LidarScan with exposure_from_keyframe (the identity "
+                  "for cameras that fire with the LiDAR)")
+
+
+#: Said of every camera a scan would judge surely when it has neither intensity nor stated motion.
 NO_EVIDENCE_NOTE = ("the scan carries neither intensity nor the ego motion to the exposures (a plain (N, 3) array): "
                     "its depth edges alone cannot tell a turned camera from a moving car's timing (about a degree), "
-                    "so the LiDAR convicts no camera; pass the intensity or what bevviz.io.nuscenes.load_lidar "
-                    "returns")
+                    "so the LiDAR neither convicts nor clears a camera; pass the intensity or what "
+                    "bevviz.io.nuscenes.load_lidar returns")
 
 
 def _seam_findings(rig: Rig, analyses: Sequence[SeamAnalysis]) -> tuple[dict[str, CameraFinding], float,
@@ -412,19 +418,28 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
     """Fill the LiDAR fields and verdicts of ``findings`` in place (their seam verdicts
     ``seam_v`` as the seams found them); returns the consensus.
 
-    A scan that carries neither intensity nor the ego motion to the exposures (a plain
-    (N, 3) array) convicts no camera: its depth edges alone cannot tell a rotation from the
-    timing of a moving car (:data:`NO_EVIDENCE_NOTE`)."""
+    The verdict rests on what the scan carries, not on its container. A scan that states no
+    ego motion to the exposures (``motion_known`` False: a plain array, or a LidarScan without
+    ``exposure_from_keyframe``) neither convicts nor clears a camera of a rig of several
+    cameras, whose exposures the car moved between; nor, with neither intensity nor motion,
+    of a one-camera rig (its depth edges alone cannot tell a turn from the timing). Every
+    camera is then "inconclusive" for that first (:attr:`Doubt.SCAN_WITHOUT_MOTION`,
+    :attr:`Doubt.SCAN_WITHOUT_INTENSITY_OR_MOTION`; its own evidence stays in the reason),
+    unless the LiDAR cannot judge it at all (:data:`BLIND_DOUBTS` stay):
+    the same points in any form give the same verdicts, and a fuller form is sure only where
+    a poorer one says what it lacks."""
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)
+    can_judge = motion_known or (len(rig) == 1 and intensity_known)
     for cam, f in findings.items():
         ev = evidence[cam]
         lv = lidar_verdict(ev, consensus, rule=rule)
         judged = combine(lv, seam_v[cam], f.quick_score)
         f.verdict, f.doubt, text = judged.verdict, judged.doubt, judged.reason
-        if f.verdict == MISCALIBRATED and not motion_known:  # a plain array: the same points as a scan convict no one
+        if not can_judge and f.doubt not in BLIND_DOUBTS:  # the scan's lack first, unless the LiDAR is blind here
+            text = f"{text}; {'but ' if f.verdict != INCONCLUSIVE else 'and '}" + (
+                NO_MOTION_NOTE if intensity_known else NO_EVIDENCE_NOTE)
             f.verdict = INCONCLUSIVE
             f.doubt = Doubt.SCAN_WITHOUT_MOTION if intensity_known else Doubt.SCAN_WITHOUT_INTENSITY_OR_MOTION
-            text = f"{text}; but {NO_MOTION_NOTE if intensity_known else NO_EVIDENCE_NOTE}"
         f.witnesses = judged.witnesses
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
@@ -489,9 +504,7 @@ def judge_with_lidar(rig: Rig, images: Images, grid: BEVGrid | None = None, lida
     motion_known = intensity_known = True
     if evidence is None:
         pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
-        scans = lidar if isinstance(lidar, (list, tuple)) else [lidar]  # a LidarScan states its motion
-        motion_known = all(isinstance(x, LidarScan) for x in scans) or any(
-            len(fr.scan.exposure_from_keyframe) for fr in pairs)
+        motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)  # stated, whatever the container
         intensity_known = any(fr.ranks is not None for fr in pairs)
         evidence = lidar_evidence(rig, None, pairs, replicates=settings.replicates, progress=progress)
     consensus = _lidar_findings(rig, findings, evidence, seam_v, quick_text, settings.rule, motion_known,
@@ -525,8 +538,10 @@ def diagnose(rig: Rig, images: Images, grid: BEVGrid | None = None, lidar: objec
             :func:`bevviz.io.nuscenes.load_lidar` returns (a :class:`bevviz.lidar.LidarScan`,
             which also carries the rings and the ego motion to each camera's exposure); a
             list with one per frame for several frames. A plain array is taken as seen at
-            every camera's exposure (no ego motion) with rings inferred, and its evidence
-            convicts no camera (a LidarScan states its motion: pass one to be convicted).
+            every camera's exposure with rings inferred; a scan that states no ego motion
+            (an array, or a LidarScan without ``exposure_from_keyframe``) neither convicts
+            nor clears a camera of a rig of several cameras (every form of the same points
+            gives the same verdicts; pass a LidarScan with its motion to be judged).
         settings: :class:`DiagnoseSettings` (default: the shipped doctor).
         ground_truth: Optional known BEV texture (:class:`GroundTruth` or an array
             (H_bev, W_bev, 3) on ``grid``) in the first frame's ego frame.
