@@ -125,11 +125,16 @@ def test_a_lidar_in_its_sensor_frame_is_named_and_no_camera_is_blamed(dev_frames
     assert screen.lidar_from_scan[:3, 3] == pytest.approx([0.94, 0.0, 1.84], abs=0.15)
 
 
-def test_a_lidar_the_cameras_cannot_place_blames_no_camera(dev_frames):
+def test_a_tri_lidar_in_its_sensor_frame_is_named_and_no_camera_is_screened_against_it(dev_frames):
+    """TRI's images lift the turned scan less than nuScenes': the move forward and up is searched
+    together (from one axis it stalled at 0.25 m up), and the cameras are not screened against a
+    LiDAR placed this roughly (a clean camera's image fit another's by 1.9 standard errors)."""
     rig, images, scan = dev_frames["real_tri"]
     screen = screen_gross_errors(rig, images, _in_sensor_frame(scan, 180.0))
-    assert screen.errors == []
-    assert any("names no camera" in n for n in screen.notes)
+    assert screen.sensors == [LIDAR_SENSOR] and screen.fixed is None
+    assert "turned 180 deg about the vertical" in screen.errors[0].message
+    assert screen.lidar_from_scan[:3, 3] == pytest.approx([0.94, 0.0, 1.84], abs=0.35)
+    assert any("not screened against a LiDAR the screen had to turn" in n for n in screen.notes)
 
 
 @pytest.mark.parametrize("frame", ["real-nuscenes", "real_tri", "real_kitti"])
