@@ -83,6 +83,7 @@ from bevviz.session.report import (
     CheckSettings,
     ConventionCheck,
     SensorFault,
+    cameras_grounded,
     projection_sanity,
 )
 from bevviz.session.scene import Scene
@@ -224,6 +225,11 @@ class Doctor:
     def _ground_shift(self) -> float:
         """:func:`ground_shift` of the scene's scan (computed once), corrected by the move the
         gross-error screen found when it named the LiDAR (:meth:`gross`, when it has run)."""
+        g = self._lidar_ground_shift()
+        return 0.0 if g and cameras_grounded(self.rig, g) else g
+
+    def _lidar_ground_shift(self) -> float:
+        """:func:`ground_shift` of the scene's scan, corrected by the gross-error screen's LiDAR move."""
         g = self.ground_z()
         screen = self._gross[0] if self._gross else None
         if g is not None and screen is not None and screen.lidar_from_scan is not None:
@@ -231,9 +237,18 @@ class Doctor:
         return _shift(g)
 
     def ground_note(self) -> str:
-        """A sentence when the LiDAR sees the ground more than :data:`GROUND_SHIFT_M` from z = 0
-        (the physical checks then measure from there, :meth:`_ground_shift`), else ""."""
+        """A sentence when the LiDAR sees the ground more than :data:`GROUND_SHIFT_M` from z = 0:
+        the physical checks then measure from there (:meth:`_ground_shift`), or, when every
+        camera sits at a plausible height above z = 0 and not above that ground
+        (:func:`cameras_grounded`), the LiDAR's height is the suspect; else ""."""
+        lidar_g = self._lidar_ground_shift()
         g = self._ground_shift()
+        if lidar_g and not g:
+            z = [float(c.position[2]) for c in self.rig]
+            return (f"the LiDAR sees the ground at z = {lidar_g:+.2f} m of the ego frame while every camera sits at a "
+                    f"plausible height above z = 0 ({min(z):.2f}-{max(z):.2f} m): the LiDAR's points look "
+                    f"{abs(lidar_g):.2f} m too {'high' if lidar_g > 0 else 'low'} (its height in its calibration), "
+                    "not the cameras; the projection sanity judges the cameras' heights from z = 0")
         if not g:
             return ""
         return (f"the LiDAR sees the ground at z = {g:+.2f} m of the ego frame, not at z = 0: the rig is stored in a "

@@ -10,6 +10,7 @@ import pytest
 
 from bevviz.camera import Rig
 from bevviz.session import CheckSettings, Doctor, check_rig, load_scene
+from bevviz.session.report import cameras_grounded
 from bevviz.session.scene import Scene
 
 FAST = CheckSettings(replicates=4)
@@ -38,6 +39,31 @@ def test_a_lidar_two_metres_low_is_named_and_no_camera_is_flagged(real_sample):
     report = _doctor(rig, images, dataclasses.replace(scan, points=low)).check()
     assert report.flagged() == ["LIDAR"] and report.exit_code() == 1
     assert all(not c.sanity.problems and c.verdict != "miscalibrated" for c in report.cameras)
+
+
+def test_a_lidar_the_screen_cannot_place_flags_no_camera_by_its_height(sample_data):
+    """TRI's scan 1.2 m up: the gross-error screen does not name it, but the cameras sit at
+    plausible heights above z = 0 and not above that LiDAR's ground: the heights are judged
+    from z = 0 and the note names the LiDAR's height, not six cameras."""
+    if not (sample_data / "real_tri" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri is missing")
+    scene = load_scene(str(sample_data / "real_tri"))
+    high = np.array(scene.lidar.points)
+    high[:, 2] += 1.2
+    doctor = _doctor(scene.rig, scene.images, dataclasses.replace(scene.lidar, points=high))
+    assert cameras_grounded(scene.rig, doctor.ground_z()) and not cameras_grounded(scene.rig, 0.0)
+    assert all(not s.problems for s in doctor.sanity().values()), doctor.sanity()
+    assert "the LiDAR's points look 1." in doctor.ground_note() and "too high" in doctor.ground_note()
+
+
+def test_a_rig_in_its_lidars_frame_is_not_grounded_at_z_0(sample_data):
+    """KITTI's rig in the Velodyne's frame: the cameras sit near z = 0, the road 1.7 m below."""
+    if not (sample_data / "real_kitti" / "rig.json").is_file():
+        pytest.skip("sample_data/real_kitti is missing")
+    scene = load_scene(str(sample_data / "real_kitti"))
+    doctor = _doctor(scene.rig, scene.images, scene.lidar)
+    assert doctor.ground_z() < -1.0 and not cameras_grounded(scene.rig, doctor.ground_z())
+    assert "stored in a sensor's frame" in doctor.ground_note()
 
 
 def test_a_clean_rig_names_no_fault(real_sample):
