@@ -6,7 +6,8 @@ For the embedded real nuScenes keyframe, TRI frame and KITTI frame it prints: ea
 camera's best alternative (in standard errors; the screen names one from
 ``bevviz.calibration.gross.GROSS_T``); every camera turned 180 and 90 deg about its optical
 axis and what the screen names; one image given under a second name; a LiDAR moved 1.9 m down,
-1.2 m up and 1.5 m forward; N seeds of uniform noise and black / grey / white images; with
+1.2 m up and 1.5 m forward, and in its sensor's frame (turned 90, 180 and 270 deg,
+mounted at (0.94, 0, 1.84) m); N seeds of uniform noise and black / grey / white images; with
 ``--swaps`` every pair of images swapped. Last, the screen's time per frame and its ratio to
 ``diagnose(rig, images, lidar=scan)`` of the same frame measured in the same run (the issue's
 budget: at most 2 s for 6 cameras on this machine).
@@ -79,6 +80,15 @@ def main() -> None:
             pts[:, axis] += move
             s = screen_gross_errors(rig, images, dataclasses.replace(scan, points=pts))
             print(f"   LiDAR moved {move:+.1f} m along {'xyz'[axis]}: {named(s)}")
+        for yaw in (90.0, 180.0, 270.0):  # a scan in its sensor's frame: mounted (0.94, 0, 1.84) m, turned
+            a = np.radians(yaw)
+            R = np.array([[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0], [0.0, 0.0, 1.0]])
+            pts = np.array(scan.points)
+            pts[:, :3] = (pts[:, :3] - np.array([0.94, 0.0, 1.84])) @ R
+            t0 = time.perf_counter()
+            s = screen_gross_errors(rig, images, dataclasses.replace(scan, points=pts))
+            dt = time.perf_counter() - t0
+            print(f"   LiDAR in its sensor's frame, turned {yaw:.0f} deg: {named(s)} ({dt:.1f} s)")
         rng = np.random.default_rng(0)
         found = 0
         for _ in range(args.noise):
