@@ -278,7 +278,7 @@ def _taps_list(b: GraphBuilder, stacked: str, k: int, hint: str) -> list[str]:
 
 
 def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, grid_rank: int, spec: SamplerSpec,
-                offset: str, sentinel: str) -> Taps:
+                offset: str, sentinel: str | None) -> Taps:
     """The table rows and weights of one GridSample's taps (see the module docstring).
 
     Args:
@@ -289,7 +289,8 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
         grid_rank: ``2 + d``, the rank of ``grid``.
         spec: Mode, padding, align_corners, index dtype.
         offset: Index-dtype ``(1,)``: the row of this input's first pixel in the table.
-        sentinel: Index-dtype ``(1,)``: the table's zero row.
+        sentinel: Index-dtype ``(1,)``: the table's zero row; None when the table has none
+            (only for a spec read through a zero frame, :func:`zero_frame`).
 
     Returns:
         :class:`Taps` of ``K = k ** d`` taps per point.
@@ -347,6 +348,8 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
     base = b.op("Add", images, offset, hint="image_base")
     index = b.op("Add", base, rows, hint="rows")
     if inside is not None:  # no frame: an outside tap reads the sentinel (zero) row
+        if sentinel is None:
+            raise RuntimeError("a masked GridSample rewrite needs the table's zero row (a bug in bevviz)")
         index = b.op("Where", inside, index, sentinel, hint="rows_in")
     if weight is not None:
         weight = b.op("Concat", *weight, axis=0, hint="tap_weights") if len(weight) > 1 else weight[0]

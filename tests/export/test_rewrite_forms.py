@@ -108,6 +108,9 @@ def test_linear_zeros_reads_a_zero_frame_instead_of_masks(rank, align, fuse):
     assert report.replaced[0].form == ("per-node" if not fuse else "fused: ReduceSum")
     # one Where per axis (a NaN coordinate to the frame's edge), none over the taps; no And
     assert "Pad" in ops and ops.count("Where") == rank - 2 and "And" not in ops
+    # no tap reads a sentinel: the table is the framed features moved channels-last, no zero row joined
+    assert not [n for n in report.model.graph.node if n.op_type in ("Concat", "ConstantOfShape")
+                and any("table" in o or "zero_row" in o for o in n.output)]
     for seed in range(3):
         feed = {"x": np.random.default_rng(seed).normal(size=x_shape).astype(np.float32),
                 "g": _edge_grid(g_shape, x_shape[2:], align, seed)}
