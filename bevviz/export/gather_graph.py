@@ -4,9 +4,9 @@ The formulation of the fused kernels of NPU vendors (and of
 :mod:`bevviz.samplers.gather_scatter`), written as plain ONNX:
 
 - one channels-last table ``(rows, C)``: every input ``X (N, C, *S_in)`` transposed to
-  ``(N * prod(S_in), C)`` (linear with zeros padding: each image framed by zero pixels,
-  :data:`bevviz.export.sampler_graph.ZERO_FRAME`), the levels of a fused pattern stacked, one
-  zero row last;
+  ``(N * prod(S_in), C)`` (linear or nearest with zeros padding: each image framed by zero
+  pixels, :data:`bevviz.export.sampler_graph.ZERO_FRAME`), the levels of a fused pattern
+  stacked, one zero row last where a level's taps are masked;
 - per output point ``q`` its ``K`` taps: int32 rows (:func:`bevviz.export.sampler_graph.sample_taps`)
   and weights (the interpolation weights, times the pattern's own weights when fused);
 - the points split into static chunks sized by a memory budget; per chunk one ``Gather``

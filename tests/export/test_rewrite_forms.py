@@ -93,9 +93,10 @@ def _edge_grid(g_shape, sizes, align: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("rank", [4, 5])
 @pytest.mark.parametrize("align", [0, 1])
 @pytest.mark.parametrize("fuse", [False, True])
-def test_linear_zeros_reads_a_zero_frame_instead_of_masks(rank, align, fuse):
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+def test_zeros_padding_reads_a_zero_frame_instead_of_masks(rank, align, fuse, mode):
     x_shape, g_shape = [2, 3] + [5, 4, 6][3 - (rank - 2):], [2] + [3, 4, 2][3 - (rank - 2):] + [rank - 2]
-    nodes = [_gs("x", "g", "s", "linear", "zeros", align)]
+    nodes = [_gs("x", "g", "s", mode, "zeros", align)]
     out = [2, 3] + g_shape[1:-1]
     if fuse:
         nodes.append(helper.make_node("ReduceSum", ["s", "axes"], ["y"], keepdims=0))
