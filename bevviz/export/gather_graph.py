@@ -4,9 +4,9 @@ The formulation of the fused kernels of NPU vendors (and of
 :mod:`bevviz.samplers.gather_scatter`), written as plain ONNX:
 
 - one channels-last table ``(rows, C)``: every input ``X (N, C, *S_in)`` transposed to
-  ``(N * prod(S_in), C)`` (linear with zeros padding: each image framed by zero pixels,
-  :data:`bevviz.export.sampler_graph.ZERO_FRAME`), the levels of a fused pattern stacked, one
-  zero row last;
+  ``(N * prod(S_in), C)`` (linear or nearest with zeros padding: each image framed by zero
+  pixels, :data:`bevviz.export.sampler_graph.ZERO_FRAME`), the levels of a fused pattern
+  stacked, one zero row last where a level's taps are masked;
 - per output point ``q`` its ``K`` taps: int32 rows (:func:`bevviz.export.sampler_graph.sample_taps`)
   and weights (the interpolation weights, times the pattern's own weights when fused);
 - the points split into static chunks sized by a memory budget; per chunk one ``Gather``
@@ -108,12 +108,16 @@ def chunk_rows(points: int | None, k: int, channels: int | None, itemsize: int, 
     return sizes
 
 
-def _table(b: GraphBuilder, levels: Sequence[Level]) -> tuple[str, list[str], str]:
-    """Channels-last table of every level plus one zero row.
+def _table(b: GraphBuilder, levels: Sequence[Level]) -> tuple[str, list[str], str | None]:
+    """Channels-last table of every level, plus one zero row where a level's taps are masked.
+
+    A level framed by zero pixels (:attr:`Level.frame`) never reads a sentinel row; when every
+    level is framed the table has no zero row (and one level's table is its features, moved
+    channels-last, with no ``Concat`` copy).
 
     Returns:
-        ``(table (rows + 1, C), offset of each level (1,), sentinel (1,))``, offsets and
-        sentinel in the index dtype.
+        ``(table (rows [+ 1], C), offset of each level (1,), sentinel (1,) or None)``, offsets
+        and sentinel in the index dtype; the sentinel (the zero row) is None without a zero row.
     """
     idt = levels[0].spec.index_dtype
     npt = cast_index(idt)
@@ -135,6 +139,8 @@ def _table(b: GraphBuilder, levels: Sequence[Level]) -> tuple[str, list[str], st
         else:
             size = b.op("Cast", b.op("Shape", flat, start=0, end=1), to=idt, hint=f"rows{i}")
         offset = b.op("Add", offset, size, hint=f"offset{i + 1}")
+    if all(lv.frame for lv in levels):  # no masked tap: no zero row
+        return (flats[0] if len(flats) == 1 else b.op("Concat", *flats, axis=0, hint="table")), offsets, None
     c = levels[0].x_shape[1] if levels[0].x_shape is not None else None
     if isinstance(c, int):
         zero_row = b.op("CastLike", b.const(np.zeros((1, c)), np.float32, "zero_row_f32"), levels[0].x, hint="zero_row")

@@ -43,7 +43,7 @@ from bevviz.export.model_parity import random_feed
 from bevviz.export.parity import max_abs_diff
 from bevviz.export.rewrite import RewriteOptions, rewrite_grid_sample
 
-__all__ = ["CONFIGS", "VARIANTS", "main", "markdown_table", "msda_model", "run", "sca_model"]
+__all__ = ["CONFIGS", "TARGETS", "VARIANTS", "main", "markdown_table", "msda_model", "run", "sca_model", "verdicts"]
 
 DEFAULT_OUT = "bench_results/rewrite_bench.json"
 #: name -> sizes: ``full`` BEVFormer's, ``small`` a quarter of the BEV and of the features,
@@ -108,6 +108,32 @@ def msda_model(cfg: dict) -> onnx.ModelProto:
 
 #: Variant -> rewrite options (None: the original model).
 VARIANTS = {"original": None, "per-node": RewriteOptions(fuse=False), "fused": RewriteOptions(fuse=True)}
+#: Variant -> issue 40's targets, ratios to the original of the same run: latency (least wall
+#: time of a run) and peak resident memory (``VmHWM``).
+TARGETS = {"per-node": {"latency_ratio": 1.5, "vmhwm_ratio": 2.0}, "fused": {"latency_ratio": 1.2, "vmhwm_ratio": 1.2}}
+
+
+def verdicts(row: dict) -> dict[str, dict[str, dict]]:
+    """Each rewritten variant's ratios against :data:`TARGETS`.
+
+    Args:
+        row: One model's results (``{"variants": {name: {"latency_ratio": ..., ...}}}``).
+
+    Returns:
+        Variant -> ratio name -> ``{"ratio", "limit", "met"}``.
+    """
+    return {variant: {key: {"ratio": row["variants"][variant][key], "limit": limit,
+                            "met": bool(row["variants"][variant][key] <= limit)} for key, limit in limits.items()}
+            for variant, limits in TARGETS.items() if variant in row["variants"]}
+
+
+_WORDS = {"latency_ratio": "latency", "vmhwm_ratio": "memory"}
+
+
+def _verdict_line(config: str, name: str, variant: str, checks: dict[str, dict]) -> str:
+    parts = [f"{_WORDS[k]} {c['ratio']:.2f}x {'<=' if c['met'] else '>'} {c['limit']:g}x "
+             f"{'met' if c['met'] else 'MISSED'}" for k, c in checks.items()]
+    return f"{config:5s} {name:5s} {variant:9s} target: " + "; ".join(parts)
 
 
 def _probe(model_path: Path, feed_path: Path, out_path: Path, threads: int, runs: int) -> dict:
@@ -191,7 +217,16 @@ def run(config: str = "full", models: tuple[str, ...] = ("sca", "msda"), rounds:
                       f"CPU {v['cpu_ms']:9.1f} ms ({v['cpu_ratio']:.2f}x)  "
                       f"VmHWM {v['vmhwm_mib']:7.0f} MiB ({v['vmhwm_ratio']:.2f}x)  max|diff| {v['max_abs_diff']:.1e}",
                       flush=True)
+            row["targets"] = verdicts(row)
+            for variant, checks in row["targets"].items():
+                print(_verdict_line(config, name, variant, checks), flush=True)
     out["load_average_after"] = list(os.getloadavg())
+    missed = [f"{name} {variant} {_WORDS[key]}" for name, row in out["models"].items()
+              for variant, checks in row["targets"].items() for key, c in checks.items() if not c["met"]]
+    out["targets_missed"] = missed
+    print(f"targets of issue 40 ({config}, this run, load average "
+          f"{', '.join(f'{x:.1f}' for x in out['load_average_after'])}): "
+          + ("all met" if not missed else f"{len(missed)} MISSED: {', '.join(missed)}"), flush=True)
     return out
 
 

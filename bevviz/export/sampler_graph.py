@@ -17,8 +17,8 @@ of that table its taps read and the weight of each, exactly as ONNX GridSample r
 5. each tap is padded on its own (border: clamped; reflection: reflected, then clamped);
    a tap still outside ``[0, size - 1]`` (zeros padding, NaN, inf) reads the table's zero row
    (``sentinel``) with weight 0, and its position is never cast from a non-finite float;
-   linear sampling with zeros padding instead reads a frame of zero pixels around each
-   image (:data:`ZERO_FRAME`), its coordinate clamped into the frame (NaN to its low edge).
+   linear and nearest sampling with zeros padding instead read a frame of zero pixels around
+   each image (:data:`ZERO_FRAME`), the coordinate clamped into the frame (NaN to its low edge).
 
 The taps of all axes combine into ``K = prod(k_a)`` taps per point (first spatial axis
 outermost); row = ``offset + n * prod(sizes) + sum_a tap_a * stride_a`` (with a zero frame:
@@ -48,12 +48,12 @@ TAPS = {"nearest": 1, "bilinear": 2, "bicubic": 4}
 #: The cubic convolution constant of ONNX GridSample and PyTorch (Keys 1981).
 CUBIC_A = -0.75
 _OFFSETS = {"nearest": [0.0], "bilinear": [0.0, 1.0], "bicubic": [-1.0, 0.0, 1.0, 2.0]}
-#: Zero pixels on each side of every spatial axis of an image in the table, for linear sampling
-#: with zeros padding: a coordinate clamped into ``[-2, size]`` reads only zero rows outside the
-#: image (``floor + {0, 1}`` stays in ``[-2, size + 1]``), so no inside mask, no And across
-#: the taps and no Where over the rows is needed (the zeros padding of ONNX, exactly: a point
-#: whose taps all lie outside lands on two frame pixels; no real pixel is read with weight 0
-#: that the original would not read).
+#: Zero pixels on each side of every spatial axis of an image in the table, for linear and
+#: nearest sampling with zeros padding: a coordinate clamped into ``[-2, size]`` reads only zero
+#: rows outside the image (``floor + {0, 1}`` and the rounded position stay in ``[-2, size + 1]``),
+#: so no inside mask, no And across the taps and no Where over the rows is needed (the zeros
+#: padding of ONNX, exactly: a point whose taps all lie outside lands on frame pixels; no real
+#: pixel is read with weight 0 that the original would not read).
 ZERO_FRAME = 2
 
 
@@ -157,10 +157,12 @@ class Taps:
 
 
 def zero_frame(spec: SamplerSpec, x_shape: Sequence | None) -> int:
-    """Frame width of ``X``'s images in the table: :data:`ZERO_FRAME` for linear, zeros padding
-    and a static shape (the strides are then constants); 0 otherwise (masks and the sentinel row)."""
+    """Frame width of ``X``'s images in the table: :data:`ZERO_FRAME` for linear or nearest
+    sampling with zeros padding and a static shape (the strides are then constants); 0 otherwise
+    (masks and the sentinel row). Nearest: the rounded coordinate, clamped into ``[-2, size]``,
+    reads a frame pixel wherever it lies outside ``[0, size - 1]``."""
     static = x_shape is not None and all(isinstance(s, int) for s in x_shape)
-    return ZERO_FRAME if static and spec.mode == "bilinear" and spec.padding_mode == "zeros" else 0
+    return ZERO_FRAME if static and spec.mode in ("bilinear", "nearest") and spec.padding_mode == "zeros" else 0
 
 
 def framed_sizes(x_shape: Sequence, frame: int) -> list[int]:
@@ -236,7 +238,7 @@ def _axis_taps(b: GraphBuilder, g: str, size_f: str, spec: SamplerSpec, axis: st
                                                       f"{axis}_one_minus_offsets"), frac), hint=f"{axis}_w")
     elif spec.mode == "bicubic":
         weight = _cubic(b, b.op("Abs", b.op("Sub", x_k, pos), hint=f"{axis}_dist"), axis)
-    if frame:  # bilinear only (zero_frame): the floor, one per point, in [-frame, size]
+    if frame:  # linear or nearest (zero_frame): the floor or the rounded position, one per point, in [-frame, size]
         return b.op("Cast", start, to=spec.index_dtype, hint=f"{axis}_floor_i"), None, weight
     if spec.padding_mode == "border":
         pos = b.op("Max", b.op("Min", pos, size_m1), zero, hint=f"{axis}_taps_border")
@@ -278,7 +280,7 @@ def _taps_list(b: GraphBuilder, stacked: str, k: int, hint: str) -> list[str]:
 
 
 def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, grid_rank: int, spec: SamplerSpec,
-                offset: str, sentinel: str) -> Taps:
+                offset: str, sentinel: str | None) -> Taps:
     """The table rows and weights of one GridSample's taps (see the module docstring).
 
     Args:
@@ -289,7 +291,8 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
         grid_rank: ``2 + d``, the rank of ``grid``.
         spec: Mode, padding, align_corners, index dtype.
         offset: Index-dtype ``(1,)``: the row of this input's first pixel in the table.
-        sentinel: Index-dtype ``(1,)``: the table's zero row.
+        sentinel: Index-dtype ``(1,)``: the table's zero row; None when the table has none
+            (only for a spec read through a zero frame, :func:`zero_frame`).
 
     Returns:
         :class:`Taps` of ``K = k ** d`` taps per point.
@@ -347,6 +350,8 @@ def sample_taps(b: GraphBuilder, x: str, x_shape: Sequence | None, grid: str, gr
     base = b.op("Add", images, offset, hint="image_base")
     index = b.op("Add", base, rows, hint="rows")
     if inside is not None:  # no frame: an outside tap reads the sentinel (zero) row
+        if sentinel is None:
+            raise RuntimeError("a masked GridSample rewrite needs the table's zero row (a bug in bevviz)")
         index = b.op("Where", inside, index, sentinel, hint="rows_in")
     if weight is not None:
         weight = b.op("Concat", *weight, axis=0, hint="tap_weights") if len(weight) > 1 else weight[0]

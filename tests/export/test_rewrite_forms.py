@@ -93,9 +93,10 @@ def _edge_grid(g_shape, sizes, align: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("rank", [4, 5])
 @pytest.mark.parametrize("align", [0, 1])
 @pytest.mark.parametrize("fuse", [False, True])
-def test_linear_zeros_reads_a_zero_frame_instead_of_masks(rank, align, fuse):
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+def test_zeros_padding_reads_a_zero_frame_instead_of_masks(rank, align, fuse, mode):
     x_shape, g_shape = [2, 3] + [5, 4, 6][3 - (rank - 2):], [2] + [3, 4, 2][3 - (rank - 2):] + [rank - 2]
-    nodes = [_gs("x", "g", "s", "linear", "zeros", align)]
+    nodes = [_gs("x", "g", "s", mode, "zeros", align)]
     out = [2, 3] + g_shape[1:-1]
     if fuse:
         nodes.append(helper.make_node("ReduceSum", ["s", "axes"], ["y"], keepdims=0))
@@ -108,6 +109,9 @@ def test_linear_zeros_reads_a_zero_frame_instead_of_masks(rank, align, fuse):
     assert report.replaced[0].form == ("per-node" if not fuse else "fused: ReduceSum")
     # one Where per axis (a NaN coordinate to the frame's edge), none over the taps; no And
     assert "Pad" in ops and ops.count("Where") == rank - 2 and "And" not in ops
+    # no tap reads a sentinel: the table is the framed features moved channels-last, no zero row joined
+    assert not [n for n in report.model.graph.node if n.op_type in ("Concat", "ConstantOfShape")
+                and any("table" in o or "zero_row" in o for o in n.output)]
     for seed in range(3):
         feed = {"x": np.random.default_rng(seed).normal(size=x_shape).astype(np.float32),
                 "g": _edge_grid(g_shape, x_shape[2:], align, seed)}
