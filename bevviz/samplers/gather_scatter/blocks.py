@@ -364,7 +364,9 @@ def _run_blocks(counts, c: int, num_taps: int, taps_of, make_state, block_work, 
         The workers' states.
     """
     block = _block_points(c, num_taps, chunk)
-    segment = block * _BLOCKS_PER_SEGMENT
+    # Segments as long as _BLOCKS_PER_SEGMENT default blocks whatever this run's block (at
+    # least one block): larger blocks do not make the shared queue coarser.
+    segment = max(block, _block_points(c, num_taps) * _BLOCKS_PER_SEGMENT)
     items = [(i, s, min(m, s + segment)) for i, m in enumerate(counts) for s in range(0, m, segment)]
     big = sum(counts) * num_taps * c >= _PARALLEL_MIN_ELEMENTS
     workers = threads.worker_count() if big else 1
