@@ -78,6 +78,14 @@ __all__ = [
 #: (see :func:`_reaches_image`) when at most this fraction of them does.
 _SPARSE_MAX_FRACTION = 0.5
 
+#: :func:`_plan` first looks at every this many-th point of each image (a prime, so it
+#: does not follow a grid's rows) ...
+_PLAN_SAMPLE_STRIDE = 61
+
+#: ... and goes dense at once when the fraction of them that reaches the image exceeds
+#: ``_SPARSE_MAX_FRACTION`` by more than this.
+_PLAN_SAMPLE_MARGIN = 0.1
+
 #: Pixels beyond the image edge within which a point is always gathered (bicubic needs 2).
 _REACH_MARGIN = 3
 
@@ -400,6 +408,8 @@ def grid_sample(
 def _plan(points: torch.Tensor, size: tuple[int, int], padding_mode: str, align_corners: bool) -> Layout:
     """Which points :func:`grid_sample` gathers: all, or (``zeros`` padding) only those that
     may reach the image (:func:`_reaches_image`) when at most ``_SPARSE_MAX_FRACTION`` do.
+    Only speed depends on it (both layouts give the same values); a strided sample that
+    mostly reaches the image decides dense without a full pass.
 
     Args:
         points: ``(N, P, 2)`` normalised grid points (``N * P > 0``).
@@ -411,6 +421,14 @@ def _plan(points: torch.Tensor, size: tuple[int, int], padding_mode: str, align_
     """
     if padding_mode == "zeros":
         with torch.no_grad():
+            # Both layouts give the same values, so a strided sample may settle the plain
+            # case cheaply: most of it reaching the image means dense (a full pass over the
+            # bench's in-image grid took ~5 ms on one thread, the sample ~0.1 ms).
+            sample = points[:, ::_PLAN_SAMPLE_STRIDE]
+            if points.shape[1] >= 4 * _PLAN_SAMPLE_STRIDE and float(
+                    _reaches_image(sample, size[0], size[1], align_corners).float().mean()) > (
+                    _SPARSE_MAX_FRACTION + _PLAN_SAMPLE_MARGIN):
+                return Layout.dense(points.shape[0], points.shape[1])
             keep = _reaches_image(points, size[0], size[1], align_corners)
             if int(keep.sum()) <= _SPARSE_MAX_FRACTION * keep.numel():
                 return Layout.sparse(keep)
