@@ -216,6 +216,23 @@ def test_transposition_by_identity_declines_what_it_cannot_do_exactly(monkeypatc
     assert not blocks._transpose_by_identity(rows, src)
 
 
+def test_a_bounded_table_vouches_for_its_blocks_and_nothing_else():
+    # Bounded table (per call) + bounded weights (per block): the block's sums are finite
+    # without reading them; anything else is checked by the block's own sum.
+    table = torch.randn(40, 16, generator=torch.Generator().manual_seed(13))
+    assert blocks._table_bounded(table, 16) and blocks._table_bounded(table.double(), 4)
+    assert not blocks._table_bounded(table[:, :12], 4)  # no identity product at C = 12
+    for bad in (float("inf"), float("nan"), torch.finfo(torch.float32).max / 10):
+        poisoned = table.clone()
+        poisoned[7, 2] = bad
+        assert not blocks._table_bounded(poisoned, 4)
+    weights = torch.rand(16, 30, generator=torch.Generator().manual_seed(14)) * 2 - 1
+    assert blocks._bounded(weights, blocks._WEIGHT_BOUND)
+    weights[3, 4] = float("nan")
+    assert not blocks._bounded(weights, blocks._WEIGHT_BOUND)
+    assert not blocks._bounded(torch.tensor([0.5, -5.0]), blocks._WEIGHT_BOUND)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_grid_sample_with_and_without_identity_transposition_agree_exactly(mode, monkeypatch, matches, tolerance):
     # C = 32 with whole tiles: the identity product stores the blocks; with it refused, the
@@ -228,15 +245,28 @@ def test_grid_sample_with_and_without_identity_transposition_agree_exactly(mode,
     taken = []
     real = blocks._transpose_by_identity
 
-    def spy(rows, src):
-        taken.append(real(rows, src))
+    def spy(rows, src, finite=False):
+        taken.append(real(rows, src, finite))
         return taken[-1]
 
     monkeypatch.setattr(blocks, "_transpose_by_identity", spy)
     fast = gs.grid_sample(x, g, mode)
     assert True in taken and False in taken  # finite blocks by the product, the inf's by the copy
-    monkeypatch.setattr(blocks, "_transpose_by_identity", lambda rows, src: False)
+    monkeypatch.setattr(blocks, "_transpose_by_identity", lambda rows, src, finite=False: False)
     plain = gs.grid_sample(x, g, mode)
     assert torch.equal(torch.isnan(fast), torch.isnan(plain))
     assert torch.equal(fast.nan_to_num(3.0), plain.nan_to_num(3.0))
     matches(fast, F.grid_sample(x, g, mode, "zeros", False), _tol(mode, torch.float32, tolerance))
+    # Finite features whose sums overflow: the table does not vouch, each block's sum sends
+    # the overflowing ones to the copy; a bounded table: every block by the product, unchecked.
+    for big, bounded in ((torch.finfo(torch.float32).max / 2, False), (1e30, True)):
+        x = _features(2, 32, 9, 11, torch.float32, seed=15)
+        x[0, :, 3:6] = big
+        taken.clear()
+        monkeypatch.setattr(blocks, "_transpose_by_identity", spy)
+        fast = gs.grid_sample(x, g, mode)
+        assert blocks._table_bounded(gs.feature_table(x), 16) == bounded and True in taken
+        monkeypatch.setattr(blocks, "_transpose_by_identity", lambda rows, src, finite=False: False)
+        plain = gs.grid_sample(x, g, mode)
+        assert torch.equal(torch.isnan(fast), torch.isnan(plain))
+        assert torch.equal(fast.nan_to_num(3.0), plain.nan_to_num(3.0))
