@@ -36,11 +36,15 @@ __all__ = ["Layout", "gather_blocks", "layout_gather", "precomputed", "scatter_b
 #: 16384 took 0.40x ``F.grid_sample``'s backward on the BEV grid against 0.28x).
 _CHUNK_ELEMENTS = 1 << 20
 
-#: The forward's blocks are this many times larger (16384 points of 64 channels and 4
+#: The forward's blocks are this many times larger (8192 points of 64 channels and 4
 #: taps): its transposing store (:func:`_transpose_by_identity`) costs a fixed overhead per
-#: call. In-image grid, one thread, against ``F.grid_sample`` in the same run (two runs):
-#: 0.68x and 0.75x at 16384 points, 0.73x and 0.82x at 8192, 0.86x at 4096, 0.89x at 32768.
-_GATHER_SCALE = 4
+#: call, and larger blocks leave cache. In-image grid against ``F.grid_sample`` in the same
+#: run, ratio of minima [range of the rounds]: on a quiet-ish machine (load 3), one thread,
+#: 16384 points 0.68x and 0.75x, 8192 0.73x and 0.82x, 4096 0.86x, 32768 0.89x; under load
+#: 7.7 (other processes sharing the caches), 4096 / 8192 / 16384 points: one thread 0.84x
+#: [0.82-0.88] / 0.75x [0.70-0.84] / 0.75x [0.70-1.04], two threads 1.04x [0.92-1.08] /
+#: 0.89x [0.84-0.90] / 0.99x [0.87-1.06].
+_GATHER_SCALE = 2
 
 #: Points per tile of the two-step transposing copy (64 x C floats stay in L1).
 _TILE = 64

@@ -16,7 +16,7 @@ Performance (CPU):
     copy was the largest part (over half of the forward on the in-image grid, single
     thread: a scalar loop); the store is now a batched product with 16 x 16 identities,
     which BLAS packs with vector instructions, exact wherever it runs (finite blocks, full
-    float32 precision; otherwise the copy), on blocks of 16384 points. An ``index_select``
+    float32 precision; otherwise the copy), on blocks of 8192 points. An ``index_select``
     of all taps and four multiply-adds, what the ``embedding_bag`` replaced, cost about
     three times the bag (measured per block).
     Independent streams instead of torch's OpenMP parallelism because a long run of small
