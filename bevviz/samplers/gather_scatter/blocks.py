@@ -201,22 +201,25 @@ def _exact_matmul(t: torch.Tensor) -> bool:
     return all(value in (None, "none", "ieee") for value in settings)
 
 
-#: Channels per identity of :func:`_transpose_by_identity` (16 x 16: 16 multiply-adds per
-#: value). In the in-image forward 4 and 8 came out 0.77x and 0.76x ``F.grid_sample``
-#: against 0.73x (one run, within noise); 32 and 64 were slower per block.
-_IDENTITY_SIZE = 16
+#: Channels per identity of :func:`_transpose_by_identity` (8 x 8: 8 multiply-adds per
+#: value). Storing the bench's in-image output (117 blocks of 8192 points x 64 channels,
+#: one thread, two interleaved runs): 4 / 8 / 16 / 32 channels 52 and 49 / 44 and 41 / 62
+#: and 44 / 77 and 87 ms, the direct copy 97 and 86 ms, a plain copy of contiguous rows 24
+#: and 19 ms.
+_IDENTITY_SIZE = 8
 
-_IDENTITIES: dict = {}  # (dtype, groups) -> (groups, 16, 16) expanded identity
+_IDENTITIES: dict = {}  # (dtype, groups) -> (groups, size, size) expanded identity
 
 
 def _transpose_by_identity(rows: torch.Tensor, src: torch.Tensor, finite: bool = False) -> bool:
-    """``rows.copy_(src.t())`` as ``bmm(identity, src.t())``, channels in groups of 16.
+    """``rows.copy_(src.t())`` as ``bmm(identity, src.t())``, channels in groups of
+    ``_IDENTITY_SIZE`` (8).
 
     Exact where it runs: each output is ``1 * x`` plus products ``0 * y = +-0``, so ``x``
     itself (a zero may come out as ``+0.0`` for ``-0.0``). It runs only when that holds:
     ``src`` all finite (``0 * inf`` would be NaN; known to the caller, see
     :func:`_table_bounded`, or checked by the sum, finite only if every value is), a
-    full-precision product (:func:`_exact_matmul`), C a multiple of 16.
+    full-precision product (:func:`_exact_matmul`), C a multiple of the group size.
     The bench's in-image output (234 blocks of 4096 points x 64 channels) stored this way
     took 36-48 ms single-threaded against 54-58 ms by the direct copy.
 

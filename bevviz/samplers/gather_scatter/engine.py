@@ -14,7 +14,7 @@ Performance (CPU):
     sum: FBGEMM's kernel on CPU, no per-tap ``(M, C)`` tensors, no masks) and, for the
     NCHW output of :func:`grid_sample`, store the block transposed. A plain transposing
     copy was the largest part (over half of the forward on the in-image grid, single
-    thread: a scalar loop); the store is now a batched product with 16 x 16 identities,
+    thread: a scalar loop); the store is now a batched product with 8 x 8 identities,
     which BLAS packs with vector instructions, exact wherever it runs (finite blocks, full
     float32 precision; otherwise the copy), on blocks of 8192 points. An ``index_select``
     of all taps and four multiply-adds, what the ``embedding_bag`` replaced, cost about
