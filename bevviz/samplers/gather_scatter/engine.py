@@ -396,12 +396,11 @@ def grid_sample(
             parts = [taps_of(i, 0, m) for i, m in enumerate(layout.counts)]
             indices = torch.cat([part[0] for part in parts], 1)
             weights = torch.cat([part[1] for part in parts], 1)
-        else:
-            table = feature_table(input)
     if needs_graph:
         out = _GridSampleGather.apply(input, weights, indices, layout, mode == "nearest")
     else:  # each segment's taps computed by the worker that gathers it (cache-warm)
-        out = layout_gather(table, taps_of, TAPS_PER_AXIS[mode] ** 2, mode == "nearest", layout)
+        # The table is one large copy: on the caller's threads (one fork/join, not dozens).
+        out = layout_gather(feature_table(input), taps_of, TAPS_PER_AXIS[mode] ** 2, mode == "nearest", layout)
     return out.view(n, c, h_out, w_out)
 
 
