@@ -46,6 +46,8 @@ def test_bench_quick_runs_and_writes_json(tmp_path):
         assert diffs[name] < 1e-5, name
     assert diffs["deformable_floor"] > 1e-3
     assert report["config"]["quick"] is True and report["config"]["threads"] == 1
+    assert report["config"]["dropin_alternations"] == bench.CONFIGS["quick"]["dropin_alternations"]
+    assert bench.CONFIGS["default"]["dropin_alternations"] >= bench.CONFIGS["default"]["alternations"]
     targets = report["targets"]
     assert {"gather_scatter_ok", "lut_ok", "dropin_ok", "dropin_in_image_ok", "dropin_backward_ok",
             "dropin_in_image_ratio"} <= set(targets)

@@ -78,6 +78,7 @@ def test_two_step_transposition_of_whole_tiles(monkeypatch, matches, tolerance):
     # Blocks of exactly 64 points take the tiled transposing copy; a partial last block
     # takes the direct one.
     monkeypatch.setattr(blocks, "_CHUNK_ELEMENTS", 4 * 64 * 7)  # 7 channels -> 64-point blocks
+    monkeypatch.setattr(blocks, "_GATHER_SCALE", 1)  # in the forward too
     x = _features(2, 7, 5, 9, torch.float32)
     g = torch.rand(2, 13, 11, 2, generator=torch.Generator().manual_seed(1)) * 2.4 - 1.2
     expected = F.grid_sample(x, g, "bilinear", "zeros", False)
@@ -180,3 +181,92 @@ def test_bag_rows_is_the_weighted_sum_of_tap_rows(k, index_dtype, dtype):
     ones = torch.ones_like(weights)
     torch.testing.assert_close(blocks.bag_rows(table, indices, None), blocks.weighted_rows(table, indices, ones, False),
                                rtol=0, atol=1e-6 if dtype == torch.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("c", [8, 24, 48])
+def test_transposition_by_identity_is_bit_exact(c, dtype):
+    # Into a channels-first slice (a row stride longer than the block): every value's bits,
+    # subnormals and extremes included; a zero may only change its sign.
+    m, p = 96, 200
+    src = torch.randn(m, c, dtype=dtype, generator=torch.Generator().manual_seed(9))
+    info = torch.finfo(dtype)
+    src[0, :4] = torch.tensor([info.tiny / 8, -info.tiny / 3, info.max, -info.max / 7], dtype=dtype)
+    src[1, :2] = torch.tensor([0.0, -0.0], dtype=dtype)
+    out = torch.full((c, p), 7.0, dtype=dtype)
+    assert blocks._transpose_by_identity(out[:, 50 : 50 + m], src)
+    bits = torch.int32 if dtype == torch.float32 else torch.int64
+    got, want = out[:, 50 : 50 + m], src.t()
+    same = (got.view(bits) == want.view(bits)) | ((got == 0) & (want == 0))
+    assert bool(same.all()), int((~same).sum())
+    assert bool((out[:, :50] == 7).all() and (out[:, 50 + m :] == 7).all())  # nothing else written
+
+
+def test_transposition_by_identity_declines_what_it_cannot_do_exactly(monkeypatch):
+    rows = torch.empty(16, 64)
+    src = torch.randn(64, 16, generator=torch.Generator().manual_seed(10))
+    for bad in (float("inf"), float("nan")):  # 0 * inf would spread NaN across channels
+        poisoned = src.clone()
+        poisoned[5, 3] = bad
+        assert not blocks._transpose_by_identity(rows, poisoned)
+    assert not blocks._transpose_by_identity(torch.empty(12, 64), torch.randn(64, 12))  # C % 8
+    assert not blocks._transpose_by_identity(rows.half(), src.half())
+    monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "medium")  # bf16 allowed
+    assert not blocks._exact_matmul(src) and blocks._exact_matmul(src.double())
+    assert not blocks._transpose_by_identity(rows, src)
+
+
+def test_a_bounded_table_vouches_for_its_blocks_and_nothing_else():
+    # Bounded table (per call) + bounded weights (per block): the block's sums are finite
+    # without reading them; anything else is checked by the block's own sum.
+    table = torch.randn(40, 16, generator=torch.Generator().manual_seed(13))
+    assert blocks._table_bounded(table, 16) and blocks._table_bounded(table.double(), 4)
+    assert not blocks._table_bounded(table[:, :12], 4)  # no identity product at C = 12
+    for bad in (float("inf"), float("nan"), torch.finfo(torch.float32).max / 10):
+        poisoned = table.clone()
+        poisoned[7, 2] = bad
+        assert not blocks._table_bounded(poisoned, 4)
+    weights = torch.rand(16, 30, generator=torch.Generator().manual_seed(14)) * 2 - 1
+    assert blocks._bounded(weights, blocks._WEIGHT_BOUND)
+    weights[3, 4] = float("nan")
+    assert not blocks._bounded(weights, blocks._WEIGHT_BOUND)
+    assert not blocks._bounded(torch.tensor([0.5, -5.0]), blocks._WEIGHT_BOUND)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grid_sample_with_and_without_identity_transposition_agree_exactly(mode, monkeypatch, matches, tolerance):
+    # C = 32 with whole tiles: the identity product stores the blocks; with it refused, the
+    # tiled copy does. Same bits (up to zero signs); non-finite features (an inf) take the copy
+    # for their blocks and spread nothing to other channels.
+    monkeypatch.setattr(blocks, "_CHUNK_ELEMENTS", 1)  # several 64-point blocks per image
+    x = _features(2, 32, 9, 11, torch.float32, seed=11)
+    x[1, 5, 4, 6] = float("inf")
+    g = torch.rand(2, 16, 24, 2, generator=torch.Generator().manual_seed(12)) * 2.2 - 1.1
+    taken = []
+    real = blocks._transpose_by_identity
+
+    def spy(rows, src, finite=False):
+        taken.append(real(rows, src, finite))
+        return taken[-1]
+
+    monkeypatch.setattr(blocks, "_transpose_by_identity", spy)
+    fast = gs.grid_sample(x, g, mode)
+    assert True in taken and False in taken  # finite blocks by the product, the inf's by the copy
+    monkeypatch.setattr(blocks, "_transpose_by_identity", lambda rows, src, finite=False: False)
+    plain = gs.grid_sample(x, g, mode)
+    assert torch.equal(torch.isnan(fast), torch.isnan(plain))
+    assert torch.equal(fast.nan_to_num(3.0), plain.nan_to_num(3.0))
+    matches(fast, F.grid_sample(x, g, mode, "zeros", False), _tol(mode, torch.float32, tolerance))
+    # Finite features whose sums overflow: the table does not vouch, each block's sum sends
+    # the overflowing ones to the copy; a bounded table: every block by the product, unchecked.
+    for big, bounded in ((torch.finfo(torch.float32).max / 2, False), (1e30, True)):
+        x = _features(2, 32, 9, 11, torch.float32, seed=15)
+        x[0, :, 3:6] = big
+        taken.clear()
+        monkeypatch.setattr(blocks, "_transpose_by_identity", spy)
+        fast = gs.grid_sample(x, g, mode)
+        assert blocks._table_bounded(gs.feature_table(x), 16) == bounded and True in taken
+        monkeypatch.setattr(blocks, "_transpose_by_identity", lambda rows, src, finite=False: False)
+        plain = gs.grid_sample(x, g, mode)
+        assert torch.equal(torch.isnan(fast), torch.isnan(plain))
+        assert torch.equal(fast.nan_to_num(3.0), plain.nan_to_num(3.0))

@@ -228,6 +228,30 @@ def test_mostly_outside_grid_takes_the_sparse_path(monkeypatch, matches, toleran
     assert calls == [1]
 
 
+def test_plan_decides_dense_from_a_sample_and_only_speed_depends_on_it(monkeypatch, matches, tolerance):
+    # A grid inside the image goes dense from the strided sample, without the full pass;
+    # one whose sampled points are inside but whose others all miss (the sample misjudges
+    # it) is gathered densely too, with the same values as F.grid_sample; mostly outside
+    # with the sample agreeing: the full pass, sparse.
+    x = _features(2, 8, 10, 12, torch.float32)
+    g = torch.rand(2, 20, 61, 2, generator=torch.Generator().manual_seed(4)) * 2 - 1
+    full = []
+    reaches = engine._reaches_image
+    monkeypatch.setattr(engine, "_reaches_image", lambda pts, *a: full.append(pts.shape[1]) or reaches(pts, *a))
+    points = g.reshape(2, -1, 2)
+    assert engine._plan(points, (10, 12), "zeros", False).positions is None
+    assert full == [20]  # only the sample: every 61st of 1220 points
+    fooled = g.clone().reshape(2, -1, 2)
+    fooled[:, torch.arange(fooled.shape[1]) % engine._PLAN_SAMPLE_STRIDE != 0] += 5.0
+    fooled = fooled.view_as(g)
+    assert engine._plan(fooled.reshape(2, -1, 2), (10, 12), "zeros", False).positions is None
+    matches(gs.grid_sample(x, fooled), _oracle(x, fooled, "bilinear", "zeros", False), tolerance[torch.float32])
+    full.clear()
+    far = g + 5.0
+    assert engine._plan(far.reshape(2, -1, 2), (10, 12), "zeros", False).positions is not None
+    assert full == [20, 1220]
+
+
 def test_traced_graph_is_out_of_place_and_matches(edge_grid):
     # While tracing (ONNX export), one out-of-place block: no slice writes that an exporter
     # would turn into ScatterND, and the same values.
