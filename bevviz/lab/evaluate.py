@@ -460,13 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    table, per_band = frame_table(cases), band_table(cases)
+    rigs = {c.frame: rig_key(next(f.rig for f in frames if c.frame.startswith(f.name))) for c in cases}
+    table, per_band = frame_table(cases), band_table(cases, rigs)
     rows, ok = summary(cases, timings)
     print("\n".join(["", *table, "", "per fault band and number of frames judged together:", *per_band, "", *rows]))
     out = {"cases": [asdict(c) for c in cases], "table": table, "bands": per_band, "summary": rows,
            "timings": timings, "passed": ok}
     if args.loro:
-        rigs = {c.frame: rig_key(next(f.rig for f in frames if c.frame.startswith(f.name))) for c in cases}
         loro, totals = leave_one_rig_out(cases, stores, rigs)
         print("\nleave-one-rig-out (constants chosen on the other rigs):")
         print("\n".join(loro))

@@ -12,7 +12,7 @@ Convention:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -72,21 +72,32 @@ def frame_table(cases: Sequence[Any]) -> list[str]:
     return rows
 
 
-def band_table(cases: Sequence[Any]) -> list[str]:
+def band_table(cases: Sequence[Any], rig_of: Mapping[str, str] | None = None) -> list[str]:
     """One row per (frames judged together, fault band): the false alarms of the unperturbed
     rigs judged with that many frames (clean and timing: the same for every band), the band's
     faults named, wrong cameras, corrections applied and how many of those end within
-    ``WITHIN_DEG``, corrections that end worse, and proposals."""
-    head = (f"{'frames':>6} {'band deg':>8} {'clean cams':>10} {'false alarms':>12} {'timing FA':>9} {'faults':>6} "
-            f"{'named':>12} {'wrong':>5} {'applied':>7} {f'<={WITHIN_DEG:g} deg':>9} {'worse':>5} {'proposed':>8}")
+    ``WITHIN_DEG``, corrections that end worse, and proposals.
+
+    Args:
+        cases: The cases.
+        rig_of: Optional window name -> rig name: then the rows of every rig follow, each rig's
+            own (``"all"``: every rig together).
+    """
+    head = (f"{'rig':<28} {'frames':>6} {'band deg':>8} {'clean cams':>10} {'false alarms':>12} {'timing FA':>9} "
+            f"{'faults':>6} {'named':>12} {'wrong':>5} {'applied':>7} {f'<={WITHIN_DEG:g} deg':>9} {'worse':>5} "
+            f"{'proposed':>8}")
     rows = [head, "-" * len(head)]
-    for n in sorted(dict.fromkeys(c.frames for c in cases)):
-        mine = [c for c in cases if c.frames == n]
-        clean = [c for c in mine if c.camera is None]
-        for band in dict.fromkeys(c.band for c in mine if c.camera is not None):
-            k = counts(clean + [c for c in mine if c.camera is not None and c.band == band])
-            share = k["named"] / max(k["faults"], 1)
-            rows.append(f"{n:>6} {band:>8} {k['clean_cameras']:>10} {k['false_alarms']:>12} "
-                        f"{k['timing_false_alarms']:>9} {k['faults']:>6} {k['named']:>4} ({share:4.0%}) "
-                        f"{k['wrong']:>5} {k['accepted']:>7} {k['within_02']:>9} {k['worse']:>5} {k['proposed']:>8}")
+    rigs = [None] + ([] if rig_of is None else list(dict.fromkeys(rig_of[c.frame] for c in cases)))
+    for rig in rigs:
+        sel = [c for c in cases if rig is None or rig_of[c.frame] == rig]
+        for n in sorted(dict.fromkeys(c.frames for c in sel)):
+            mine = [c for c in sel if c.frames == n]
+            clean = [c for c in mine if c.camera is None]
+            for band in dict.fromkeys(c.band for c in mine if c.camera is not None):
+                k = counts(clean + [c for c in mine if c.camera is not None and c.band == band])
+                share = k["named"] / max(k["faults"], 1)
+                rows.append(f"{'all' if rig is None else rig:<28} {n:>6} {band:>8} {k['clean_cameras']:>10} "
+                            f"{k['false_alarms']:>12} {k['timing_false_alarms']:>9} {k['faults']:>6} "
+                            f"{k['named']:>4} ({share:4.0%}) {k['wrong']:>5} {k['accepted']:>7} {k['within_02']:>9} "
+                            f"{k['worse']:>5} {k['proposed']:>8}")
     return rows

@@ -67,7 +67,7 @@ def test_windows_cut_each_rig_into_runs_of_k_frames_with_the_first_frames_faults
 
 def test_the_band_table_has_a_row_per_frame_count_and_band():
     def fault(band: str, frames: int, named: bool, wrong: bool = False) -> Case:
-        return Case("CAM", "random", 1.0, frame="f", band=band, frames=frames,
+        return Case("CAM", "random", 1.0, frame="f" if frames == 1 else "f+2", band=band, frames=frames,
                     lidar_named=(["CAM"] if named else []) + (["OTHER"] if wrong else []), cameras=2)
 
     cases = [Case(None, None, 0.0, frame="f", cameras=2, frames=1),
@@ -75,9 +75,12 @@ def test_the_band_table_has_a_row_per_frame_count_and_band():
              fault("1-2", 1, False), fault("1-2", 1, True), fault("2-5", 1, True, wrong=True),
              fault("1-2", 3, True), fault("1-2", 3, True)]
     head, _, *rows = band_table(cases)
-    assert head.split()[:2] == ["frames", "band"]
+    assert head.split()[:3] == ["rig", "frames", "band"]
     cells = [re.sub(r"\(\s*\d+%\)", "", r).split() for r in rows]  # the named share left out
-    # frames, band, clean cams, false alarms, timing FA, faults, named, wrong
-    assert [c[:8] for c in cells] == [["1", "1-2", "2", "0", "0", "2", "1", "0"],
-                                                ["1", "2-5", "2", "0", "0", "1", "1", "1"],
-                                                ["3", "1-2", "2", "1", "0", "2", "2", "0"]]
+    # rig, frames, band, clean cams, false alarms, timing FA, faults, named, wrong
+    assert [c[:9] for c in cells] == [["all", "1", "1-2", "2", "0", "0", "2", "1", "0"],
+                                      ["all", "1", "2-5", "2", "0", "0", "1", "1", "1"],
+                                      ["all", "3", "1-2", "2", "1", "0", "2", "2", "0"]]
+    by_rig = [r.split()[:3] for r in band_table(cases, {"f": "R1", "f+2": "R2"})[2:]]
+    assert by_rig == [["all", "1", "1-2"], ["all", "1", "2-5"], ["all", "3", "1-2"], ["R1", "1", "1-2"],
+                      ["R1", "1", "2-5"], ["R2", "3", "1-2"]]
