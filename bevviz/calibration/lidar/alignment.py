@@ -29,8 +29,7 @@ What it does, per camera:
    degrees is found, not left at the edge; beyond 5 degrees on some axis it still is). It
    widens towards the rising score only: a grid over the whole +-8 degree cube finds optima
    of chance far from any fault (on a TRI frame, pitch +11 deg scored above the true 4 deg
-   turn). The landscape's statistics
-   stay those of the +-``SEARCH_RADIUS_DEG`` grid.
+   turn). The landscape's statistics stay those of the +-``SEARCH_RADIUS_DEG`` grid.
 3. Uncertainty (:meth:`EdgeAlignment.bootstrap`): a cluster bootstrap. Edge points are
    grouped in image cells (points of one object are not independent); each replicate
    redraws the cells and lets the best ``BOOTSTRAP_CANDIDATES`` optima compete again.
