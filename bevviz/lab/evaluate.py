@@ -28,8 +28,8 @@ faults (:mod:`~bevviz.lab.bands`).
 
 It prints one row per case, a table per frame (window) and in total, a table per fault band
 and number of frames judged together (:func:`~bevviz.lab.tables.band_table`), and the
-summary against the targets (PASS / FAIL). ``--loro`` adds the leave-one-rig-out table: frames are grouped into
-rigs by their camera names; for each rig the verdict's constants
+summary against the targets (PASS / FAIL). ``--loro`` adds the leave-one-rig-out table:
+frames are grouped into rigs by their camera names; for each rig the verdict's constants
 (:class:`~bevviz.calibration.verdicts.VerdictRule`) are chosen on the *other* rigs (the rule
 with no false alarm and no wrong camera there that names the most faults) and tested on
 the held-out one. The LiDAR evidence of a camera depends on that camera and the frame
