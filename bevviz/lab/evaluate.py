@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="judge the frames of one rig (same cameras and calibration) together")
     parser.add_argument("--frame-counts", nargs="+", type=int, default=None, metavar="K",
                         help="judge each rig's frames in consecutive windows of K frames, for each K given "
-                             "(e.g. 1 3), every window with the faults of the rig's first frame")
+                             "(e.g. 1 3), every window with the faults of the rig's first frame; overrides --sequence")
     bands = parser.add_mutually_exclusive_group()
     bands.add_argument("--band", default=None, metavar="LO-HI",
                        help=f"draw the faults' sizes from this band of degrees (default {band_label(FAULT_RANGE_DEG)})")
