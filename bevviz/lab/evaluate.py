@@ -6,8 +6,8 @@ nuScenes-format dataroot: its first sample; default the real keyframe embedded i
 
 * the *unperturbed* rig is diagnosed with the LiDAR: every camera it calls
   "miscalibrated" is a **false alarm** (the dataset's calibration is taken as the truth);
-* every camera is turned, one at a time, by 1-2 degrees about a random axis (seeded,
-  ``--faults`` per camera) with :func:`~bevviz.calibration.perturbations.perturb_rig` and
+* every camera is turned, one at a time, by 1-2 degrees (or a band's) about a random axis
+  (seeded, ``--faults`` per camera) with :func:`~bevviz.calibration.perturbations.perturb_rig` and
   the rig diagnosed again: is the faulty camera **named**, is any other camera named
   (**wrong**)? Then :func:`~bevviz.calibration.refine_extrinsics` refines the faulty
   camera with the LiDAR: accepted or not, and how far (degrees) from the dataset's
@@ -21,9 +21,15 @@ nuScenes-format dataroot: its first sample; default the real keyframe embedded i
   0.3 m is 30 ms at 10 m/s): every camera called "miscalibrated" is a **timing false
   alarm** (:mod:`~bevviz.calibration.lidar.sync`).
 
-It prints one row per case, a table per frame and in total, and the summary against the
-targets (PASS / FAIL). ``--loro`` adds the leave-one-rig-out table: frames are grouped into
-rigs by their camera names; for each rig the verdict's constants
+The fault sizes come from a band (``--band 2-5``, or ``--bands 0.5-1 1-2 2-5`` for several;
+default 1-2 degrees, the faults drawn as they always were) and ``--frame-counts 1 3`` judges
+each rig's frames in consecutive windows of 1 and of 3 frames, every window with the same
+faults (:mod:`~bevviz.lab.bands`).
+
+It prints one row per case, a table per frame (window) and in total, a table per fault band
+and number of frames judged together (:func:`~bevviz.lab.tables.band_table`), and the
+summary against the targets (PASS / FAIL). ``--loro`` adds the leave-one-rig-out table:
+frames are grouped into rigs by their camera names; for each rig the verdict's constants
 (:class:`~bevviz.calibration.verdicts.VerdictRule`) are chosen on the *other* rigs (the rule
 with no false alarm and no wrong camera there that names the most faults) and tested on
 the held-out one. The LiDAR evidence of a camera depends on that camera and the frame
@@ -41,7 +47,6 @@ import argparse
 import json
 import sys
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -67,13 +72,28 @@ from bevviz.camera import Camera, Rig
 from bevviz.errors import InputError
 from bevviz.io.frame_folder import RealFrame, load_frame_folder
 from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
+from bevviz.lab.bands import (
+    BANDS,
+    FAULT_RANGE_DEG,
+    FAULTS_PER_CAMERA,
+    band_faults,
+    band_label,
+    group_name,
+    parse_band,
+    parse_frame_counts,
+    random_faults,
+    sequences,
+    windows,
+)
 from bevviz.lab.rule_search import RULE_GRID, Stored, leave_one_rig_out, rig_key, stored
+from bevviz.lab.tables import band_table, counts, frame_table, unperturbed
 from bevviz.lidar import LidarScan
 from bevviz.sample_location import locate
 from bevviz.threads import single_threaded
 
-__all__ = ["Case", "DEFAULT_DATAROOT", "RULE_GRID", "TIMING_SHIFTS_M", "Targets", "evaluate", "evaluate_frames",
-           "leave_one_rig_out", "load_frames", "main", "random_faults", "summary"]
+__all__ = ["BANDS", "Case", "DEFAULT_DATAROOT", "FAULTS_PER_CAMERA", "FAULT_RANGE_DEG", "RULE_GRID", "TIMING_SHIFTS_M",
+           "Targets", "band_table", "evaluate", "evaluate_frames", "frame_table", "leave_one_rig_out", "load_frames",
+           "main", "random_faults", "sequences", "summary"]
 
 #: The embedded real keyframe (a checkout of the repository).
 DEFAULT_DATAROOT = locate() / "real_nuscenes"
@@ -87,9 +107,6 @@ QUICK_CASES = (("CAM_FRONT", "yaw", 2.0), ("CAM_BACK_LEFT", "pitch", -2.0), ("CA
 #: (0.3 m: 10 m/s and 30 ms; 0.8 m: 16 m/s and half a sweep; 1.5 m: 30 m/s and half a sweep,
 #: short of the timing fit's ``MAX_SHIFT_M``).
 TIMING_SHIFTS_M = (-1.5, -0.8, -0.3, 0.3, 0.8, 1.5)
-#: Random faults: magnitude range (degrees) and faults per camera.
-FAULT_RANGE_DEG = (1.0, 2.0)
-FAULTS_PER_CAMERA = 2
 
 
 @dataclass
@@ -125,6 +142,8 @@ class Case:
         lidar_proposal_end_deg: The error of the correction the LiDAR refinement proposed but
             did not apply (its rig's floor was above the target), nan without one.
         cameras: Cameras in the rig.
+        frames: How many frames were judged together.
+        band: The fault band's label (``"1-2"``: degrees), "" for the unperturbed rig.
     """
 
     camera: str | None
@@ -147,6 +166,8 @@ class Case:
     lidar_end_vs_lidar_deg: float = float("nan")
     lidar_proposal_end_deg: float = float("nan")
     cameras: int = 0
+    frames: int = 1
+    band: str = ""
 
 
 def _angle(a: Rig, b: Rig, name: str) -> float:
@@ -185,59 +206,18 @@ def load_frames(paths: Sequence[str | Path], version: str = "v1.0-mini") -> list
     return out
 
 
-def random_faults(frame: RealFrame, per_camera: int = FAULTS_PER_CAMERA, seed: int = 0,
-                  range_deg: tuple[float, float] = FAULT_RANGE_DEG) -> list[tuple[str, np.ndarray]]:
-    """Seeded faults: per camera, ``per_camera`` body rotations of ``range_deg`` degrees about
-    uniformly random axes; (camera, (roll, pitch, yaw) degrees (3,)) each.
-
-    The seed mixes the frame's and the camera's names, so a case does not change when other
-    frames or cameras are added.
-    """
-    out = []
-    for cam in frame.rig.names:
-        rng = np.random.default_rng([seed, zlib.crc32(frame.name.encode()), zlib.crc32(cam.encode())])
-        for _ in range(per_camera):
-            axis = rng.normal(size=3)
-            axis /= np.linalg.norm(axis)
-            out.append((cam, axis * rng.uniform(*range_deg)))
-    return out
-
-
-def _same_rig(a: Rig, b: Rig) -> bool:
-    return a.names == b.names and all(np.allclose(a[n].K, b[n].K) and np.allclose(a[n].cam_from_ego, b[n].cam_from_ego)
-                                      and a[n].size == b[n].size for n in a.names)
-
-
-def sequences(frames: Sequence[RealFrame]) -> list[list[RealFrame]]:
-    """Frames grouped into sequences of one rig (same cameras, same calibration), in order."""
-    groups: list[list[RealFrame]] = []
-    for f in frames:
-        for g in groups:
-            if _same_rig(g[0].rig, f.rig):
-                g.append(f)
-                break
-        else:
-            groups.append([f])
-    return groups
-
-
-def _group_name(group: Sequence[RealFrame]) -> str:
-    if len(group) == 1:
-        return group[0].name
-    return f"{group[0].name}+{len(group) - 1}"
-
-
 def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], list] | None = None,
                     rule: VerdictRule = RULE, refine: bool = True, seams_refine: bool = False,
                     log: Callable[[str], None] | None = print,
                     sequence: bool = False, timing: Sequence[float] = TIMING_SHIFTS_M,
-                    ) -> tuple[list[Case], list[Stored], dict]:
-    """Run the unperturbed rig, the faults and the timing errors of every frame (or every sequence).
+                    frame_counts: Sequence[int] | None = None) -> tuple[list[Case], list[Stored], dict]:
+    """Run the unperturbed rig, the faults and the timing errors of every frame (or every window of frames).
 
     Args:
         frames: The frames.
-        faults: ``faults(frame) -> [(camera, (roll, pitch, yaw) degrees), ...]``; default
-            :func:`random_faults`.
+        faults: ``faults(frame) -> [(camera, (roll, pitch, yaw) degrees), ...]``, each item
+            optionally with a third element, the fault band's label
+            (:func:`~bevviz.lab.bands.band_faults`); default :func:`random_faults` (band ``1-2``).
         rule: The verdict's constants.
         refine: Also refine each faulty camera with the LiDAR.
         seams_refine: Also refine it with seams only (slow).
@@ -246,18 +226,21 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             adds up (the faults are those of the sequence's first frame).
         timing: Displacements (metres along ego +x) of the unperturbed rig's LiDAR points,
             one case each; empty for none.
+        frame_counts: Judge each rig's frames in consecutive windows of each of these
+            counts (:func:`~bevviz.lab.bands.windows`: every window with the faults of the
+            rig's first frame); None: as ``sequence`` says.
 
     Returns:
         (cases, what each case can be re-judged from, timings in seconds).
     """
-    faults = random_faults if faults is None else faults
+    faults = band_faults if faults is None else faults
     cases: list[Case] = []
     stores: list[Stored] = []
     timings: dict[str, float] = {}
     grid = seam_grid()
-    for group in (sequences(frames) if sequence else [[f] for f in frames]):
+    for source, group in windows(frames, frame_counts, sequence):
         frame = group[0]
-        name = _group_name(group)
+        name = group_name(group)
         images = [f.images for f in group]
         lidar_frames = [lf for f in group for lf in as_lidar_frames(f.images, f.scan, ignore_masks(f.rig, f.ignore))]
         t0 = time.perf_counter()
@@ -265,7 +248,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
         placements: dict[str, Camera | None] = {}  # where the LiDAR puts each unperturbed camera
         timings.setdefault("evidence_s", 0.0)
         timings["evidence_s"] += time.perf_counter() - t0
-        for cam, fault in [(None, np.zeros(3)), *faults(frame)]:
+        for cam, fault, band in [(None, np.zeros(3), ""), *((*item, "")[:3] for item in faults(source))]:
             bad = frame.rig if cam is None else perturb_rig(frame.rig, cam, roll_deg=fault[0], pitch_deg=fault[1],
                                                                 yaw_deg=fault[2])
             ev = dict(base_ev)
@@ -279,7 +262,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             found = diagnose(bad, images, grid, settings=DiagnoseSettings(rule=rule), evidence=ev, analyses=analyses)
             case = Case(cam, None if cam is None else "random", float(np.linalg.norm(fault)), name,
                         [float(v) for v in fault], [f.camera for f in found if f.verdict == MISCALIBRATED],
-                        cameras=len(bad))
+                        cameras=len(bad), frames=len(group), band=band)
             stores.append(stored(bad, ev, found))
             if cam is None:
                 case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
@@ -314,7 +297,7 @@ def evaluate_frames(frames: Sequence[RealFrame], faults: Callable[[RealFrame], l
             ev = {n: camera_evidence(frame.rig[n], moved) for n in frame.rig.names}
             found = diagnose(frame.rig, images, grid, settings=DiagnoseSettings(rule=rule), evidence=ev,
                              analyses=clean_analyses)
-            case = Case(None, "timing", float(shift), name, cameras=len(frame.rig),
+            case = Case(None, "timing", float(shift), name, cameras=len(frame.rig), frames=len(group),
                         lidar_named=[f.camera for f in found if f.verdict == MISCALIBRATED])
             case.lidar_reason = " | ".join(f.reason for f in found if f.verdict == MISCALIBRATED)
             stores.append(stored(frame.rig, ev, found))
@@ -364,50 +347,6 @@ def _row(c: Case) -> str:
             f"{' WRONG ' + ','.join(wrong) if wrong else ''} | refine {lid}")
 
 
-def _unperturbed(cases: Sequence[Case], timing: bool = False) -> list[Case]:
-    """The unperturbed rigs' cases: as stored (``timing`` False) or with the LiDAR displaced."""
-    return [c for c in cases if c.camera is None and (c.axis == "timing") == timing]
-
-
-def _counts(cases: Sequence[Case]) -> dict:
-    base, timed = _unperturbed(cases), _unperturbed(cases, timing=True)
-    faults = [c for c in cases if c.camera is not None]
-    acc = [c for c in faults if c.lidar_accepted]
-    return {
-        "timing_cases": len(timed),
-        "timing_false_alarms": sum(len(c.lidar_named) for c in timed),
-        "clean_cameras": sum(c.cameras for c in base),
-        "false_alarms": sum(len(c.lidar_named) for c in base),
-        "faults": len(faults),
-        "named": sum(c.camera in c.lidar_named for c in faults),
-        "wrong": sum(len([n for n in c.lidar_named if n != c.camera]) for c in faults),
-        "accepted": len(acc),
-        "within": sum(c.lidar_end_deg <= TARGET_DEG for c in acc),
-        "proposed": sum(np.isfinite(c.lidar_proposal_end_deg) for c in faults),
-        "worse": sum(c.lidar_end_deg > c.start_deg + 1e-6 for c in faults if np.isfinite(c.lidar_end_deg)),
-    }
-
-
-def frame_table(cases: Sequence[Case]) -> list[str]:
-    """Per frame and in total: false alarms on the unperturbed rig and with its LiDAR displaced
-    (timing), faults named, wrong cameras named, refinements accepted / within 0.3 deg / worse,
-    corrections proposed but not applied."""
-    head = (f"{'frame':<16} {'clean cams':>10} {'false alarms':>12} {'timing FA':>9} {'faults':>6} {'named':>12} "
-            f"{'wrong':>5} {'refine acc':>10} {'<=0.3 deg':>9} {'worse':>5} {'proposed':>8}")
-    rows = [head, "-" * len(head)]
-    frames = list(dict.fromkeys(c.frame for c in cases))
-    for name in [*frames, None]:
-        sel = [c for c in cases if name is None or c.frame == name]
-        k = _counts(sel)
-        share = k["named"] / max(k["faults"], 1)
-        label = "TOTAL" if name is None else name
-        rows.append(f"{label:<16} {k['clean_cameras']:>10} {k['false_alarms']:>12} {k['timing_false_alarms']:>9} "
-                    f"{k['faults']:>6} "
-                    f"{k['named']:>4} ({share:4.0%}) {k['wrong']:>5} {k['accepted']:>10} {k['within']:>9} "
-                    f"{k['worse']:>5} {k['proposed']:>8}")
-    return rows
-
-
 def _end_errors(ends: Sequence[float], limit: float = TARGET_DEG) -> str:
     """How many, the median and largest end error, and how many end within ``limit`` (degrees)."""
     v = np.asarray(ends, dtype=np.float64)
@@ -418,7 +357,7 @@ def _end_errors(ends: Sequence[float], limit: float = TARGET_DEG) -> str:
 def summary(cases: list[Case], timings: dict, targets: Targets | None = None) -> tuple[list[str], bool]:
     """Lines of the summary and whether every target passed."""
     targets = Targets() if targets is None else targets
-    k = _counts(cases)
+    k = counts(cases)
     faults = [c for c in cases if c.camera is not None]
     acc = [c for c in faults if c.lidar_accepted]
     rows = []
@@ -434,11 +373,11 @@ def summary(cases: list[Case], timings: dict, targets: Targets | None = None) ->
     check("LiDAR names the faulty camera", share >= targets.lidar_named_share,
           f"{k['named']}/{k['faults']} = {share:.1%} (target >= {targets.lidar_named_share:.0%})")
     check("LiDAR names a wrong camera", k["wrong"] == 0, f"{k['wrong']} times (target 0)")
-    base = _unperturbed(cases)
+    base = unperturbed(cases)
     check("LiDAR on the unperturbed rigs", k["false_alarms"] == 0,
           f"{k['false_alarms']} false alarms (target 0): " + "; ".join(f"{c.frame}: {c.lidar_named or 'none'}"
                                                                         for c in base))
-    timed = _unperturbed(cases, timing=True)
+    timed = unperturbed(cases, timing=True)
     shifts = ", ".join(dict.fromkeys(f"{c.degrees:+.1f}" for c in timed))
     check("LiDAR on the unperturbed rigs with the LiDAR displaced along the car's axis (timing errors)",
           k["timing_false_alarms"] == 0 if timed else None,
@@ -497,24 +436,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loro", action="store_true", help="also the leave-one-rig-out table")
     parser.add_argument("--sequence", action="store_true",
                         help="judge the frames of one rig (same cameras and calibration) together")
+    parser.add_argument("--frame-counts", nargs="+", type=int, default=None, metavar="K",
+                        help="judge each rig's frames in consecutive windows of K frames, for each K given "
+                             "(e.g. 1 3), every window with the faults of the rig's first frame; overrides --sequence")
+    bands = parser.add_mutually_exclusive_group()
+    bands.add_argument("--band", default=None, metavar="LO-HI",
+                       help=f"draw the faults' sizes from this band of degrees (default {band_label(FAULT_RANGE_DEG)})")
+    bands.add_argument("--bands", nargs="+", default=None, metavar="LO-HI",
+                       help="several bands, each with --faults faults per camera (e.g. "
+                            + " ".join(band_label(b) for b in BANDS) + ")")
     parser.add_argument("--no-refine", action="store_true", help="skip the refinements (faster)")
     parser.add_argument("--json", default=None, help="also write the cases, tables and summary as JSON here")
     args = parser.parse_args(argv)
     try:
+        chosen = [parse_band(b) for b in (args.bands or [args.band])] if args.band or args.bands else \
+            [FAULT_RANGE_DEG]
+        counts_k = None if args.frame_counts is None else parse_frame_counts(args.frame_counts)
         frames = load_frames(args.frames or [DEFAULT_DATAROOT], args.version)
         with single_threaded():
             cases, stores, timings = evaluate_frames(
-                frames, lambda f: random_faults(f, args.faults, args.seed), refine=not args.no_refine,
-                sequence=args.sequence)
+                frames, lambda f: band_faults(f, chosen, args.faults, args.seed), refine=not args.no_refine,
+                sequence=args.sequence, frame_counts=counts_k)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    table = frame_table(cases)
+    rigs = {c.frame: rig_key(next(f.rig for f in frames if c.frame.startswith(f.name))) for c in cases}
+    table, per_band = frame_table(cases), band_table(cases, rigs)
     rows, ok = summary(cases, timings)
-    print("\n".join(["", *table, "", *rows]))
-    out = {"cases": [asdict(c) for c in cases], "table": table, "summary": rows, "timings": timings, "passed": ok}
+    print("\n".join(["", *table, "", "per fault band and number of frames judged together:", *per_band, "", *rows]))
+    out = {"cases": [asdict(c) for c in cases], "table": table, "bands": per_band, "summary": rows,
+           "timings": timings, "passed": ok}
     if args.loro:
-        rigs = {c.frame: rig_key(next(f.rig for f in frames if c.frame.startswith(f.name))) for c in cases}
         loro, totals = leave_one_rig_out(cases, stores, rigs)
         print("\nleave-one-rig-out (constants chosen on the other rigs):")
         print("\n".join(loro))

@@ -229,6 +229,18 @@ def test_an_optimum_at_the_edge_of_the_search_is_no_optimum():
     assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.AT_SEARCH_EDGE
 
 
+def test_the_edge_is_that_of_the_search_as_widened():
+    """A 4 deg optimum inside a search widened to 5.5 deg is an optimum; one at the edge of the
+    widest search is not, and the sentence names the radius searched."""
+    ev = _ev([0.0, 4.0, 0.0])
+    ev.radius_deg = 5.5
+    assert lidar_verdict(ev, NONE).verdict == MISCALIBRATED
+    edge = _ev([0.0, 7.8, 0.0])
+    edge.radius_deg = 8.0
+    v = lidar_verdict(edge, NONE)
+    assert v.doubt is Doubt.AT_SEARCH_EDGE and "+-8 deg search" in v.reason
+
+
 def test_a_camera_whose_optimum_lies_far_from_its_stored_pose_is_no_anchor():
     """A LiDAR in the wrong frame leaves each camera a landscape of chance: a camera may stand
     within ANCHOR_MAX_DROP_Z of an optimum degrees away. That is no camera lining up with the

@@ -21,7 +21,15 @@ What it does, per camera:
    (+-``SEARCH_RADIUS_DEG`` in roll, pitch and yaw, ``GRID_STEP_DEG`` apart, coarse
    attraction): the *score landscape*; the best ``N_STARTS`` separated peaks plus the stored
    calibration are refined by a pattern search through the attraction scales
-   (:meth:`EdgeAlignment.refine_many` runs several side by side).
+   (:meth:`EdgeAlignment.refine_many` runs several side by side). Where the best optimum
+   lies within ``EDGE_MARGIN_DEG`` of the searched region's edge the search widens, uphill
+   and coarse to fine: a grid of +-``WALK_RADIUS_DEG`` around that optimum
+   (``GRID_STEP_DEG`` apart, coarse attraction), its best peaks refined the same way, again
+   from the new best while it lies at the edge, out to ``MAX_RADIUS_DEG`` (a turn of 2-5
+   degrees is found, not left at the edge; beyond 5 degrees on some axis it still is). It
+   widens towards the rising score only: a grid over the whole +-8 degree cube finds optima
+   of chance far from any fault (on a TRI frame, pitch +11 deg scored above the true 4 deg
+   turn). The landscape's statistics stay those of the +-``SEARCH_RADIUS_DEG`` grid.
 3. Uncertainty (:meth:`EdgeAlignment.bootstrap`): a cluster bootstrap. Edge points are
    grouped in image cells (points of one object are not independent); each replicate
    redraws the cells and lets the best ``BOOTSTRAP_CANDIDATES`` optima compete again.
@@ -70,6 +78,9 @@ __all__ = [
     "MAX_EDGE_POINTS",
     "MIN_VERDICT_POINTS",
     "SEARCH_RADIUS_DEG",
+    "EDGE_MARGIN_DEG",
+    "MAX_RADIUS_DEG",
+    "WALK_RADIUS_DEG",
     "EdgeAlignment",
     "LidarFrame",
     "as_lidar_frames",
@@ -86,6 +97,18 @@ SEARCH_RADIUS_DEG = 3.0
 PROFILE_RADIUS_DEG = 3.0
 #: Grid spacing (degrees) of the coarse search.
 GRID_STEP_DEG = 0.5
+#: An optimum within this (degrees, on some axis) of the searched radius lies at its edge:
+#: the search widens, and past the widest radius the verdict doubts it.
+EDGE_MARGIN_DEG = 0.5
+#: Half-width (degrees) of each grid the widening search lays around an optimum at the edge.
+WALK_RADIUS_DEG = 1.5
+#: The widening stops at this radius (degrees, any axis), so an optimum more than 5 degrees off
+#: on some axis stays at the edge and is doubted: the issue's faults reach 5 degrees, and a
+#: clean rear TRI camera (t0, CAMERA_08: a tree line and a lawn) rises on to an optimum of
+#: chance 5.6-6.1 deg away, which convicted it with the LiDAR displaced 0.3 m (radius 8).
+MAX_RADIUS_DEG = 5.5
+#: Coarse peaks of a widening grid refined.
+WALK_STARTS = 3
 #: Coarse-grid peaks refined (besides the stored calibration).
 N_STARTS = 10
 #: Coarse peaks closer than this (degrees, on every axis) count as one.
@@ -240,6 +263,24 @@ def image_sides(camera: Camera, uv: np.ndarray) -> np.ndarray:
     """
     centre = 0.5 * np.array([camera.width - 1.0, camera.height - 1.0])
     return ((uv - centre) @ view_axes(camera)[0] >= 0).astype(np.int64)
+
+
+def _cube(radius: float, step: float) -> np.ndarray:
+    """Every (roll, pitch, yaw) ``step`` apart within +-``radius`` degrees, (G, 3)."""
+    g = np.arange(-radius, radius + 1e-9, step)
+    return np.array(list(itertools.product(g, g, g)))
+
+
+def _peaks(grid: np.ndarray, scores: np.ndarray, separation: float, n: int = N_STARTS) -> list[int]:
+    """Indices of the best ``n`` grid points (``grid`` (G, 3), ``scores`` (G,)) more
+    than ``separation`` degrees apart on some axis, best first."""
+    peaks: list[int] = []
+    for i in np.argsort(-scores):
+        if all(np.max(np.abs(grid[i] - grid[j])) > separation for j in peaks):
+            peaks.append(int(i))
+        if len(peaks) >= n:
+            break
+    return peaks
 
 
 class EdgeAlignment:
@@ -443,28 +484,38 @@ class EdgeAlignment:
             d[moved] = trials[better, k[better]]
             steps[live[~better]] /= 2
 
-    def search(self) -> tuple[list[tuple[np.ndarray, float]], np.ndarray]:
-        """Optima (hypotheses, best first, each with its finest-level score) and the coarse
-        scores of the whole search grid (the score landscape), (G,)."""
-        g = np.arange(-SEARCH_RADIUS_DEG, SEARCH_RADIUS_DEG + 1e-9, GRID_STEP_DEG)
-        grid = np.array(list(itertools.product(g, g, g)))
-        scores = self.scores(grid, 0)
-        peaks: list[int] = []
-        for i in np.argsort(-scores):
-            if all(np.max(np.abs(grid[i] - grid[j])) > PEAK_SEPARATION_DEG for j in peaks):
-                peaks.append(int(i))
-            if len(peaks) >= N_STARTS:
-                break
-        ds = np.array([np.zeros(3)] + [grid[i] for i in peaks])  # (S, 3) starts, refined side by side
-        ss = np.zeros(len(ds))
+    def _optima(self, starts: np.ndarray, found: list[tuple[np.ndarray, float]]) -> list[tuple[np.ndarray, float]]:
+        """``found`` with the optima refined from ``starts`` ((S, 3) degrees, side by side
+        through the attraction scales) merged in, best first."""
+        ds, ss = np.asarray(starts, dtype=np.float64), np.zeros(len(starts))
         for level in range(self.levels):
             ds, ss = self.refine_many(ds, level, step=0.25 if level == 0 else 0.1)
-        found: list[tuple[np.ndarray, float]] = []
+        found = list(found)
         for d, s in zip(ds, ss):
             if not any(np.max(np.abs(d - o)) < 0.2 for o, _ in found):
                 found.append((d, float(s)))
         found.sort(key=lambda x: -x[1])
-        return found, scores
+        return found
+
+    def search(self) -> tuple[list[tuple[np.ndarray, float]], np.ndarray, float]:
+        """Optima (hypotheses, best first, each with its finest-level score), the coarse
+        scores of the +-``SEARCH_RADIUS_DEG`` grid (the score landscape), (G,), and the
+        radius (degrees) searched in the end: ``SEARCH_RADIUS_DEG``, or the widened radius
+        where the best optimum lay at the edge (module docstring, step 2)."""
+        grid = _cube(SEARCH_RADIUS_DEG, GRID_STEP_DEG)
+        scores = self.scores(grid, 0)
+        peaks = _peaks(grid, scores, PEAK_SEPARATION_DEG)
+        found = self._optima(np.array([np.zeros(3)] + [grid[i] for i in peaks]), [])
+        radius = SEARCH_RADIUS_DEG
+        local = _cube(WALK_RADIUS_DEG, GRID_STEP_DEG)
+        while radius < MAX_RADIUS_DEG and float(np.max(np.abs(found[0][0]))) > radius - EDGE_MARGIN_DEG:
+            centre = found[0][0]
+            cube = centre + local
+            coarse = self.scores(cube, 0)
+            found = self._optima(np.array([cube[i] for i in _peaks(cube, coarse, PEAK_SEPARATION_DEG, WALK_STARTS)]),
+                                 found)
+            radius = min(MAX_RADIUS_DEG, max(radius, float(np.max(np.abs(centre))) + WALK_RADIUS_DEG))
+        return found, scores, radius
 
     def bootstrap(self, candidates: Sequence[np.ndarray], replicates: int = BOOTSTRAP,
                   seed: int = 0) -> np.ndarray:

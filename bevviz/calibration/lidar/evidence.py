@@ -40,6 +40,7 @@ from bevviz.calibration.lidar.alignment import (
     AXES,
     BOOTSTRAP,
     BOOTSTRAP_CANDIDATES,
+    SEARCH_RADIUS_DEG,
     EdgeAlignment,
     LidarFrame,
     as_lidar_frames,
@@ -93,6 +94,9 @@ class CameraEvidence:
         timing: The joint optimum of rotation and a displacement of the LiDAR along the
             car's axis (:mod:`~bevviz.calibration.lidar.sync`): whether a timing error explains
             the offset.
+        radius_deg: Half-width (degrees) of the search in the end: ``SEARCH_RADIUS_DEG``, or
+            wider where the optimum lay at its edge
+            (:meth:`~bevviz.calibration.lidar.alignment.EdgeAlignment.search`).
     """
 
     camera: str
@@ -121,6 +125,7 @@ class CameraEvidence:
     points_per_frame: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     median_depth_m: float = float("nan")
     timing: TimingFit = field(default_factory=TimingFit)
+    radius_deg: float = SEARCH_RADIUS_DEG
 
     @property
     def z_best(self) -> float:
@@ -181,7 +186,7 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
     n = len(al)
     if n == 0:
         return CameraEvidence(camera.name, np.zeros(3), np.zeros((0, 3)), 0)
-    found, landscape = al.search()
+    found, landscape, radius = al.search()
     median = float(np.median(landscape))
     spread = float(1.4826 * np.median(np.abs(landscape - median)))
     best = found[0][0]
@@ -212,7 +217,7 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
         score_stored_coarse=al.score(np.zeros(3), 0), halves_deg=halves, half_gain=gains, half_points=counts,
         frames=len(al.maps), points_per_frame=np.bincount(al.frame, minlength=len(al.maps)),
         median_depth_m=float(np.median(al.points[:, 2])),
-        timing=timing_fit(al, best, found[0][1], camera.cam_from_ego[:3, 0], spread))
+        timing=timing_fit(al, best, found[0][1], camera.cam_from_ego[:3, 0], spread), radius_deg=radius)
 
 
 def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,

@@ -29,7 +29,7 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       An accusation stands unless one of these doubts (in order): fewer than
       ``MIN_VERDICT_POINTS`` edge points per frame (``SPARSE_CLOUD``), fewer than
       ``MIN_ANCHORS`` other cameras lining up with the LiDAR at their stored pose
-      (``LIDAR_MAY_BE_OFF``), the optimum at the edge of the search (``AT_SEARCH_EDGE``),
+      (``LIDAR_MAY_BE_OFF``), the optimum at the edge of the search as widened (``AT_SEARCH_EDGE``),
       the stored pose less than ``z_gap`` below it (``STORED_POSE_CLOSE``), an image half
       that gains less than ``half_gain`` (``HALF_UNSUPPORTED``), path A only: no axis beyond
       the tolerance whose return to its stored value costs the score ``axis_drop``

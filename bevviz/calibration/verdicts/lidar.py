@@ -175,9 +175,9 @@ def _lidar_may_be_off(c: LidarCase) -> Why | None:
 
 
 def _at_search_edge(c: LidarCase) -> Why | None:
-    offset = c.evidence.offset_deg
-    if c.accused and float(np.max(np.abs(offset))) > SEARCH_RADIUS_DEG - c.rule.edge_margin_deg:
-        return Why(Doubt.AT_SEARCH_EDGE, {"radius_deg": SEARCH_RADIUS_DEG, "offset_deg": tuple(map(float, offset))})
+    offset, radius = c.evidence.offset_deg, c.evidence.radius_deg  # the radius searched in the end (widened)
+    if c.accused and float(np.max(np.abs(offset))) > radius - c.rule.edge_margin_deg:
+        return Why(Doubt.AT_SEARCH_EDGE, {"radius_deg": radius, "offset_deg": tuple(map(float, offset))})
     return None
 
 

@@ -72,8 +72,10 @@ class VerdictRule:
         half_gain: Smallest gain (robust z) of the optimum over the stored pose within *each*
             image half: the offset must be supported by both halves.
         half_agree_deg: Largest disagreement (degrees, any axis) between the two halves' own optima.
-        edge_margin_deg: An optimum within this of the search's edge (``SEARCH_RADIUS_DEG``)
-            is no optimum: the landscape keeps rising outside the search.
+        edge_margin_deg: An optimum within this of the search's edge (the radius searched in
+            the end, :attr:`~bevviz.calibration.lidar.evidence.CameraEvidence.radius_deg`: the
+            search widens up to ``MAX_RADIUS_DEG`` while its optimum lies at the edge) is no
+            optimum: the landscape keeps rising outside the search.
         confidence: Share of bootstrap replicates beyond the tolerance needed.
         max_sd_deg: Largest bootstrap spread (degrees) of a principal direction that takes
             part in a *located* verdict (path A): a direction known no better than this says

@@ -5,9 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bevviz.calibration import diagnose
+from bevviz.calibration.lidar import alignment
 from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames, hypothesis_matrices, hypothesis_matrix
-from bevviz.calibration.perturbations import perturb_camera
-from bevviz.camera import Camera
+from bevviz.calibration.perturbations import perturb_camera, perturb_rig
+from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED, Doubt
+from bevviz.camera import Camera, Rig
+from bevviz.io.frame_folder import load_frame_folder
 from bevviz.rotations import rpy_to_matrix
 
 
@@ -61,3 +65,25 @@ def test_searches_side_by_side_end_where_each_ends_alone(real_sample):
     np.testing.assert_allclose(one, [al.score(d, last, w) for d, w in zip(starts, rows)], rtol=1e-12)
     with pytest.raises(ValueError, match="weights"):
         al.scores(starts, last, rows[:2])
+
+
+def test_the_widened_search_finds_a_4_deg_turn_that_the_3_deg_search_leaves_at_its_edge(sample_data, monkeypatch):
+    """A real TRI camera turned 4 deg in yaw: the +-3 deg search alone stops at its edge and the
+    verdict doubts it; widened uphill from there, the optimum lies inside the searched region
+    and the camera (judged as a camera-LiDAR pair) is named, turned back by about 4 deg."""
+    if not (sample_data / "real_tri" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri is missing")
+    frame = load_frame_folder(sample_data / "real_tri")
+    bad = perturb_rig(frame.rig, "CAMERA_08", yaw_deg=4.0)
+    pair = Rig([bad["CAMERA_08"]])
+    images = {"CAMERA_08": frame.images["CAMERA_08"]}
+    with monkeypatch.context() as m:
+        m.setattr(alignment, "MAX_RADIUS_DEG", alignment.SEARCH_RADIUS_DEG)  # no widening: the old search
+        (narrow,) = diagnose(pair, images, lidar=frame.scan)
+    assert narrow.verdict == INCONCLUSIVE and narrow.doubt is Doubt.AT_SEARCH_EDGE
+    (wide,) = diagnose(pair, images, lidar=frame.scan)
+    assert wide.verdict == MISCALIBRATED, wide.reason
+    ev = wide.lidar
+    assert ev.radius_deg > alignment.SEARCH_RADIUS_DEG
+    assert np.max(np.abs(ev.offset_deg)) <= ev.radius_deg - alignment.EDGE_MARGIN_DEG
+    assert abs(ev.offset_deg[2] - 4.0) < 0.5 and np.max(np.abs(ev.offset_deg[:2])) < 1.0
