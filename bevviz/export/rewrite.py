@@ -307,6 +307,11 @@ def _fused_nodes(w: _Work, m: FusedMatch) -> GraphBuilder:
     weight = m.weight
     if weight is not None:
         ws = w.types.get(weight, (0, None))[1]
+        if m.weight_perm is not None:  # an Einsum's weight letters in the samples' order
+            weight = b.op("Transpose", weight, perm=list(m.weight_perm), hint="weight_ordered")
+        if m.weight_shape is not None:  # a MatMul / Einsum weight as the Mul form's
+            ws = m.weight_shape
+            weight = b.op("Reshape", weight, b.const(list(ws), np.int64, "w_like_mul"), hint="weight_like_mul")
         if tuple(ws) != tuple(m.weight_target):
             weight = b.op("Expand", weight, b.const(list(m.weight_target), np.int64, "w_shape"), hint="weight_full")
         if m.merge_last:
