@@ -11,11 +11,19 @@ shape static:
 - ``ReduceSum([Mul(] Concat(GS_1, ..., GS_L, axis=-1) [, W)], axes)`` (levels side by side);
 - ``ReduceSum([Mul(] [Reshape(] Concat(Unsqueeze(GS_l, -2), axis=-2) [)] [, W)], axes)``
   (``torch.stack(dim=-2)``, optionally ``.flatten(-2)``);
+- ``MatMul([Unsqueeze(] S [, -2)], W)`` with ``W`` ``(..., P, 1)`` or ``(P,)`` (``S`` any of the
+  level forms above, ``P`` its last axis): ``torch.matmul(s.unsqueeze(-2), w.unsqueeze(-1))``;
+- ``Einsum(S, W)`` or ``Einsum(W, S)`` whose equation sums ``S`` over trailing letters and keeps
+  the leading ones in order, ``W``'s letters distinct letters of ``S`` without ``C``
+  (``nchp,nhp->nch``, ``bhp,bchp->bch``, ``nchp,nph->nch``, ``nchlp,nhlp->nch``);
 
 where ``axes`` is a trailing block of the output's spatial axes (for several levels: one that
 ends in the concatenated axis) and ``W`` broadcasts to the sum's input with size 1 along
-``C`` (weights that differ per channel are not a weighted sum of samples). ``MatMul`` /
-``Einsum`` forms are not matched (their GridSample nodes are rewritten one by one).
+``C`` (weights that differ per channel are not a weighted sum of samples). A ``MatMul`` or
+``Einsum`` match is the ``Mul`` form's: its weight transposed / reshaped to broadcast like
+``Mul``'s (:attr:`FusedMatch.weight_perm`, :attr:`FusedMatch.weight_shape`), so one emitter
+writes every form. Anything else (an equation that contracts or moves ``C``, keeps the
+points, uses ``...``; a ``MatMul`` with several output columns) is rewritten node by node.
 """
 
 from __future__ import annotations
