@@ -202,14 +202,16 @@ def _reduced_block(g: _Graph, node: onnx.NodeProto, rank: int) -> list[int] | No
     return sorted({int(a) % rank for a in axes})
 
 
-def find_patterns(graph: onnx.GraphProto, types: Mapping, eligible: Callable[[onnx.NodeProto], bool]) \
-        -> list[FusedMatch]:
+def find_patterns(graph: onnx.GraphProto, types: Mapping, eligible: Callable[[onnx.NodeProto], bool],
+                  unfused: dict[tuple[str, ...], str] | None = None) -> list[FusedMatch]:
     """Every fused pattern of ``graph`` whose GridSample nodes are all ``eligible``.
 
     Args:
         graph: One graph (main graph or a subgraph).
         types: Inferred ``name -> (elem type, shape)`` (:func:`bevviz.export.inspection.tensor_types`).
         eligible: Whether a GridSample node may be rewritten (settings, backend).
+        unfused: When given, filled with ``node_key(GridSample) -> why`` for the GridSample nodes
+            read by a ``MatMul`` / ``Einsum`` that is not a fusable weighted sum.
 
     Returns:
         The matches; no node belongs to two.
@@ -221,13 +223,17 @@ def find_patterns(graph: onnx.GraphProto, types: Mapping, eligible: Callable[[on
         if not eligible(node) or node_key(node) in used:
             continue
         m = _match(g, node, eligible)
+        if isinstance(m, str):
+            if unfused is not None:
+                unfused[node_key(node)] = m
+            continue
         if m is not None and not any(node_key(n) in used for n in m.nodes):
             used.update(node_key(n) for n in m.nodes)
             matches.append(m)
     return matches
 
 
-def _match(g: _Graph, first: onnx.NodeProto, eligible) -> FusedMatch | None:
+def _match(g: _Graph, first: onnx.NodeProto, eligible) -> FusedMatch | str | None:
     shape = g.shape(first.output[0])
     if not _static(shape) or len(shape) < 3:
         return None
@@ -250,14 +256,13 @@ def _match(g: _Graph, first: onnx.NodeProto, eligible) -> FusedMatch | None:
         return None
     read = {"MatMul": _matmul, "Unsqueeze": _matmul, "Einsum": _einsum}.get(nxt.op_type, _reduce_sum)
     found_sum = read(g, nxt, cur, tuple(cur_shape), like)
-    if found_sum is None:
-        return None
+    if found_sum is None or isinstance(found_sum, str):
+        return found_sum
     rank, axes = len(cur_shape), found_sum.axes
     kept = axes[0] - 2
-    if len(gs) > 1 and kept > len(shape) - 3:  # several levels: the sum must include their side-by-side axis
-        return None
-    if merge and axes[0] > rank - 2:  # stacked (L, P) unmerged: the sum must include both
-        return None
+    # several levels: the sum must include their side-by-side axis; stacked (L, P) unmerged: both
+    if (len(gs) > 1 and kept > len(shape) - 3) or (merge and axes[0] > rank - 2):
+        return None if found_sum.form.endswith("ReduceSum") else f"{found_sum.form} sums the points, not the levels"
     out_shape = g.shape(found_sum.last.output[0])
     if not _static(out_shape):
         return None
@@ -324,12 +329,15 @@ def _reduce_sum(g: _Graph, nxt: onnx.NodeProto, cur: str, cur_shape: tuple[int, 
     return _Sum(weight, None, None, [*nodes, nxt], axes, "Mul+ReduceSum" if nodes else "ReduceSum")
 
 
-def _matmul(g: _Graph, nxt: onnx.NodeProto, cur: str, cur_shape: tuple[int, ...], like: int) -> _Sum | None:
+def _matmul(g: _Graph, nxt: onnx.NodeProto, cur: str, cur_shape: tuple[int, ...], like: int) -> _Sum | str | None:
     """``MatMul([Unsqueeze(] samples [, -2)], W)`` with ``W`` ``(..., P, 1)`` or ``(P,)``: a sum over ``P``.
 
     ``torch.matmul(sampled, w)`` and ``torch.matmul(sampled.unsqueeze(-2), w.unsqueeze(-1))``:
     ``out[..., m, 0] = sum_p A[..., m, p] * W[..., p, 0]``, the ``Mul`` form's weight being ``W``
     with its last two axes swapped (for the Unsqueeze: with the inserted axis dropped too).
+
+    Returns:
+        The sum; why not, for a MatMul that reads the samples; None for any other consumer.
     """
     nodes, a = [], cur
     if nxt.op_type == "Unsqueeze":
@@ -337,22 +345,24 @@ def _matmul(g: _Graph, nxt: onnx.NodeProto, cur: str, cur_shape: tuple[int, ...]
             return None
         nodes, a = [nxt], nxt.output[0]
         nxt = g.only_user(a)
-    if nxt is None or nxt.op_type != "MatMul" or nxt.input[0] != a or nxt.input[1] == a:
+    if nxt is None or nxt.op_type != "MatMul":
         return None
+    if nxt.input[0] != a or nxt.input[1] == a:
+        return "MatMul: the samples are not its first operand alone"
     w, p = nxt.input[1], cur_shape[-1]
     ws = g.shape(w)
     if not _static(ws) or not (tuple(ws) == (p,) or (len(ws) >= 2 and tuple(ws[-2:]) == (p, 1))):
-        return None
+        return f"MatMul weight of shape {ws}: not one column over the {p} points ((..., {p}, 1) or ({p},))"
     vector = len(ws) == 1
     batch = [] if vector else list(ws[:-2])
     shape = (*batch, p) if nodes or vector else (*batch, 1, p)
     out = (*cur_shape[:-1], *([1] if nodes else []), *([] if vector else [1]))
     if tuple(g.shape(nxt.output[0]) or ()) != out or not _fits(g, w, shape, cur_shape, like):
-        return None
+        return f"MatMul weight of shape {tuple(ws)}: varies with C or broadcasts the samples"
     return _Sum(w, None, shape, [*nodes, nxt], [len(cur_shape) - 1], "Unsqueeze+MatMul" if nodes else "MatMul")
 
 
-def _einsum(g: _Graph, nxt: onnx.NodeProto, cur: str, cur_shape: tuple[int, ...], like: int) -> _Sum | None:
+def _einsum(g: _Graph, nxt: onnx.NodeProto, cur: str, cur_shape: tuple[int, ...], like: int) -> _Sum | str:
     """``Einsum`` of the samples and ``W`` that is a weighted sum over their trailing axes.
 
     Fused only when the samples' letters are distinct (no diagonal) and in order, the output is
@@ -360,30 +370,32 @@ def _einsum(g: _Graph, nxt: onnx.NodeProto, cur: str, cur_shape: tuple[int, ...]
     letters of the samples without ``C`` (a weight constant across channels), each of the
     samples' size: ``nchp,nhp->nch``, ``bhp,bchp->bch``, ``nchlp,nhlp->nch``. Not fused: an
     equation that contracts or moves ``C``, weights per channel, broadcasting (``...``).
+
+    Returns:
+        The sum, or why not.
     """
-    if len(nxt.input) != 2 or list(nxt.input).count(cur) != 1:
-        return None
     eq = _attr(nxt, "equation", b"")
     eq = (eq.decode() if isinstance(eq, bytes) else str(eq)).replace(" ", "")
-    if "->" not in eq or "." in eq:
-        return None
-    lhs, out = eq.split("->")
+    lhs, _, out = eq.partition("->")
     terms = lhs.split(",")
-    if len(terms) != 2:
-        return None
+    if len(nxt.input) != 2 or list(nxt.input).count(cur) != 1 or len(terms) != 2 or "." in eq or "->" not in eq:
+        return f"Einsum {eq!r}: not two operands with the samples once, explicit output, no '...'"
     mine = 0 if nxt.input[0] == cur else 1
     ts, tw = terms[mine], terms[1 - mine]
     w = nxt.input[1 - mine]
     rank = len(cur_shape)
-    if len(ts) != rank or len(set(ts)) != rank or len(set(tw)) != len(tw) or not set(tw) <= set(ts) \
-            or ts[1] in tw or not 2 <= len(out) < rank or out != ts[:len(out)]:
-        return None
+    if len(ts) != rank or len(set(ts)) != rank or len(set(tw)) != len(tw) or not set(tw) <= set(ts):
+        return f"Einsum {eq!r}: a diagonal, or weight letters the samples lack"
+    if not 2 <= len(out) < rank or out != ts[:len(out)]:
+        return f"Einsum {eq!r}: the output is not the samples' leading axes in order (C summed or moved, points kept)"
+    if ts[1] in tw:
+        return f"Einsum {eq!r}: the weights vary with C"
     ws = g.shape(w)
     if not _static(ws) or len(ws) != len(tw) or any(d != cur_shape[ts.index(ch)] for d, ch in zip(ws, tw)):
-        return None
+        return f"Einsum {eq!r}: weights of shape {ws}, not the samples' sizes"
     perm = tuple(sorted(range(len(tw)), key=lambda i: ts.index(tw[i])))
     shape = tuple(cur_shape[j] if ts[j] in tw else 1 for j in range(rank))
     if tuple(g.shape(nxt.output[0]) or ()) != tuple(cur_shape[:len(out)]) or not _fits(g, w, shape, cur_shape, like):
-        return None
+        return f"Einsum {eq!r}: output or weight shape not static, or weights of another dtype"
     return _Sum(w, None if perm == tuple(range(len(tw))) else perm, shape, [nxt], list(range(len(out), rank)),
                 "Einsum")

@@ -64,14 +64,21 @@ FUSED = {
 # look alike, are not a weighted sum of samples with weights constant across C: per node
 PER_NODE = {
     "matmul weights per channel": (
-        lambda s, w: torch.matmul(s[0].unsqueeze(-2), w.unsqueeze(-1)).squeeze(-1).squeeze(-1), (N, C, HQ, P)),
-    "matmul two outputs per query": (lambda s, w: torch.matmul(s[0], w), (N, 1, P, 2)),
-    "einsum weights per channel": (lambda s, w: torch.einsum("nchp,nchp->nch", s[0], w), (N, C, HQ, P)),
-    "einsum contracts C": (lambda s, w: torch.einsum("nchp,nc->nhp", s[0], w), (N, C)),
-    "einsum output reordered": (lambda s, w: torch.einsum("nchp,nhp->nhc", s[0], w), (N, HQ, P)),
-    "einsum keeps the points": (lambda s, w: torch.einsum("nchp,nh->nchp", s[0], w), (N, HQ)),
+        lambda s, w: torch.matmul(s[0].unsqueeze(-2), w.unsqueeze(-1)).squeeze(-1).squeeze(-1), (N, C, HQ, P),
+        "MatMul weight of shape (2, 32, 60, 4, 1): varies with C"),
+    "matmul two outputs per query": (lambda s, w: torch.matmul(s[0], w), (N, 1, P, 2),
+                                     "not one column over the 4 points"),
+    "einsum weights per channel": (lambda s, w: torch.einsum("nchp,nchp->nch", s[0], w), (N, C, HQ, P),
+                                   "Einsum 'nchp,nchp->nch': the weights vary with C"),
+    "einsum contracts C": (lambda s, w: torch.einsum("nchp,nc->nhp", s[0], w), (N, C),
+                           "Einsum 'nchp,nc->nhp': the output is not the samples' leading axes"),
+    "einsum output reordered": (lambda s, w: torch.einsum("nchp,nhp->nhc", s[0], w), (N, HQ, P),
+                                "the output is not the samples' leading axes"),
+    "einsum keeps the points": (lambda s, w: torch.einsum("nchp,nh->nchp", s[0], w), (N, HQ),
+                                "the output is not the samples' leading axes"),
     "levels stacked, einsum over points only": (
-        lambda s, w: torch.einsum("nchlp,nhlp->nchl", torch.stack(s, -2), w), (N, HQ, 3, P)),
+        lambda s, w: torch.einsum("nchlp,nhlp->nchl", torch.stack(s, -2), w), (N, HQ, 3, P),
+        "Einsum sums the points, not the levels"),
 }
 
 
@@ -134,9 +141,11 @@ def test_matmul_and_einsum_weighted_sums_are_fused(name, setting):
 
 @pytest.mark.parametrize("name", list(PER_NODE))
 def test_what_only_looks_like_a_weighted_sum_stays_per_node(name):
-    combine, weight_shape = PER_NODE[name]
+    combine, weight_shape, why = PER_NODE[name]
     levels = 3 if "levels" in name else 1
     setting = SETTINGS[0]
     model, feed = _export(combine, weight_shape, levels, setting)
     report = _rewritten(model, feed, setting)
     assert {c.form for c in report.replaced} == {"per-node"} and len(report.replaced) == levels
+    said = [n for n in report.notes if "rewritten per node, not fused: " in n]
+    assert len(said) == 1 and why in said[0], report.notes  # said once, for the GridSample read by the product
