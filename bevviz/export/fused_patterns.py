@@ -170,13 +170,10 @@ def _levels(g: _Graph, first: onnx.NodeProto, eligible: Callable[[onnx.NodeProto
 
 
 def _unsqueeze_axes(g: _Graph, node: onnx.NodeProto) -> list[int] | None:
-    """An ``Unsqueeze`` node's axes (an input from opset 13, an attribute before), or None."""
-    if node.op_type != "Unsqueeze":
+    """An ``Unsqueeze`` node's constant axes (an input: GridSample needs opset >= 16), or None."""
+    if node.op_type != "Unsqueeze" or len(node.input) < 2:
         return None
-    if len(node.input) > 1:
-        return _const_ints(node.input[1], g.consts)
-    axes = _attr(node, "axes", None)
-    return None if axes is None else list(axes)
+    return _const_ints(node.input[1], g.consts)
 
 
 def _producer(g: _Graph, name: str) -> onnx.NodeProto | None:
