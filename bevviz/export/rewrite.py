@@ -286,6 +286,7 @@ class _Work:
     taken: set[str]
     replaced: list[NodeChange] = field(default_factory=list)
     made: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)  # why a MatMul / Einsum after a GridSample was not fused
 
     def level(self, node: onnx.NodeProto) -> Level:
         t = self.types
@@ -307,6 +308,11 @@ def _fused_nodes(w: _Work, m: FusedMatch) -> GraphBuilder:
     weight = m.weight
     if weight is not None:
         ws = w.types.get(weight, (0, None))[1]
+        if m.weight_perm is not None:  # an Einsum's weight letters in the samples' order
+            weight = b.op("Transpose", weight, perm=list(m.weight_perm), hint="weight_ordered")
+        if m.weight_shape is not None:  # a MatMul / Einsum weight as the Mul form's
+            ws = m.weight_shape
+            weight = b.op("Reshape", weight, b.const(list(ws), np.int64, "w_like_mul"), hint="weight_like_mul")
         if tuple(ws) != tuple(m.weight_target):
             weight = b.op("Expand", weight, b.const(list(m.weight_target), np.int64, "w_shape"), hint="weight_full")
         if m.merge_last:
@@ -327,7 +333,8 @@ def _rewrite_graph(g: onnx.GraphProto, w: _Work) -> None:
     def eligible(node: onnx.NodeProto) -> bool:
         return node_key(node) in w.specs and w.specs[node_key(node)][0].mode is not None
 
-    matches = find_patterns(g, w.types, eligible) if w.options.fuse else []
+    unfused: dict[tuple[str, ...], str] = {}
+    matches = find_patterns(g, w.types, eligible, unfused) if w.options.fuse else []
     in_match = {node_key(n): m for m in matches for n in m.nodes}
     shape_reads = {node_key(n): shape for m in matches for n, shape in m.shape_reads}
     before = _users(g)
@@ -351,6 +358,8 @@ def _rewrite_graph(g: onnx.GraphProto, w: _Work) -> None:
                                 _itemsize(elem))
         new_nodes.extend(b.nodes)
         w.record(node, b, "per-node", chunks)
+        if node_key(node) in unfused:
+            w.notes.append(f"{label}: rewritten per node, not fused: {unfused[node_key(node)]}")
     del g.node[:]
     g.node.extend(new_nodes)
     if matches:
@@ -480,6 +489,7 @@ def rewrite_grid_sample(src: str | os.PathLike | bytes | onnx.ModelProto | Loade
     work = _Work(types, specs, options, taken)
     for g in reversed(list(walk_graphs(model.graph))):  # subgraphs before the graphs holding them (copied)
         _rewrite_graph(g, work)
+    notes.extend(work.notes)
     if options.backend:
         notes.append(f"backend {options.backend!r}: {len(kept)} GridSample node(s) kept (its rules accept them), "
                      f"{len(work.replaced)} rewritten")
