@@ -84,6 +84,15 @@ Z_TEXT = ("z: robust z within the +-3 deg score landscape (score minus its media
 PROFILES_TEXT = ("Red: the edge points with the stored calibration; green: at the optimum. Each curve turns one axis "
                  "through the optimum (offset 0 = the stored calibration), the others held there.")
 
+def frames_text(n_frames: int) -> str:
+    """What the page says about the frames the LiDAR witness judges: "" for one frame,
+    "3 frames judged together: ..." for several (a drive, several frame folders, --frames N)."""
+    if n_frames <= 1:
+        return ""
+    return (f"{n_frames} frames judged together: every camera's LiDAR evidence is added up over the {n_frames} "
+            "frames of the same rig (each frame's points moved to each camera's exposure) before any verdict.")
+
+
 def slider_key(camera: str, key: str) -> str:
     """Session-state key of one camera's perturbation slider."""
     return f"cd_p_{camera}_{key}"

@@ -208,7 +208,7 @@ def test_a_bad_rig_file_names_the_camera_and_field(tmp_path, capsys):
 @pytest.mark.parametrize("error", [ValueError("operands could not be broadcast together"), KeyError("token"),
                                    ZeroDivisionError("float division by zero")])
 def test_a_bug_is_exit_3_and_says_so_never_bad_input(monkeypatch, capsys, error):
-    def broken(self):
+    def broken(self, progress=None):
         raise error
 
     monkeypatch.setattr(cli_module.Doctor, "check", broken)  # the doctor the command asks
