@@ -160,13 +160,14 @@ def _offset(finding: CameraFinding, axis: str) -> str:
 
 def verdict_rows(findings: Sequence[CameraFinding]) -> list[dict]:
     """One row per finding (worst first, as given): camera, verdict, the camera's own offset
-    per axis (degrees, ± its bootstrap spread; "-" without LiDAR), edge points, each
-    witness's verdict and the reason."""
+    per axis (degrees, ± its bootstrap spread; "-" without LiDAR), edge points, the frames
+    its verdict rests on (the LiDAR witness's; 1 without), each witness's verdict and the reason."""
     rows = []
     for f in findings:
         row = {"camera": f.camera, "verdict": f.verdict}
         row.update({f"{a} (deg)": _offset(f, a) for a in AXES})
         row["edge points"] = int(f.edge_points)
+        row["frames"] = int(f.lidar.frames) if f.lidar is not None else 1
         row["witnesses"] = ", ".join(f"{k}: {v}" for k, v in f.witnesses.items())
         row["reason"] = f.reason
         rows.append(row)
