@@ -84,6 +84,15 @@ Z_TEXT = ("z: robust z within the +-3 deg score landscape (score minus its media
 PROFILES_TEXT = ("Red: the edge points with the stored calibration; green: at the optimum. Each curve turns one axis "
                  "through the optimum (offset 0 = the stored calibration), the others held there.")
 
+def frames_text(n_frames: int) -> str:
+    """What the page says about the frames the LiDAR witness judges: "" for one frame,
+    "3 frames judged together: ..." for several (a drive, several frame folders, --frames N)."""
+    if n_frames <= 1:
+        return ""
+    return (f"{n_frames} frames judged together: every camera's LiDAR evidence is added up over the {n_frames} "
+            "frames of the same rig (each frame's points moved to each camera's exposure) before any verdict.")
+
+
 def slider_key(camera: str, key: str) -> str:
     """Session-state key of one camera's perturbation slider."""
     return f"cd_p_{camera}_{key}"
@@ -151,13 +160,14 @@ def _offset(finding: CameraFinding, axis: str) -> str:
 
 def verdict_rows(findings: Sequence[CameraFinding]) -> list[dict]:
     """One row per finding (worst first, as given): camera, verdict, the camera's own offset
-    per axis (degrees, ± its bootstrap spread; "-" without LiDAR), edge points, each
-    witness's verdict and the reason."""
+    per axis (degrees, ± its bootstrap spread; "-" without LiDAR), edge points, the frames
+    its verdict rests on (the LiDAR witness's; 1 without), each witness's verdict and the reason."""
     rows = []
     for f in findings:
         row = {"camera": f.camera, "verdict": f.verdict}
         row.update({f"{a} (deg)": _offset(f, a) for a in AXES})
         row["edge points"] = int(f.edge_points)
+        row["frames"] = int(f.lidar.frames) if f.lidar is not None else 1
         row["witnesses"] = ", ".join(f"{k}: {v}" for k, v in f.witnesses.items())
         row["reason"] = f.reason
         rows.append(row)

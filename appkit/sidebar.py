@@ -37,6 +37,9 @@ SAMPLE_RIG_OPTION = "Sample rig (rig.json)"
 REAL_SAMPLE_OPTION = "Real nuScenes keyframe (scene-0061, with LiDAR and boxes)"
 REAL_TRI_OPTION = "Real TRI frame (6 cameras, merged LiDAR, the car body in view)"
 REAL_KITTI_OPTION = "Real KITTI frame (1 camera and its LiDAR)"
+REAL_TRI_DRIVE_OPTION = "Real TRI drive (3 consecutive frames of the 6 cameras, judged together)"
+#: The embedded drives (folders of frame folders of one rig) offered beside the samples: option -> path.
+REAL_DRIVE_OPTIONS = {REAL_TRI_DRIVE_OPTION: sources.REAL_TRI_DRIVE}
 #: The embedded real frame folders offered beside the samples: option -> path.
 REAL_FRAME_OPTIONS = {REAL_TRI_OPTION: sources.REAL_TRI, REAL_KITTI_OPTION: sources.REAL_KITTI}
 #: Session-state key through which bytes can be handed to the upload path without a
@@ -105,19 +108,23 @@ def _sample_controls() -> tuple[tuple | None, Callable | None, str]:
         r = real[0]
         scenes[REAL_SAMPLE_OPTION] = SceneInfo(r["name"], r["token"], r["description"], int(r["nbr_samples"]))
         options.append(REAL_SAMPLE_OPTION)
-    options += [o for o, p in REAL_FRAME_OPTIONS.items() if p.is_dir()]
+    options += [o for o, p in {**REAL_FRAME_OPTIONS, **REAL_DRIVE_OPTIONS}.items() if p.is_dir()]
     choice = st.selectbox("Sample", options, key="sample_choice",
                           help="The embedded sample: a rendered street with a known ground truth. "
                                "Its nuScenes-format copy has a calibrated scene and a miscalibrated one. "
                                "The real keyframe: six photos, the LiDAR sweep and 69 boxes of nuScenes "
                                "(CC BY-NC-SA 4.0). The real TRI and KITTI frames: other rigs, with their own "
-                               "calibration, for the Calibration Doctor (non-commercial licences: see their README).")
+                               "calibration, for the Calibration Doctor; the TRI drive: three consecutive frames "
+                               "of that rig, judged together (non-commercial licences: see their README).")
     if choice == SAMPLE_RIG_OPTION:
         path = str(embedded.sample_path("rig"))
         return ("rigjson", path), lambda: sources.rig_json_scene(path), "the sample rig"
     if choice in REAL_FRAME_OPTIONS:
         folder = str(REAL_FRAME_OPTIONS[choice])
         return ("frames", folder, ()), lambda: sources.frame_folder_scene(folder), choice
+    if choice in REAL_DRIVE_OPTIONS:
+        drive = str(REAL_DRIVE_OPTIONS[choice])
+        return ("drive", drive), lambda: sources.drive_scene(drive), choice
     root = embedded.sample_path("real-nuscenes" if choice == REAL_SAMPLE_OPTION else "nuscenes")
     key = "real_sample_index" if choice == REAL_SAMPLE_OPTION else "sample_index"
     with st.spinner("Opening the embedded nuScenes sample ..."):
@@ -184,7 +191,8 @@ def _frame_folder_controls():
                            help="A folder on the machine running the app holding rig.json (the JSON rig), its "
                                 "images, lidar_ego.npy (the LiDAR sweep in the ego frame) and, optionally, "
                                 "exposure.json (the ego motion to each camera's exposure): the format of "
-                                "'bevviz check FOLDER'.").strip()
+                                "'bevviz check FOLDER'. A drive, a folder whose subfolders are such frame folders "
+                                "of one rig (t0/, t1/, ...), is judged whole.").strip()
     more_text = st.text_area("More frame folders of the same rig (optional, one per line)", key="ff_more",
                              height=80, help=f"Consecutive frames of one drive, the same cameras, calibration and "
                                              f"ignore polygons: the Calibration Doctor adds up their LiDAR evidence "
@@ -194,6 +202,8 @@ def _frame_folder_controls():
     if not folder:
         st.info("Name a frame folder; the current rig stays until then.")
         return None, None, ""
+    if not more and sources.is_drive(folder):  # a folder of frame folders: all of them, judged together
+        return ("drive", folder), lambda: sources.drive_scene(folder), f"the drive {folder}"
     what = f"the frame folder {folder}" + (f" and {len(more)} more" if more else "")
     return ("frames", folder, more), lambda: sources.frame_folder_scene(folder, more), what
 

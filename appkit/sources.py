@@ -35,8 +35,9 @@ from bevviz.session.uploads import (
 __all__ = [
     "FRAME_FOLDER_FIELD", "MAX_IMAGE_BYTES", "MAX_POINTCLOUD_BYTES", "MAX_RIG_JSON_BYTES", "MAX_TOTAL_BYTES",
     "MORE_FOLDERS_FIELD", "NUSCENES_VERSIONS", "REAL_KITTI", "REAL_NUSCENES", "REAL_NUSCENES_ATTRIBUTION",
-    "REAL_TRI", "SAMPLE_NUSCENES", "SAMPLE_RIG", "Scene", "check_upload_sizes", "default_scene",
-    "embedded_scene_table", "frame_folder_scene", "nuscenes_samples", "nuscenes_scene", "nuscenes_scenes",
+    "REAL_TRI", "REAL_TRI_DRIVE", "SAMPLE_NUSCENES", "SAMPLE_RIG", "Scene", "check_upload_sizes", "default_scene",
+    "drive_scene", "embedded_scene_table", "frame_folder_scene", "is_drive", "nuscenes_samples", "nuscenes_scene",
+    "nuscenes_scenes",
     "open_nuscenes", "rig_json_scene", "sample_available", "sample_texture", "synthetic_scene",
     "upload_digest", "upload_limits_text", "uploaded_scene",
 ]
@@ -50,6 +51,8 @@ REAL_NUSCENES = embedded.sample_path("real-nuscenes")
 #: camera-LiDAR pair.
 REAL_TRI = embedded.sample_path("real-tri")
 REAL_KITTI = embedded.sample_path("real-kitti")
+#: A drive: three consecutive TRI frames (``t0/``, ``t1/``, ``t2/``), judged together.
+REAL_TRI_DRIVE = embedded.sample_path("real-tri-drive")
 
 
 @st.cache_resource(show_spinner=False)
@@ -116,6 +119,19 @@ def frame_folder_scene(path: str, more: tuple[str, ...] = ()) -> Scene:
     adds up (:func:`bevviz.session.frame_folder_scene`, as ``bevviz check FOLDER [FOLDER ...]``);
     not cached: a user's folder may change between loads, and the sidebar loads once per request."""
     return loaders.frame_folder_scene(path, more=more, field=FRAME_FOLDER_FIELD, more_field=MORE_FOLDERS_FIELD)
+
+
+def is_drive(path: str) -> bool:
+    """Whether ``path`` is a drive: a folder whose subfolders are frame folders
+    (:func:`bevviz.session.loaders.drive_frames`)."""
+    return bool(loaders.drive_frames(Path(path).expanduser()))
+
+
+def drive_scene(path: str) -> Scene:
+    """A drive: a folder whose subfolders are frame folders of one rig, all judged together
+    (:func:`bevviz.session.drive_scene`, as ``bevviz check DRIVE``); not cached, as
+    :func:`frame_folder_scene`."""
+    return loaders.drive_scene(path, field=FRAME_FOLDER_FIELD)
 
 
 def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],

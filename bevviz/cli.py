@@ -12,6 +12,7 @@ script's entry point.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import json
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
+from tqdm.auto import tqdm
 
 from bevviz.audit import (
     ENGINES,
@@ -129,7 +131,7 @@ def _print_check(report: CheckReport, strict: bool) -> None:
     click.echo(f"bevviz check: {where}  ({lidar}, {report.runtime_s:.1f} s)")
     for fault in report.faults:
         click.echo(f"FAULT: {fault.message}")
-    head = (f"{'camera':<17} {'verdict':<13} {'score':>7}  {'roll':>12} {'pitch':>12} {'yaw':>12}  "
+    head = (f"{'camera':<17} {'verdict':<13} {'score':>7} {'frames':>6}  {'roll':>12} {'pitch':>12} {'yaw':>12}  "
             f"{'witnesses':<38} sanity")
     click.echo(head)
     click.echo("-" * len(head))
@@ -144,7 +146,7 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 
         wit = ", ".join(f"{k} {v}" for k, v in c.witnesses.items())
         score = f"{c.score:7.3f}" if c.score == c.score else "      -"
-        click.echo(f"{c.camera:<17} {c.verdict:<13} {score}  {axis('roll'):>12} {axis('pitch'):>12} "
+        click.echo(f"{c.camera:<17} {c.verdict:<13} {score} {c.frames:>6}  {axis('roll'):>12} {axis('pitch'):>12} "
                    f"{axis('yaw'):>12}  {wit:<38} {'; '.join(c.sanity.problems) or 'ok'}")
     conv = report.conventions
     click.echo(f"conventions: stored {conv.stored}; best ranked {conv.best} ({'ok' if conv.ok else 'MISMATCH'}, "
@@ -191,8 +193,10 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
                            ego frame, intensity in any scale), optional exposure.json,
                            ignore.json (docs/api.md): the doctor with the LiDAR
       a nuScenes dataroot  (a folder holding <version>/sample.json); --version, --sample
-      an embedded sample   rig | nuscenes | real-nuscenes | real-tri | real-kitti (a path
-                           of that name that exists is checked instead)
+      a drive              a folder whose subfolders are frame folders of one rig (t0/,
+                           t1/, ...): judged together, in name order
+      an embedded sample   rig | nuscenes | real-nuscenes | real-tri | real-tri-drive |
+                           real-kitti (a path of that name that exists is checked instead)
     Several frame folders of one rig (the same cameras, calibration and ignore polygons:
     consecutive frames of a drive) are checked together: the LiDAR witness adds their
     evidence up, as --frames N does for a nuScenes dataroot.
@@ -202,8 +206,8 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
 
     The doctor uses the LiDAR sweep when the sample has one (nuScenes), and the seams
     between neighbouring cameras always. The table lists each camera's verdict
-    (miscalibrated / inconclusive / ok), the doctor's score, its estimated offset per axis
-    in degrees (body frame: roll about the optical axis, pitch positive looking down, yaw
+    (miscalibrated / inconclusive / ok), the doctor's score, the frames behind it, its
+    estimated offset per axis in degrees (body frame: roll about the optical axis, pitch positive looking down, yaw
     positive turning left; +- one standard deviation with LiDAR), the witnesses and the
     sanity problems.
 
@@ -234,7 +238,8 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
         raise InputError(f"field '--html': {html_path!r} is the --json file too; write them apart",
                          "--html", html_path)
     doctor = Doctor(scene, settings)
-    report = doctor.check()
+    with _progress_bar(doctor) as progress:
+        report = doctor.check(progress)
     _print_check(report, strict)
     if fixed_path:
         fixed = doctor.fixed_rig()
@@ -247,6 +252,27 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, vers
     if html_path:
         atomic_write_bytes(Path(html_path), check_html(report, scene.images, strict).encode())
     return report.exit_code(strict)
+
+
+@contextlib.contextmanager
+def _progress_bar(doctor: Doctor):
+    """A progress bar (rate, ETA) over frames x cameras of the doctor's work, on stderr when it
+    is a terminal (nothing otherwise); yields the ``callback(done, total, camera)`` to hand it."""
+    frames = doctor.n_frames if doctor.scene.has_all_images else 1
+    bar = tqdm(total=frames * len(doctor.rig), unit="frame-camera", disable=None, leave=False,
+               desc=f"doctor ({frames} frame{'s' if frames != 1 else ''} x {len(doctor.rig)} cameras)")
+
+    def progress(done: int, total: int, camera: str) -> None:
+        if total:
+            bar.total = frames * total
+        bar.update(frames * done - bar.n)
+        if camera:
+            bar.set_postfix_str(camera, refresh=False)
+
+    try:
+        yield progress
+    finally:
+        bar.close()
 
 
 def check_reads(sources: Sequence[str], images: str | None, scene: Scene) -> Reads:

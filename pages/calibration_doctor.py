@@ -75,14 +75,19 @@ st.caption(doctor.SEAM_COST_TEXT)
 
 if scene.lidar is not None:
     st.subheader("Which camera is off? The LiDAR witness")
-    frames = "" if doc.n_frames == 1 else f" in this frame; the evidence of {doc.n_frames} frames is added up"
-    st.caption(f"{len(scene.lidar):,} LiDAR points{frames}. {doctor.LIDAR_TEXT}")
+    n_frames = doc.n_frames
+    if together := doctor.frames_text(n_frames):
+        st.info(together)
+    here = "" if n_frames == 1 else " in this frame"
+    st.caption(f"{len(scene.lidar):,} LiDAR points{here}. {doctor.LIDAR_TEXT}")
+    over = "" if n_frames == 1 else f" over {n_frames} frames"
     if st.button("Run the LiDAR diagnosis", type="primary", key="cd_lidar_run"):
-        with st.status("Aligning every camera with the LiDAR edges ...", expanded=True) as run_status, \
+        with st.status(f"Aligning every camera with the LiDAR edges{over} ...", expanded=True) as run_status, \
                 shown_errors("LiDAR diagnosis"):
             bar = st.progress(0.0, text="Aligning ...")
             doc.diagnose(progress=lambda k, n, c: bar.progress(
-                k / max(n, 1), text=f"Aligning {esc(c)} ..." if c else "Judging the cameras ..."))
+                k / max(n, 1), text=f"Aligning {esc(c)}{over} ({k}/{n} cameras) ..." if c
+                else "Judging the cameras ..."))
             run_status.update(label="LiDAR diagnosis done", state="complete", expanded=False)
         if doc.diagnosed:
             ss["cd_lidar_cam"] = doc.diagnosed[0].camera  # the worst camera first

@@ -1,11 +1,15 @@
-"""Build ``sample_data/real_tri`` and ``sample_data/real_kitti``: one small real frame of each rig.
+"""Build ``sample_data/real_tri``, ``sample_data/real_tri_drive`` and ``sample_data/real_kitti``.
 
 Usage: ``python scripts/build_real_frames.py --src DIR --out sample_data``
 
 ``DIR`` holds real frame folders in the format :mod:`bevviz.io.frame_folder` reads
-(``rig.json``, ``images/``, ``lidar_ego.npy``, optional ``exposure.json``): ``tri_s02_t0`` (a
-TRI DDAD-style 6-camera rig, from TRI-ML/dgp's test scene) and ``kitti_000001`` (KITTI's
-colour camera 2 with its Velodyne). What is made smaller, and how:
+(``rig.json``, ``images/``, ``lidar_ego.npy``, optional ``exposure.json``): ``tri_s02_t0``,
+``tri_s02_t1``, ``tri_s02_t2`` (three consecutive samples of a TRI DDAD-style 6-camera rig,
+from TRI-ML/dgp's test scene) and ``kitti_000001`` (KITTI's colour camera 2 with its
+Velodyne). ``real_tri`` is the first TRI frame; ``real_tri_drive`` holds all three as the
+frame folders ``t0/``, ``t1/``, ``t2/`` (a drive: ``bevviz check`` judges them together), its
+``t0/`` byte-identical to ``real_tri`` (git stores those files once). What is made smaller,
+and how:
 
 - TRI: images halved (968 x 608) with area averaging, JPEG quality 85; the intrinsics are
   rescaled with them (``u' = (u + 0.5) s - 0.5``), so the rig describes the images it ships
@@ -120,7 +124,7 @@ def _scaled_rig(rig_json: dict, scale: float, images: dict[str, str]) -> dict:
 
 
 def build(src: Path, out: Path, name: str, scale: float, quality: int, keep: str | None, readme: str) -> Path:
-    """Write one frame folder ``out`` from ``src`` (see the module docstring)."""
+    """Write one frame folder ``out`` from ``src`` (see the module docstring); ``readme`` "": none."""
     if out.exists():
         shutil.rmtree(out)
     (out / "images").mkdir(parents=True)
@@ -142,7 +146,8 @@ def build(src: Path, out: Path, name: str, scale: float, quality: int, keep: str
     np.save(out / "lidar_ego.npy", pts.astype(np.float32))
     if (src / "exposure.json").is_file():
         shutil.copyfile(src / "exposure.json", out / "exposure.json")
-    (out / "README.md").write_text(readme)
+    if readme:
+        (out / "README.md").write_text(readme)
     # check: the rebuilt rig projects the source's points where the source rig does, times the scale
     built = load_frame_folder(out)
     xyz = frame.scan.xyz[:2000]
@@ -157,12 +162,69 @@ def build(src: Path, out: Path, name: str, scale: float, quality: int, keep: str
     return out
 
 
+TRI_DRIVE_README = """# real_tri_drive: three consecutive frames of a TRI 6-camera rig (generated: do not edit by hand)
+
+A drive of three frame folders, `t0/`, `t1/` and `t2/`, in time order: three consecutive
+samples (about 0.1 s apart, driving straight) of the Toyota Research Institute (TRI) surround
+rig that `real_tri` shows one frame of (DDAD-style: one narrow front camera, five wide ones),
+each with its six camera images, the merged LiDAR sweep and the dataset's own calibration
+(the same in all three), built by `scripts/build_real_frames.py`. Each subfolder is a frame
+folder (`rig.json`, `images/`, `lidar_ego.npy`, `exposure.json`;
+`bevviz.io.frame_folder.load_frame_folder`); the folder as a whole is a drive that
+`bevviz check sample_data/real_tri_drive` (or the embedded name `real-tri-drive`) and the
+app's Calibration Doctor judge together, the evidence of the three frames added up.
+`t0/` is byte-identical to `real_tri`.
+
+## Source and licence
+
+The data is from **Toyota Research Institute**: the public repository TRI-ML/dgp (MIT
+licence for the code), `tests/data/dgp/test_scene/scene_02`, samples 0, 1 and 2 (commit
+1e06dc9349ab63c3c73c498e1528d9522d3f4f95). The data is most likely from TRI's **DDAD**
+dataset and is treated as such: **Creative Commons Attribution-NonCommercial-ShareAlike 4.0
+International (CC BY-NC-SA 4.0)**, <https://creativecommons.org/licenses/by-nc-sa/4.0/>.
+**Non-commercial use only**; credit Toyota Research Institute; what is built from this folder
+must be shared under the same licence with this attribution. This licence covers this folder
+only, not the rest of the repository.
+
+## What was changed
+
+The same reduction in every frame, as in `real_tri`:
+
+- Images halved to 968 x 608 (area averaging) and stored as JPEG quality 85; the intrinsics
+  in each `rig.json` are rescaled with them (`u' = (u + 0.5) s - 0.5`, s = 0.5).
+- `lidar_ego.npy`: float32 (N, 4) x, y, z in the ego frame of that frame's LiDAR time
+  (x forward, y left, z up) and intensity 0..1, unchanged, in the source's order (a merged
+  multi-LiDAR cloud: no firing order, no ring).
+- `exposure.json`: per camera the 4x4 `exposure_from_keyframe` = ego(t_camera) from
+  ego(t_lidar) of that frame, from the dataset's own per-sensor poses, unchanged.
+- Each frame's own README is left out (this one covers the three); nothing else differs
+  from the source's frames. The car's own body fills the bottom of the side and rear images.
+"""
+
+#: The drive's frames: subfolder of ``real_tri_drive`` -> source frame folder.
+TRI_DRIVE = {"t0": "tri_s02_t0", "t1": "tri_s02_t1", "t2": "tri_s02_t2"}
+
+
+def build_drive(src: Path, out: Path) -> Path:
+    """Write ``out`` = the frame folders of :data:`TRI_DRIVE`, reduced as ``real_tri``, and its README."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for sub, name in TRI_DRIVE.items():
+        build(src / name, out / sub, f"real_tri_drive/{sub}", 0.5, 85, None, "")
+    (out / "README.md").write_text(TRI_DRIVE_README)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--src", required=True, type=Path, help="folder holding tri_s02_t0/ and kitti_000001/")
-    parser.add_argument("--out", default=ROOT / "sample_data", type=Path, help="where real_tri/ and real_kitti/ go")
+    parser.add_argument("--src", required=True, type=Path,
+                        help="folder holding tri_s02_t0/ .. tri_s02_t2/ and kitti_000001/")
+    parser.add_argument("--out", default=ROOT / "sample_data", type=Path,
+                        help="where real_tri/, real_tri_drive/ and real_kitti/ go")
     args = parser.parse_args(argv)
     build(args.src / "tri_s02_t0", args.out / "real_tri", "real_tri", 0.5, 85, None, TRI_README)
+    build_drive(args.src, args.out / "real_tri_drive")
     build(args.src / "kitti_000001", args.out / "real_kitti", "real_kitti", 1.0, 90, "front60", KITTI_README)
     return 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -206,7 +208,7 @@ def test_a_bad_rig_file_names_the_camera_and_field(tmp_path, capsys):
 @pytest.mark.parametrize("error", [ValueError("operands could not be broadcast together"), KeyError("token"),
                                    ZeroDivisionError("float division by zero")])
 def test_a_bug_is_exit_3_and_says_so_never_bad_input(monkeypatch, capsys, error):
-    def broken(self):
+    def broken(self, progress=None):
         raise error
 
     monkeypatch.setattr(cli_module.Doctor, "check", broken)  # the doctor the command asks
@@ -348,3 +350,48 @@ def test_check_names_an_upside_down_camera_and_writes_the_fixed_rig_never_over_a
     assert main(["check", str(folder), "--no-estimate", "--write-fixed", str(folder / "rig.json")]) == 2
     assert "--write-fixed" in (err := capsys.readouterr().err) and "is an input of this command" in err
     assert (folder / "rig.json").read_bytes() == before
+
+
+class _RecordingBar:
+    """Stands in for tqdm in ``bevviz check``: records the total and the updates."""
+
+    made: list[_RecordingBar] = []
+
+    def __init__(self, total, **kwargs):
+        self.total, self.n, self.desc, self.closed = total, 0, kwargs.get("desc", ""), False
+        _RecordingBar.made.append(self)
+
+    def update(self, k):
+        self.n += k
+
+    def set_postfix_str(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture(scope="module")
+def drive_check(tmp_path_factory):
+    """``bevviz check sample_data/real_tri_drive --json`` run once (3 TRI frames with LiDAR: tens of seconds)."""
+    if not (SAMPLE / "real_tri_drive" / "t2" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri_drive is missing")
+    j = tmp_path_factory.mktemp("drive") / "drive.json"
+    out = io.StringIO()
+    _RecordingBar.made.clear()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.setattr(cli_module, "tqdm", _RecordingBar)
+        rc = main(["check", str(SAMPLE / "real_tri_drive"), "--json", str(j)])
+    return rc, json.loads(j.read_text()), out.getvalue(), list(_RecordingBar.made)
+
+
+def test_check_judges_a_drive_of_frame_folders_together_and_says_so_per_camera(drive_check):
+    rc, doc, out, bars = drive_check
+    assert doc["source"]["kind"] == "drive" and doc["source"]["frames"] == 3
+    assert [c["frames"] for c in doc["cameras"]] == [3] * 6  # every verdict rests on the three frames
+    # the dataset's own calibration: no camera of the clean rig is accused
+    assert rc == 0 and doc["flagged"] == [] and not any(c["verdict"] == "miscalibrated" for c in doc["cameras"])
+    assert "3 frames" in out and " frames " in out.splitlines()[1]  # the table's frames column
+    # the progress bar counted frames x cameras to the end, and was closed
+    assert len(bars) == 1 and bars[0].total == 18 and bars[0].n == 18 and bars[0].closed
+    assert "3 frames x 6 cameras" in bars[0].desc

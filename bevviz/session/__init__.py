@@ -21,6 +21,7 @@ from bevviz.session.fixes import fixed_rig_json, write_fixed_rig
 from bevviz.session.loaders import (
     MAX_FRAMES,
     dataset,
+    drive_scene,
     find_images,
     frame_folder_scene,
     load_scene,
@@ -43,7 +44,8 @@ from bevviz.session.uploads import uploaded_scene
 __all__ = [
     "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
     "ConventionCheck", "Doctor", "SensorFault", "fixed_rig_json", "write_fixed_rig",
-    "Scene", "SceneFrame", "check_rig", "dataset", "embedded_path", "find_images", "frame_folder_scene", "ground_shift",
+    "Scene", "SceneFrame", "check_rig", "dataset", "drive_scene", "embedded_path", "find_images", "frame_folder_scene",
+    "ground_shift",
     "load_scene",
     "neighbour_samples", "nuscenes_scene",
     "projection_sanity", "rig_json_scene", "sample_data_dir", "sample_path", "synthetic_scene", "uploaded_scene",

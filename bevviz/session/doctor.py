@@ -492,12 +492,16 @@ class Doctor:
     # Everything, as one report
     # ----------------------------------------------------------------------------------
 
-    def check(self) -> CheckReport:
+    def check(self, progress: Progress | None = None) -> CheckReport:
         """Conventions, projection sanity and the doctor as one :class:`CheckReport`.
 
         Without every camera's image the doctor does not run: every camera is
         inconclusive and a note says which images are missing (``bevviz check`` refuses
         such a scene before it gets here).
+
+        Args:
+            progress: Optional ``callback(done, total, camera)`` of the doctor's per-camera
+                work (:meth:`diagnose`; each camera over all :attr:`n_frames` frames).
         """
         t0 = time.perf_counter()
         notes = [*self.scene.notes, *self.scene.warnings]  # image conversions (grey, 16-bit, CMYK, alpha) too
@@ -519,9 +523,9 @@ class Doctor:
             for name in self.rig.names:
                 cams.append(CameraCheck(name, INCONCLUSIVE, float("nan"), float("nan"),
                                         f"{name}: no doctor without images", {}, None, None, None, None, 0, 0,
-                                        sanity[name]))
+                                        sanity[name], frames=0))
         else:
-            found = self.diagnose()
+            found = self.diagnose(progress)
             median = float(found.seam_median)
             notes.extend(n for n in (found.lidar_doubt, found.timing) if n)
             for f in found:
@@ -546,7 +550,8 @@ class Doctor:
             None if offset is None else {a: float(offset[a]) for a in AXES},
             None if unc is None else {a: float(unc[a]) for a in AXES},
             src, checked, int(f.edge_points), len(f.seams), sanity,
-            {(p.b if p.a == f.camera else p.a): float(p.cost) for p in f.seams})
+            {(p.b if p.a == f.camera else p.a): float(p.cost) for p in f.seams},
+            int(f.lidar.frames) if f.lidar is not None else self.n_frames)
 
 
 def check_rig(rig: Rig, images: Mapping[str, np.ndarray], *, raw_cameras: Sequence[RawCamera] | None = None,

@@ -1,8 +1,8 @@
 """Where the embedded samples are, written once: a folder of package data found with importlib.resources.
 
 The samples (``sample_data/`` of the repository: the synthetic rig and its nuScenes-format
-copy, one real nuScenes keyframe, and one real frame folder each of a TRI 6-camera rig and
-of KITTI) travel inside the installed package as
+copy, one real nuScenes keyframe, one real frame folder each of a TRI 6-camera rig and
+of KITTI, and a drive of three consecutive TRI frames) travel inside the installed package as
 ``bevviz/sample_data/`` (the wheel's build copies the whole folder, every subfolder
 included; see setup.py). In a source checkout (an editable install, or the repository on
 ``sys.path``) the package has no such folder and the repository's ``sample_data/`` beside
@@ -32,7 +32,7 @@ __all__ = [
 
 #: Names of the embedded samples -> their path under the samples' folder.
 NAMES = {"rig": "rig.json", "nuscenes": "nuscenes", "real-nuscenes": "real_nuscenes",
-         "real-tri": "real_tri", "real-kitti": "real_kitti"}
+         "real-tri": "real_tri", "real-tri-drive": "real_tri_drive", "real-kitti": "real_kitti"}
 #: What to show while a real sample (or any data under it) is loaded: their licences ask for
 #: the attribution (the README.md beside each).
 REAL_NUSCENES_ATTRIBUTION = ("Data: nuScenes (Motional), https://www.nuscenes.org, licensed CC BY-NC-SA 4.0 "
@@ -43,7 +43,7 @@ REAL_KITTI_ATTRIBUTION = ("Data: KITTI (Geiger, Lenz, Stiller, Urtasun, IJRR 201
                           "https://www.cvlibs.net/datasets/kitti, licensed CC BY-NC-SA 3.0 (non-commercial use only).")
 #: Embedded sample name -> the attribution its data asks for.
 ATTRIBUTIONS = {"real-nuscenes": REAL_NUSCENES_ATTRIBUTION, "real-tri": REAL_TRI_ATTRIBUTION,
-                "real-kitti": REAL_KITTI_ATTRIBUTION}
+                "real-tri-drive": REAL_TRI_ATTRIBUTION, "real-kitti": REAL_KITTI_ATTRIBUTION}
 #: The folder of the embedded samples (it may be missing: a trimmed copy; callers check
 #: what they need). Found once, at import.
 SAMPLE_DATA = locate()

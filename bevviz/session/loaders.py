@@ -26,6 +26,7 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from bevviz.calibration import GroundTruth
+from bevviz.camera import Camera
 from bevviz.checks import field_error
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
@@ -51,8 +52,9 @@ from bevviz.session.scene import Scene, SceneFrame
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
 __all__ = [
-    "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "find_images", "freeze", "load_scene",
-    "loaded_images", "nuscenes_scene", "rig_json_scene", "sample_lidar", "synthetic_scene",
+    "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "drive_frames", "drive_scene",
+    "find_images", "freeze", "load_scene", "loaded_images", "nuscenes_scene", "rig_json_scene", "sample_lidar",
+    "synthetic_scene",
 ]
 
 NUSCENES_VERSIONS = ("v1.0-mini", "v1.0-trainval", "v1.0-test")
@@ -215,8 +217,10 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
                               f"({list(frame.rig.names)}): several frame folders must be one rig")
         changed = [n for n in frame.rig.names if other.rig[n].fingerprint != frame.rig[n].fingerprint]
         if changed:
-            raise field_error(more_field, str(extra), f"calibrates {', '.join(changed)} differently from {folder}: "
-                              "several frame folders must be one rig with one calibration")
+            cam = changed[0]
+            raise field_error(more_field, str(extra), f"calibrates {', '.join(changed)} differently from {folder} "
+                              f"({cam}: {_calibration_difference(frame.rig[cam], other.rig[cam])}): several frame "
+                              "folders must be one rig with one calibration", camera=cam)
         if dict(other.ignore) != dict(frame.ignore):
             raise field_error(more_field, str(extra), f"has other ignore polygons than {folder}: several frame folders "
                               "must be one rig, its body in the same place")
@@ -232,6 +236,66 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
                  source={"kind": "frame-folder", "path": str(folder), "name": name or str(folder),
                          **({"frames": 1 + len(others), "more": [str(m) for m in more]} if others else {})},
                  ignore=dict(frame.ignore), more_frames=tuple(others), attribution=embedded.attribution(folder))
+
+
+def _calibration_difference(a: Camera, b: Camera) -> str:
+    """Which of a camera's calibration fields differ between two frames, and by how much, in
+    words (``"cam_from_ego differs by up to 0.0175"``)."""
+    parts = []
+    if a.size != b.size:
+        parts.append(f"image size {a.size[0]} x {a.size[1]} vs {b.size[0]} x {b.size[1]}")
+    for field_name, x, y in (("K", a.K, b.K), ("cam_from_ego", a.cam_from_ego, b.cam_from_ego)):
+        if not np.array_equal(x, y):
+            parts.append(f"{field_name} differs by up to {float(np.abs(np.asarray(x) - np.asarray(y)).max()):.4g}")
+    return "; ".join(parts) or "another field differs"
+
+
+def drive_frames(path: Path) -> list[Path]:
+    """The frame folders of a drive folder, in name order (its subfolders; hidden ones skipped),
+    or [] when ``path`` is no drive (a frame folder itself, or no subfolder is a frame folder)."""
+    if not path.is_dir() or is_frame_folder(path):
+        return []
+    subs = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    return subs if any(is_frame_folder(p) for p in subs) else []
+
+
+def drive_scene(path: str | Path, name: str | None = None, *, field: str = "SOURCE") -> Scene:
+    """A drive: a folder whose subfolders are frame folders of one rig (consecutive frames),
+    judged together as :func:`frame_folder_scene` judges several folders, in name order.
+
+    Args:
+        path: The drive folder (e.g. ``sample_data/real_tri_drive`` with ``t0/``, ``t1/``, ``t2/``).
+        name: What the user called it.
+        field: What the caller calls ``path`` in its errors.
+
+    Returns:
+        The scene of its first frame, the others as :attr:`Scene.more_frames`; with more than
+        ``MAX_FRAMES`` frames the first ``MAX_FRAMES`` and a note that says so.
+
+    Raises:
+        InputError: naming ``field`` and the subfolder that is no frame folder, or whose
+            cameras, calibration (the camera and the calibration field) or ignore polygons
+            differ from the first frame's.
+    """
+    folder = Path(path).expanduser()
+    subs = drive_frames(folder)
+    if not subs:
+        raise field_error(field, str(folder), "is not a drive (a folder whose subfolders are frame folders)")
+    for sub in subs:
+        if not is_frame_folder(sub):
+            raise field_error(field, str(sub), "is a subfolder of a drive but not a frame folder (rig.json, "
+                              "lidar_ego.npy): every subfolder of a drive must be a frame of its rig")
+    used = subs[:MAX_FRAMES]
+    scene = frame_folder_scene(used[0], name, used[1:], field=field, more_field=field)
+    notes = () if len(used) == len(subs) else (
+        f"the drive {folder.name} holds {len(subs)} frames: the first MAX_FRAMES = {MAX_FRAMES} are judged together",)
+    label = (f"Drive {folder.name}: {len(used)} frame{'s' if len(used) > 1 else ''} "
+             f"({', '.join(p.name for p in used)}) judged together")
+    source = {**scene.source, "kind": "drive", "path": str(folder), "name": name or str(folder),
+              "frames": len(used), "frame_folders": [p.name for p in used]}
+    source.pop("more", None)
+    return dataclasses.replace(scene, label=label, notes=scene.notes + notes, source=source,
+                               key=f"drive:{folder.resolve()}:{scene.key}")
 
 
 # --------------------------------------------------------------------------------------
@@ -375,7 +439,8 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     """Load what ``bevviz check SOURCE`` names.
 
     Args:
-        source: A JSON rig file, a frame folder, a nuScenes dataroot, or the name of an embedded sample
+        source: A JSON rig file, a frame folder, a drive (a folder of frame folders of one rig:
+            :func:`drive_scene`), a nuScenes dataroot, or the name of an embedded sample
             (:data:`bevviz.session.embedded.NAMES`); a path that exists is always the
             path, never the sample of the same name.
         images: JSON rig: the images folder (lookup order: module docstring).
@@ -414,6 +479,11 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
                               "applies to a nuScenes dataroot only (a frame folder holds one frame: name several frame "
                               "folders of the rig to add them up)")
         return frame_folder_scene(path, name, more)
+    if drive_frames(path) and not is_dataroot(path):
+        if sample is not None or frames != 1:
+            raise field_error("--sample" if sample is not None else "--frames", sample or frames,
+                              "applies to a nuScenes dataroot only (a drive judges all its frame folders)")
+        return drive_scene(path, name)
     if is_dataroot(path):
         nusc = dataset(str(path), version)
         if sample is None:
@@ -421,7 +491,8 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
         else:
             sample_meta(nusc, sample, "--sample")  # an unknown token is named as the option
         return nuscenes_scene(nusc, path, version, sample, lidar=lidar, sweeps=sweeps, name=name, frames=frames)
-    raise field_error("SOURCE", name, "is neither a JSON rig file, a frame folder (rig.json, lidar_ego.npy), a "
+    raise field_error("SOURCE", name, "is neither a JSON rig file, a frame folder (rig.json, lidar_ego.npy), a drive "
+                      "(a folder of frame folders), a "
                       "nuScenes dataroot (a folder holding <version>/sample.json) nor an embedded sample "
                       f"({', '.join(embedded.NAMES)})")
 

@@ -156,6 +156,9 @@ class CameraCheck:
         sanity: Its :class:`CameraSanity`.
         seam_costs: Neighbour -> the cost of their seam (NGF, 0 = the same edges, 1 =
             unrelated; :class:`bevviz.calibration.SeamPair`), averaged over the frames.
+        frames: Frames whose evidence went into the verdict (the LiDAR witness: the frames
+            that held this camera's image; without LiDAR the seams of the one frame judged;
+            0 when the doctor did not run).
     """
 
     camera: str
@@ -172,6 +175,7 @@ class CameraCheck:
     seams: int
     sanity: CameraSanity
     seam_costs: dict[str, float] = field(default_factory=dict)
+    frames: int = 1
 
     def flagged(self, strict: bool = False) -> bool:
         """Miscalibrated, failing a sanity check, or (``strict``) inconclusive."""

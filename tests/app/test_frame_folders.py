@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from appkit.sidebar import REAL_KITTI_OPTION, REAL_TRI_OPTION
-from appkit.sources import REAL_KITTI, REAL_TRI
+from appkit.sidebar import REAL_KITTI_OPTION, REAL_TRI_DRIVE_OPTION, REAL_TRI_OPTION
+from appkit.sources import REAL_KITTI, REAL_TRI, REAL_TRI_DRIVE
 from bevviz.calibration.verdicts import PAIR_NOTE
 from bevviz.session.embedded import REAL_KITTI_ATTRIBUTION, REAL_TRI_ATTRIBUTION
 
@@ -66,6 +66,38 @@ def test_the_real_kitti_frame_is_judged_as_a_camera_lidar_pair():
     assert PAIR_NOTE in page
 
 
+@pytest.fixture(scope="module")
+def drive_doctor():
+    """The Doctor's LiDAR diagnosis on the embedded TRI drive, run once (3 frames: tens of seconds)."""
+    if not (REAL_TRI_DRIVE / "t2").is_dir():
+        pytest.skip("sample_data/real_tri_drive is missing")
+    return lidar_diagnosis(REAL_TRI_DRIVE_OPTION,
+                           "Loaded: Drive real_tri_drive: 3 frames (t0, t1, t2) judged together — 6 cameras, "
+                           "LiDAR 47,230 points", REAL_TRI_ATTRIBUTION)
+
+
+def test_the_doctor_judges_the_embedded_drive_on_all_its_frames_and_says_so(drive_doctor):
+    at = drive_doctor
+    assert len(at.session_state["scene"].more_frames) == 2
+    assert any(shown(i.value).startswith("3 frames judged together") for i in at.info)
+    (evidence,) = [d.value for d in at.dataframe if "edge points per frame" in d.value.columns]
+    assert len(evidence) == 6 and list(evidence["frames"]) == [3] * 6  # every verdict rests on the three frames
+    assert all(len(per.split(" / ")) == 3 for per in evidence["edge points per frame"])
+    verdicts = lidar_table(at)
+    assert list(verdicts["frames"]) == [3] * 6  # the verdict table says so too
+    assert set(verdicts["verdict"]) <= {"ok", "inconclusive"}  # its own calibration: no camera accused
+    assert any(shown(m.value).startswith("Miscalibrated: no camera") for m in at.markdown)
+
+
+def test_a_drive_named_in_the_frame_folder_box_is_judged_whole():
+    if not (REAL_TRI_DRIVE / "t2").is_dir():
+        pytest.skip("sample_data/real_tri_drive is missing")
+    at = make_app(rig_source="Frame folders", ff_folder=str(REAL_TRI_DRIVE))
+    no_exception(at)
+    assert loaded(at).startswith("Loaded: Drive real_tri_drive: 3 frames (t0, t1, t2) judged together — 6 cameras")
+    assert len(at.session_state["scene"].more_frames) == 2
+
+
 def test_several_frame_folders_of_one_rig_are_added_up(tmp_path):
     first, second = tmp_path / "t0", tmp_path / "t1"
     shutil.copytree(REAL_TRI, first)
@@ -76,7 +108,7 @@ def test_several_frame_folders_of_one_rig_are_added_up(tmp_path):
     assert len(at.session_state["scene"].more_frames) == 1
     at.switch_page(DOCTOR).run()
     no_exception(at)
-    assert any("the evidence of 2 frames is added up" in shown(c.value) for c in at.caption)
+    assert any(shown(i.value).startswith("2 frames judged together") for i in at.info)
 
 
 @pytest.mark.parametrize(("folder", "more", "says"), [

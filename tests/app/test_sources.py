@@ -164,7 +164,7 @@ def test_the_doctor_can_add_up_the_next_samples_of_a_scene(app):
     at.switch_page("pages/calibration_doctor.py")
     at.run()
     assert not at.exception and not at.error
-    assert any("the evidence of 2 frames is added up" in shown(c.value) for c in at.caption)
+    assert any(shown(i.value).startswith("2 frames judged together") for i in at.info)
 
 
 @needs_sample

@@ -249,3 +249,50 @@ def test_the_miscalibration_record_is_a_note_or_says_why_it_is_not(tmp_path, nus
     note, = loaders._miscalibration_note(tmp_path, record["scene"])
     assert note.startswith("miscalibration.json not read (") and "malformed JSON" in note \
         and "no known miscalibration" in note
+
+
+def _drive(sample_data):
+    drive = sample_data / "real_tri_drive"
+    if not (drive / "t2" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri_drive is missing")
+    return drive
+
+
+def test_a_folder_of_frame_folders_is_a_drive_of_its_frames_in_name_order(sample_data):
+    drive = _drive(sample_data)
+    for source in ("real-tri-drive", str(drive)):
+        scene = load_scene(source)
+        assert scene.source["kind"] == "drive" and scene.source["frames"] == 3
+        assert scene.source["frame_folders"] == ["t0", "t1", "t2"] and len(scene.more_frames) == 2
+        assert len(scene.rig) == 6 and all(f.lidar is not None and len(f.images) == 6 for f in scene.more_frames)
+        assert scene.attribution == embedded.REAL_TRI_ATTRIBUTION and "3 frames" in scene.label
+    # its first frame is the embedded real_tri frame, byte for byte
+    first = load_scene("real-tri")
+    assert np.array_equal(np.asarray(scene.lidar.points), np.asarray(first.lidar.points))
+    assert scene.rig.fingerprint == first.rig.fingerprint
+    # the other frames are other moments: other scans
+    assert len(scene.more_frames[0].lidar) != len(scene.lidar)
+
+
+def test_a_drive_whose_frames_disagree_in_calibration_is_refused_naming_camera_and_field(sample_data, tmp_path):
+    drive = tmp_path / "drive"
+    shutil.copytree(_drive(sample_data), drive)
+    rig = json.loads((drive / "t1" / "rig.json").read_text())
+    cam = rig["cameras"][2]
+    cam["K"][0][0] += 5.0  # another focal length in the second frame
+    (drive / "t1" / "rig.json").write_text(json.dumps(rig))
+    with pytest.raises(InputError) as err:
+        load_scene(str(drive))
+    assert err.value.field == "SOURCE" and err.value.value == str(drive / "t1") and err.value.camera == cam["name"]
+    assert "K differs by up to 5" in str(err.value) and cam["name"] in str(err.value)
+    # a subfolder that is no frame folder is named, not skipped
+    shutil.copyfile(drive / "t0" / "rig.json", drive / "t1" / "rig.json")
+    (drive / "t3").mkdir()
+    with pytest.raises(InputError) as err:
+        load_scene(str(drive))
+    assert err.value.field == "SOURCE" and err.value.value == str(drive / "t3")
+    # a drive takes no --frames (all its frames are judged)
+    (drive / "t3").rmdir()
+    assert load_scene(str(drive)).source["frames"] == 3
+    with pytest.raises(InputError, match="--frames"):
+        load_scene(str(drive), frames=2)
