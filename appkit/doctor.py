@@ -63,8 +63,9 @@ SEAM_COST_TEXT = ("Seam cost = 1 - correlation of the normalised gradient fields
                   "whatever the calibration). NCC = the same on colours.")
 LIDAR_TEXT = ("Each camera looks at the scan from its own exposure time and finds its edges: depth jumps no plane "
               "explains (silhouettes) and jumps of the per-scan intensity ranks (paint, signs), each scored on the "
-              "image gradients across it. The rotation is searched over +-3 deg; a camera is called miscalibrated "
-              "only when the stored pose is rejected: below the best and supported by both image halves, with the "
+              "image gradients across it. The rotation is searched over +-3 deg, widened up to +-5.5 deg when the best "
+              "sits at the edge; a camera is called miscalibrated only when the stored pose is rejected: below the best "
+              "and supported by both image halves, with the "
               "offset pinned down by a bootstrap along the directions it can pin (a wide camera seldom pins its roll, "
               "a side camera often only a mix of roll and pitch), or so "
               "far below the best that where the camera really points may stay uncertain; otherwise "
