@@ -39,9 +39,9 @@ from bevviz.rotations import ROTATION_TOL, invert_transform, make_transform, val
 from bevviz.storage import Convention, RawCamera
 
 __all__ = [
-    "DISPLAY_ROWS", "NUSCENES_CAMERAS", "ROTATION_TOL", "Camera", "Rig", "camera_from_raw",
-    "invert_transform", "make_transform", "measured_from_ground", "raw_from_camera", "validate_intrinsics",
-    "validate_rotation",
+    "DISPLAY_ROWS", "NUSCENES_CAMERAS", "ROTATION_TOL", "SAME_CALIBRATION_RTOL", "Camera", "Rig",
+    "calibration_difference", "camera_from_raw", "invert_transform", "make_transform", "measured_from_ground",
+    "raw_from_camera", "same_calibration", "validate_intrinsics", "validate_rotation",
 ]
 
 #: nuScenes camera names in ring order (clockwise from the front as seen from above).
@@ -463,6 +463,41 @@ def raw_from_camera(camera: Camera, convention: Convention, rotation_as: str = "
     """
     return RawCamera.storing(camera.name, camera.K, camera.cam_from_ego, camera.width, camera.height,
                              convention, rotation_as)
+
+
+#: Two calibrations whose ``K`` and ``cam_from_ego`` agree within this relative tolerance (and
+#: 1e-9 absolute) are one: what a file round trip (float32 included) changes, not a re-calibration.
+SAME_CALIBRATION_RTOL = 1e-6
+
+
+def calibration_difference(a: Camera, b: Camera) -> str:
+    """Which calibration fields of two cameras differ, and by how much, in words.
+
+    The one test of "the same calibration" (several frames of one rig, grouping frames into
+    rigs): image size exactly, ``K`` and ``cam_from_ego`` within :data:`SAME_CALIBRATION_RTOL`.
+    The names are not compared.
+
+    Args:
+        a: One camera.
+        b: The other (e.g. the same camera in another frame).
+
+    Returns:
+        ``""`` when the calibrations are the same; else e.g. ``"cam_from_ego differs by up to
+        0.0175"`` or ``"image size 1600 x 900 vs 800 x 450"`` (parts joined by ``"; "``).
+    """
+    parts = []
+    if a.size != b.size:
+        parts.append(f"image size {a.size[0]} x {a.size[1]} vs {b.size[0]} x {b.size[1]}")
+    for field_name, x, y in (("K", a.K, b.K), ("cam_from_ego", a.cam_from_ego, b.cam_from_ego)):
+        if not np.allclose(x, y, rtol=SAME_CALIBRATION_RTOL, atol=1e-9):
+            parts.append(f"{field_name} differs by up to {float(np.abs(x - y).max()):.4g}")
+    return "; ".join(parts)
+
+
+def same_calibration(a: Rig, b: Rig) -> bool:
+    """Whether two rigs are one rig with one calibration: the same cameras in the same order,
+    each with no :func:`calibration_difference`."""
+    return a.names == b.names and not any(calibration_difference(a[n], b[n]) for n in a.names)
 
 
 def measured_from_ground(rig: Rig, ground_z: float) -> Rig:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from bevviz.camera import Camera, Rig, invert_transform, make_transform
+from bevviz.camera import Camera, Rig, calibration_difference, invert_transform, make_transform, same_calibration
 from bevviz.checks import MAX_CAMERAS, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, check_camera_name
 from bevviz.projection import project_points
 from bevviz.rotations import rpy_to_matrix
@@ -522,3 +522,30 @@ def test_from_raw_given_a_dict_is_a_named_error():
 def test_from_raw_checks_the_name_before_it_prefixes_messages():
     with pytest.raises(ValueError, match=r"^field 'name': has 10000 characters"):
         Rig.from_raw([_raw("x" * 10_000, rotation=(2, 0, 0, 0))], NUSCENES)
+
+
+def test_calibration_difference_names_the_field_and_tolerates_a_file_round_trip():
+    cam = front_camera()
+    assert calibration_difference(cam, cam) == ""
+    # float32 round trip of every number: still one calibration
+    rounded = Camera(cam.name, cam.K.astype(np.float32).astype(np.float64),
+                     cam.cam_from_ego.astype(np.float32).astype(np.float64), cam.width, cam.height)
+    assert calibration_difference(cam, rounded) == ""
+    turned = cam.cam_from_ego.copy()
+    turned[:3, :3] = rpy_to_matrix(0.0, 0.0, np.radians(1.0)) @ turned[:3, :3]
+    moved = Camera(cam.name, cam.K, turned, cam.width, cam.height)
+    words = calibration_difference(cam, moved)
+    assert words.startswith("cam_from_ego differs by up to 0.01")
+    other_k = front_camera(K=_K(k00=K0[0, 0] + 1.0))
+    assert calibration_difference(cam, other_k) == "K differs by up to 1"
+    half = Camera(cam.name, cam.K, cam.cam_from_ego, W // 2, H)
+    assert calibration_difference(cam, half) == f"image size {W} x {H} vs {W // 2} x {H}"
+
+
+def test_same_calibration_needs_the_same_cameras_in_order():
+    a, b = front_camera("A"), front_camera("B")
+    assert same_calibration(Rig([a, b]), Rig([a, b]))
+    assert not same_calibration(Rig([a, b]), Rig([b, a]))
+    assert not same_calibration(Rig([a]), Rig([a, b]))
+    moved = Camera("B", b.K, make_transform(np.eye(3), np.array([0.0, 0.0, 0.1])) @ b.cam_from_ego, W, H)
+    assert not same_calibration(Rig([a, b]), Rig([a, moved]))

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bevviz.camera import Rig
+from bevviz.camera import same_calibration
 from bevviz.errors import InputError
 from bevviz.io.frame_folder import RealFrame
 
@@ -101,17 +101,12 @@ def band_faults(frame: RealFrame, bands: Sequence[tuple[float, float]] = (FAULT_
             for cam, fault in random_faults(frame, per_camera, seed, band)]
 
 
-def _same_rig(a: Rig, b: Rig) -> bool:
-    return a.names == b.names and all(np.allclose(a[n].K, b[n].K) and np.allclose(a[n].cam_from_ego, b[n].cam_from_ego)
-                                      and a[n].size == b[n].size for n in a.names)
-
-
 def sequences(frames: Sequence[RealFrame]) -> list[list[RealFrame]]:
     """Frames grouped into sequences of one rig (same cameras, same calibration), in order."""
     groups: list[list[RealFrame]] = []
     for f in frames:
         for g in groups:
-            if _same_rig(g[0].rig, f.rig):
+            if same_calibration(g[0].rig, f.rig):
                 g.append(f)
                 break
         else:

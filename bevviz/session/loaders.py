@@ -26,7 +26,7 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from bevviz.calibration import GroundTruth
-from bevviz.camera import Camera
+from bevviz.camera import calibration_difference, same_calibration
 from bevviz.checks import field_error
 from bevviz.conventions import NUSCENES
 from bevviz.errors import InputError
@@ -215,11 +215,11 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
         if other.rig.names != frame.rig.names:
             raise field_error(more_field, str(extra), f"holds cameras {list(other.rig.names)}, not those of {folder} "
                               f"({list(frame.rig.names)}): several frame folders must be one rig")
-        changed = [n for n in frame.rig.names if other.rig[n].fingerprint != frame.rig[n].fingerprint]
+        changed = [n for n in frame.rig.names if calibration_difference(frame.rig[n], other.rig[n])]
         if changed:
             cam = changed[0]
             raise field_error(more_field, str(extra), f"calibrates {', '.join(changed)} differently from {folder} "
-                              f"({cam}: {_calibration_difference(frame.rig[cam], other.rig[cam])}): several frame "
+                              f"({cam}: {calibration_difference(frame.rig[cam], other.rig[cam])}): several frame "
                               "folders must be one rig with one calibration", camera=cam)
         if dict(other.ignore) != dict(frame.ignore):
             raise field_error(more_field, str(extra), f"has other ignore polygons than {folder}: several frame folders "
@@ -236,18 +236,6 @@ def frame_folder_scene(path: str | Path, name: str | None = None, more: Sequence
                  source={"kind": "frame-folder", "path": str(folder), "name": name or str(folder),
                          **({"frames": 1 + len(others), "more": [str(m) for m in more]} if others else {})},
                  ignore=dict(frame.ignore), more_frames=tuple(others), attribution=embedded.attribution(folder))
-
-
-def _calibration_difference(a: Camera, b: Camera) -> str:
-    """Which of a camera's calibration fields differ between two frames, and by how much, in
-    words (``"cam_from_ego differs by up to 0.0175"``)."""
-    parts = []
-    if a.size != b.size:
-        parts.append(f"image size {a.size[0]} x {a.size[1]} vs {b.size[0]} x {b.size[1]}")
-    for field_name, x, y in (("K", a.K, b.K), ("cam_from_ego", a.cam_from_ego, b.cam_from_ego)):
-        if not np.array_equal(x, y):
-            parts.append(f"{field_name} differs by up to {float(np.abs(np.asarray(x) - np.asarray(y)).max()):.4g}")
-    return "; ".join(parts) or "another field differs"
 
 
 def drive_frames(path: Path) -> list[Path]:
@@ -365,7 +353,7 @@ def _more_frames(nusc, token: str, rig, frames: int, lidar: bool, sweeps: int) -
         meta = sample_meta(nusc, tok)
         label = f"sample {meta['sample_index']} of {meta['scene']}"
         other_rig, images = load_sample_from(nusc, tok)
-        if other_rig.fingerprint != rig.fingerprint:
+        if not same_calibration(other_rig, rig):
             notes.append(f"{label} not used: its calibration differs from this sample's")
             continue
         scan, _, why = sample_lidar(nusc, tok, lidar, sweeps)
