@@ -8,7 +8,8 @@ edge alignment score, its search and bootstrap), :mod:`~bevviz.calibration.lidar
 (a LiDAR displaced along the car's axis: timing), :mod:`~bevviz.calibration.lidar.evidence`
 (per camera: optimum, spread, halves, timing), :mod:`~bevviz.calibration.lidar.consensus`
 (what all cameras share: the LiDAR's own error) and :mod:`~bevviz.calibration.lidar.pinned`
-(what the bootstrap pins down of an offset). Nothing here reads the seams
+(what the bootstrap pins down of an offset), :mod:`~bevviz.calibration.lidar.ego_motion` (the
+car's motion between two sweeps, registered). Nothing here reads the seams
 (:mod:`bevviz.calibration.seams` is the other witness); the verdicts on top of both live in
 :mod:`bevviz.calibration.verdicts`.
 

@@ -1,0 +1,108 @@
+"""Measure ego motion registered from consecutive sweeps (a measurement, not a test).
+
+Usage: ``python scripts/measure_ego_motion.py FRAME_DIR FRAME_DIR [...] [--reference POSES.json]``
+
+The frame folders (``lidar_ego.npy``, optional ``exposure.json``) are one drive in time
+order (default: the committed TRI drive, ``sample_data/real_tri_drive/t0..t2``). For each
+consecutive pair (and first to last) it prints the motion
+:func:`bevviz.calibration.lidar.ego_motion.estimate_motion` registers: translation, turn,
+speed over the LiDAR stamps, point pairs, residual, condition and whether it is usable.
+
+``--reference`` takes a JSON list with one 4x4 ``world_from_ego`` per frame (the source's
+own poses at the LiDAR stamps): the script then prints each registration's difference from
+``inv(world_from_ego_b) @ world_from_ego_a`` in centimetres and degrees.
+
+Where ``exposure.json`` holds the LiDAR and camera stamps and the source's
+``exposure_from_keyframe``, it compares the latter's translation with what the registered
+velocity and the stamps give (:func:`bevviz.calibration.lidar.ego_motion.motion_at`): a
+source whose stamps and poses disagree shows here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bevviz.calibration.lidar.ego_motion import estimate_motion, motion_at  # noqa: E402
+from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
+
+DRIVE = [ROOT / "sample_data" / "real_tri_drive" / t for t in ("t0", "t1", "t2")]
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _stamps(folder: Path) -> dict | None:
+    """The LiDAR stamp and per-camera (stamp, given translation) of a folder, or None."""
+    path = folder / "exposure.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    if "lidar_timestamp" not in data:
+        return None
+    cams = {name: (_seconds(e["timestamp"]), np.asarray(e["exposure_from_keyframe"])[:3, 3])
+            for name, e in data.get("cameras", {}).items() if "timestamp" in e and "exposure_from_keyframe" in e}
+    return {"lidar": _seconds(data["lidar_timestamp"]), "cameras": cams}
+
+
+def _angle_deg(R: np.ndarray) -> float:
+    return float(np.degrees(np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1))))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("frames", nargs="*", type=Path, default=DRIVE, help="frame folders of one drive, in time order")
+    ap.add_argument("--reference", type=Path, help="JSON list of one 4x4 world_from_ego per frame")
+    args = ap.parse_args(argv)
+    if len(args.frames) < 2:
+        ap.error("give at least two frame folders")
+    scans = [load_frame_folder(f).scan for f in args.frames]
+    stamps = [_stamps(f) for f in args.frames]
+    ref = None
+    if args.reference:
+        ref = [np.asarray(m, dtype=np.float64) for m in json.loads(args.reference.read_text())]
+        if len(ref) != len(scans):
+            ap.error(f"--reference holds {len(ref)} poses for {len(scans)} frames")
+    pairs = [(i, i + 1) for i in range(len(scans) - 1)] + ([(0, len(scans) - 1)] if len(scans) > 2 else [])
+    print("pair   | translation m (x, y, z) | turn deg | speed m/s | pairs | rmse cm | condition | "
+          "vs reference (cm, deg) | seconds | usable")
+    estimates = {}
+    for i, j in pairs:
+        t0 = time.perf_counter()
+        est = estimate_motion(scans[i], scans[j])
+        took = time.perf_counter() - t0
+        estimates[(i, j)] = est
+        dt = stamps[j]["lidar"] - stamps[i]["lidar"] if stamps[i] and stamps[j] else float("nan")
+        vs = "-"
+        if ref is not None:
+            err = np.linalg.inv(np.linalg.inv(ref[j]) @ ref[i]) @ est.b_from_a
+            vs = f"{100 * np.linalg.norm(err[:3, 3]):.2f}, {_angle_deg(err[:3, :3]):.3f}"
+        t = est.b_from_a[:3, 3]
+        print(f"{i}->{j}   | {t[0]:+.4f} {t[1]:+.4f} {t[2]:+.4f} | {est.rotation_deg:.3f} | "
+              f"{est.translation_m / dt:.3f} | {est.pairs} | {100 * est.rmse_m:.2f} | {est.condition:.0f} | {vs} | "
+              f"{took:.2f} | {'yes' if est.ok else est.reason}")
+    print("\nexposure translation: given by the source vs registered velocity x (camera stamp - LiDAR stamp)")
+    for k, st in enumerate(stamps):
+        pair = (k, k + 1) if k + 1 < len(scans) else (k - 1, k)
+        if st is None or stamps[pair[0]] is None or stamps[pair[1]] is None:
+            continue
+        dt = stamps[pair[1]]["lidar"] - stamps[pair[0]]["lidar"]
+        for name, (cam_t, given) in st["cameras"].items():
+            derived = motion_at(estimates[pair].b_from_a, dt, cam_t - st["lidar"])[:3, 3]
+            print(f"frame {k} {name}: offset {1000 * (cam_t - st['lidar']):+.1f} ms, "
+                  f"given {np.linalg.norm(given) * 100:.1f} cm, from the stamps {np.linalg.norm(derived) * 100:.1f} cm")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
