@@ -229,21 +229,27 @@ class _View:
         return float(d.mean() / max(d.std() / np.sqrt(n), 1e-9)), float(va[both].mean()), float(d.mean())
 
 
-def _views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan) -> dict[str, _View]:
+def _views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
+           lifts: Mapping[str, np.ndarray] | None = None) -> dict[str, _View]:
     """Each camera's :class:`_View`, from the doctor's own edge alignment (its edges, their
-    visibility and its finest attraction map, less its local mean: the *lift*)."""
+    visibility and its finest attraction map, less its local mean: the *lift*).
+
+    ``lifts`` (camera -> its image's lift channels, (2, h, w), from an earlier call on the
+    same images) spares making the images' maps again: only the scan's edges are new."""
     frames = as_lidar_frames(images, scan)
     out = {}
     for n in rig.names:
         if n not in images:
             continue
-        ea = EdgeAlignment(rig[n], frames)
+        known = lifts.get(n) if lifts is not None else None
+        ea = EdgeAlignment(rig[n], frames, maps=known is None)
         if not len(ea):
             continue
-        att = ea.maps[0][ea.levels - 1]
-        sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1]) * ea.scales[0]
-        ch = np.stack([c - local_mean(c, sigma) for c in att])
-        out[n] = _View(rig[n], ea.points, ea.orient.astype(np.int64), ch, bool(view_axes(rig[n])[0, 0] == 0))
+        if known is None:
+            att = ea.maps[0][ea.levels - 1]
+            sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1]) * ea.scales[0]
+            known = np.stack([c - local_mean(c, sigma) for c in att])
+        out[n] = _View(rig[n], ea.points, ea.orient.astype(np.int64), known, bool(view_axes(rig[n])[0, 0] == 0))
     return out
 
 
@@ -330,11 +336,12 @@ def _aligned(views: Mapping[str, _View], M: np.ndarray) -> int:
     return int(sum(np.nan_to_num(lift) >= MIN_LIFT for lift in lifts))
 
 
-def _turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, majority: int
-                  ) -> tuple[dict[str, _View], np.ndarray, np.ndarray] | None:
+def _turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, majority: int,
+                  lifts: Mapping[str, np.ndarray]) -> tuple[dict[str, _View], np.ndarray, np.ndarray] | None:
     """The scan turned a quarter, a half or three quarters about the ego vertical (a scan in
     its sensor's frame) when most cameras see its edges then and not before: (the views of
-    the turned scan, its move (4, 4), the turn (4, 4)), or None."""
+    the turned scan, its move (4, 4), the turn (4, 4)), or None. ``lifts``: the images'
+    lift channels of the untouched scan's views (the images are the same)."""
     best = None
     for yaw in LIDAR_TURNS_DEG:
         a = np.radians(yaw)
@@ -342,7 +349,7 @@ def _turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, m
         turn[:2, :2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
         pts = np.array(scan.points)
         pts[:, :3] = pts[:, :3] @ turn[:3, :3].T
-        views = _views(rig, images, dataclasses.replace(scan, points=pts))
+        views = _views(rig, images, dataclasses.replace(scan, points=pts), lifts)
         if len(views) < majority:
             continue
         M, _ = _lidar_correction(views, forward_and_up=True)
@@ -394,7 +401,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             screen.lidar_from_scan = lidar_move = M
         elif 2 * _aligned(views, np.eye(4)) < len(views) and _with_edges(views) >= majority:
             # images with edges, and most show none of the LiDAR's: is the LiDAR turned?
-            turned = _turned_lidar(rig, images, scan, majority)
+            turned = _turned_lidar(rig, images, scan, majority, {n: v.channels for n, v in views.items()})
             if turned is not None:
                 views, lidar_move, turn = turned
                 screen.lidar_from_scan = lidar_move @ turn

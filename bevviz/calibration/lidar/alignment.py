@@ -302,7 +302,16 @@ class EdgeAlignment:
         scales: Image width / calibrated width per frame.
     """
 
-    def __init__(self, camera: Camera, frames: Sequence[LidarFrame]) -> None:
+    def __init__(self, camera: Camera, frames: Sequence[LidarFrame], maps: bool = True) -> None:
+        """Gather the camera's edge points of every frame and its images' attraction maps.
+
+        Args:
+            camera: The camera (stored calibration).
+            frames: The frames; one without this camera's image is skipped.
+            maps: False to gather the edge points only (no attraction maps: no
+                :meth:`scores`; for a caller that already holds the images' maps, as the
+                gross-error screen does when it tries the scan turned).
+        """
         self.camera = camera
         pts, kinds, orients, frame_ids, clusters, parities = [], [], [], [], [], []
         self.maps, self.scales = [], []
@@ -345,8 +354,10 @@ class EdgeAlignment:
             pts.append(pc[keep])
             kinds.append(edges.kind[keep])
             orients.append(edges.orient[keep])
-            frame_ids.append(np.full(int(keep.sum()), len(self.maps), dtype=np.int64))
-            clusters.append(row * cols + col + 100_000 * len(self.maps))
+            frame_ids.append(np.full(int(keep.sum()), len(pts) - 1, dtype=np.int64))
+            clusters.append(row * cols + col + 100_000 * (len(pts) - 1))
+            if not maps:
+                continue
             shrink = min(1.0, MAP_FOCAL_PX / (focal * scale))
             if shrink < 1.0:  # maps at a focal length of MAP_FOCAL_PX: the scales are angles anyway
                 size = (max(1, round(img.shape[1] * shrink)), max(1, round(img.shape[0] * shrink)))

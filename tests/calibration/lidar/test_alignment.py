@@ -87,3 +87,16 @@ def test_the_widened_search_finds_a_4_deg_turn_that_the_3_deg_search_leaves_at_i
     assert ev.radius_deg > alignment.SEARCH_RADIUS_DEG
     assert np.max(np.abs(ev.offset_deg)) <= ev.radius_deg - alignment.EDGE_MARGIN_DEG
     assert abs(ev.offset_deg[2] - 4.0) < 0.5 and np.max(np.abs(ev.offset_deg[:2])) < 1.0
+
+
+def test_edge_points_without_maps_are_the_same_points(real_sample):
+    """``maps=False`` (the gross-error screen's turned scans) gathers the very edge points,
+    frames and clusters, and makes no attraction map."""
+    rig, images, scan = real_sample
+    frames = as_lidar_frames(images, scan)
+    for name in rig.names[:2]:
+        full, bare = EdgeAlignment(rig[name], frames), EdgeAlignment(rig[name], frames, maps=False)
+        assert len(full) > 0
+        for attr in ("points", "kind", "orient", "frame", "cluster", "parity", "side"):
+            np.testing.assert_array_equal(getattr(bare, attr), getattr(full, attr))
+        assert bare.maps == [] and bare.scales == [] and bare.levels == 0
