@@ -25,7 +25,7 @@ from bevviz.bev_grid import BEVGrid, pillar_heights
 from bevviz.checks import escape_markdown, field_error
 from bevviz.errors import InputError, bug_message
 from bevviz.io.nuscenes import SceneInfo
-from bevviz.session import MAX_FRAMES, embedded
+from bevviz.session import DEFAULT_FRAMES, MAX_FRAMES, embedded
 
 SOURCE_SAMPLE = "Embedded sample"
 SOURCE_NUSCENES = "nuScenes dataroot"
@@ -146,12 +146,13 @@ def _nuscenes_sample_picker(dataroot: str, version: str, scene, key: str):
     token = samples[idx].token
     frames = 1
     if len(samples) > 1:  # a one-sample scene has no neighbours to add
+        most = min(MAX_FRAMES, len(samples))
         frames = int(st.number_input(
-            "Frames for the doctor", min_value=1, max_value=min(MAX_FRAMES, len(samples)), value=1, step=1,
+            "Frames for the doctor", min_value=1, max_value=most, value=min(DEFAULT_FRAMES, most), step=1,
             key=f"{key}_frames",
             help="The Calibration Doctor adds up the LiDAR evidence of this sample and the ones that follow it "
-                 "in the scene (as 'bevviz check --frames N'): one frame may be inconclusive where several "
-                 "decide."))
+                 f"in the scene (as 'bevviz check --frames N'; {DEFAULT_FRAMES} or the scene's samples by "
+                 "default): one frame may be inconclusive where several decide."))
     label = f"{scene.name} #{idx}" + (f" (+{frames - 1} frames)" if frames > 1 else "")
     return (("nuscenes", dataroot, version, token, frames),
             lambda: sources.nuscenes_scene(dataroot, version, token, frames), label)

@@ -42,7 +42,7 @@ from bevviz.errors import InputError, bug_message
 from bevviz.io.atomic import atomic_write_bytes
 from bevviz.io.outputs import Reads, refuse_input_as_output
 from bevviz.npu_cli import npu
-from bevviz.session import MAX_FRAMES, Doctor, Scene, embedded_path, load_scene, write_fixed_rig
+from bevviz.session import DEFAULT_FRAMES, MAX_FRAMES, Doctor, Scene, embedded_path, load_scene, write_fixed_rig
 from bevviz.session.loaders import IMAGE_EXTENSIONS, is_frame_folder
 
 __all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
@@ -174,14 +174,15 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @click.option("--write-fixed", "fixed_path", metavar="PATH",
               help="Write the rig with every camera a gross error names corrected (a camera turned 90 or 180 "
                    "deg) as a rig JSON; never over an input. Nothing is written when nothing is to correct.")
-@click.option("--frames", type=click.IntRange(min=1, max=MAX_FRAMES), default=1, show_default=True, metavar="N",
-              help="nuScenes: add up the LiDAR evidence of N frames: the sample and the N-1 samples that follow "
-                   "it in its scene (the preceding ones at the scene's end). One frame may well be "
-                   "'inconclusive'; several decide more often.")
+@click.option("--frames", type=click.IntRange(min=1, max=MAX_FRAMES), default=None, metavar="N",
+              help=f"nuScenes: add up the LiDAR evidence of N frames: the sample and the N-1 samples that follow "
+                   f"it in its scene (the preceding ones at the scene's end). Default: {DEFAULT_FRAMES}, or as many "
+                   "as the scene holds; the report says how many were used. One frame may well be "
+                   "'inconclusive'; several decide more often. --frames 1: the sample alone.")
 @_doctor_options
 @click.pass_context
 def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, version: str, sample: str | None,
-          json_path: str | None, html_path: str | None, strict: bool, fixed_path: str | None, frames: int,
+          json_path: str | None, html_path: str | None, strict: bool, fixed_path: str | None, frames: int | None,
           lidar: bool, sweeps: int, thorough: bool, estimate: bool) -> int:
     """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
 

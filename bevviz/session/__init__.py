@@ -19,6 +19,7 @@ from bevviz.session.doctor import Doctor, check_rig, ground_shift
 from bevviz.session.embedded import EMBEDDED, NAMES, embedded_path, sample_data_dir, sample_path
 from bevviz.session.fixes import fixed_rig_json, write_fixed_rig
 from bevviz.session.loaders import (
+    DEFAULT_FRAMES,
     MAX_FRAMES,
     dataset,
     drive_scene,
@@ -42,7 +43,7 @@ from bevviz.session.scene import Scene, SceneFrame
 from bevviz.session.uploads import uploaded_scene
 
 __all__ = [
-    "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
+    "DEFAULT_FRAMES", "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
     "ConventionCheck", "Doctor", "SensorFault", "fixed_rig_json", "write_fixed_rig",
     "Scene", "SceneFrame", "check_rig", "dataset", "drive_scene", "embedded_path", "find_images", "frame_folder_scene",
     "ground_shift",

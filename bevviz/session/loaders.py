@@ -52,7 +52,8 @@ from bevviz.session.scene import Scene, SceneFrame
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
 __all__ = [
-    "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "drive_frames", "drive_scene",
+    "DEFAULT_FRAMES", "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "drive_frames",
+    "drive_scene",
     "find_images", "freeze", "load_scene", "loaded_images", "nuscenes_scene", "rig_json_scene", "sample_lidar",
     "synthetic_scene",
 ]
@@ -167,6 +168,10 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
 #: Most frames the doctor adds up (``bevviz check --frames N``, or several frame folders),
 #: each a sample's images and scan.
 MAX_FRAMES = 10
+#: Frames a nuScenes sample is judged with when nobody says how many: the sample and up to
+#: four neighbours of its scene (fewer where the scene holds fewer). One frame is often
+#: "inconclusive" where several decide (docs/calibration.md, "Fault bands and frame counts").
+DEFAULT_FRAMES = 5
 
 
 def is_frame_folder(path: Path) -> bool:
@@ -342,9 +347,11 @@ def _miscalibration_note(dataroot: str | Path, scene_name: str) -> tuple[str, ..
             f"error ({err.get('description', '')}); its images use the true calibration.",)
 
 
-def _more_frames(nusc, token: str, rig, frames: int, lidar: bool, sweeps: int) -> tuple[tuple[SceneFrame, ...], tuple]:
+def _more_frames(nusc, token: str, rig, frames: int, lidar: bool, sweeps: int, asked: bool = True
+                 ) -> tuple[tuple[SceneFrame, ...], tuple]:
     """The neighbouring samples of ``token`` as :class:`SceneFrame` objects, and notes on
-    what could not be used (a neighbour without a scan, another calibration, too few)."""
+    what could not be used (a neighbour without a scan, another calibration, too few;
+    ``asked``: the user named ``frames``, else it is :data:`DEFAULT_FRAMES`)."""
     if frames <= 1:
         return (), ()
     out, notes = [], []
@@ -362,13 +369,14 @@ def _more_frames(nusc, token: str, rig, frames: int, lidar: bool, sweeps: int) -
             continue
         out.append(SceneFrame(label, freeze(images), scan))
     if len(out) + 1 < frames:
-        notes.append(f"--frames {frames}: {len(out) + 1} frame(s) of the scene used (the scene has "
+        asked_for = f"--frames {frames}" if asked else f"up to {frames} frames (the default)"
+        notes.append(f"{asked_for}: {len(out) + 1} frame(s) of the scene used (the scene has "
                      f"{len(tokens) + 1} within reach)")
     return tuple(out), tuple(notes)
 
 
 def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lidar: bool = True, sweeps: int = 1,
-                   name: str | None = None, texture=None, frames: int = 1) -> Scene:
+                   name: str | None = None, texture=None, frames: int | None = None) -> Scene:
     """One sample of a nuScenes-format dataset: rig from calibrated_sensor, the camera images,
     and the LiDAR scan and boxes by :func:`sample_lidar`.
 
@@ -384,19 +392,22 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
             if the caller caches it.
         frames: Frames the LiDAR witness adds up: this sample and ``frames - 1`` neighbouring
             samples of its scene (:func:`bevviz.io.nuscenes.neighbour_samples`; at most ``MAX_FRAMES``), each
-            with its scan; a note says when fewer could be used.
+            with its scan; a note says when fewer could be used. None: :data:`DEFAULT_FRAMES`.
 
     Raises:
         InputError: naming the sample token, the table or the field that is wrong, or
             ``--frames`` out of range.
     """
+    asked = frames is not None
+    frames = DEFAULT_FRAMES if frames is None else frames
     if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= MAX_FRAMES:
         raise field_error("--frames", frames, f"must be an integer from 1 to MAX_FRAMES = {MAX_FRAMES}")
     meta = sample_meta(nusc, token, "sample")
     rig, images = load_sample_from(nusc, token)
     scan, boxes, lidar_notes = sample_lidar(nusc, token, lidar, sweeps)
-    more, frame_notes = _more_frames(nusc, token, rig, frames, lidar, sweeps) if scan is not None else ((), ())
-    if frames > 1 and scan is None:
+    more, frame_notes = (_more_frames(nusc, token, rig, frames, lidar, sweeps, asked) if scan is not None
+                         else ((), ()))
+    if frames > 1 and scan is None and asked:
         frame_notes = (f"--frames {frames}: one frame used (this sample has no LiDAR scan to add up)",)
     synthetic = embedded.is_embedded(dataroot, "nuscenes")
     real = embedded.is_embedded(dataroot, "real-nuscenes")
@@ -422,7 +433,7 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
 
 
 def load_scene(source: str, *, images: str | Path | None = None, version: str = "v1.0-mini",
-               sample: str | None = None, lidar: bool = True, sweeps: int = 1, frames: int = 1,
+               sample: str | None = None, lidar: bool = True, sweeps: int = 1, frames: int | None = None,
                more: Sequence[str] = ()) -> Scene:
     """Load what ``bevviz check SOURCE`` names.
 
@@ -437,7 +448,8 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
         lidar: nuScenes: read the sample's LIDAR_TOP sweep when it has one.
         sweeps: LiDAR sweeps to accumulate.
         frames: nuScenes: frames (this sample and its neighbours in the scene) whose LiDAR
-            evidence the doctor adds up.
+            evidence the doctor adds up; None: :data:`DEFAULT_FRAMES` (fewer where the scene
+            holds fewer). Any other source takes None or 1 (it holds its own frames).
         more: Further frame folders of the same rig when ``source`` is a frame folder
             (:func:`frame_folder_scene`); any other source takes none.
 
@@ -456,19 +468,19 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     if path.is_file():
         if sample is not None:
             raise field_error("--sample", sample, "applies to a nuScenes dataroot only")
-        if frames != 1:
+        if frames not in (None, 1):
             raise field_error("--frames", frames, "applies to a nuScenes dataroot only (a JSON rig holds one frame)")
         return rig_json_scene(path, images, name)
     if images is not None:
         raise field_error("--images", str(images), "applies to a JSON rig only")
     if is_frame_folder(path):
-        if sample is not None or frames != 1:
+        if sample is not None or frames not in (None, 1):
             raise field_error("--sample" if sample is not None else "--frames", sample or frames,
                               "applies to a nuScenes dataroot only (a frame folder holds one frame: name several frame "
                               "folders of the rig to add them up)")
         return frame_folder_scene(path, name, more)
     if drive_frames(path) and not is_dataroot(path):
-        if sample is not None or frames != 1:
+        if sample is not None or frames not in (None, 1):
             raise field_error("--sample" if sample is not None else "--frames", sample or frames,
                               "applies to a nuScenes dataroot only (a drive judges all its frame folders)")
         return drive_scene(path, name)

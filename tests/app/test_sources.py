@@ -151,20 +151,24 @@ def test_embedded_nuscenes_scenes_and_miscalibration_note(app):
 
 @needs_sample
 def test_the_doctor_can_add_up_the_next_samples_of_a_scene(app):
-    """A scene of several samples offers "Frames for the doctor"; 2 loads the next sample with
-    its scan for the LiDAR witness and says so, and the Doctor page tells how many it adds up."""
+    """A scene of several samples offers "Frames for the doctor", by default up to 5 (the
+    embedded scene-0001 holds 2): the next sample is loaded with its scan for the LiDAR
+    witness and the label says so, the Doctor page tells how many it adds up; 1 is the
+    sample alone."""
     at = app()
     at.radio(key="rig_source").set_value("nuScenes dataroot")
     at.run()
-    assert at.number_input(key="ns_sample_frames").value == 1
-    at.number_input(key="ns_sample_frames").set_value(2)
-    at.run()
+    assert at.number_input(key="ns_sample_frames").value == 2
     assert not at.exception and not at.error
     assert "+ 1 neighbouring sample for the LiDAR witness" in loaded_label(at)
     at.switch_page("pages/calibration_doctor.py")
     at.run()
     assert not at.exception and not at.error
     assert any(shown(i.value).startswith("2 frames judged together") for i in at.info)
+    at.number_input(key="ns_sample_frames").set_value(1)
+    at.run()
+    assert not at.exception and not at.error
+    assert "neighbouring sample" not in loaded_label(at)
 
 
 @needs_sample

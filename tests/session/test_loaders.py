@@ -12,6 +12,7 @@ import pytest
 from bevviz.errors import InputError
 from bevviz.io.rig_json import load_rig_file
 from bevviz.session import (
+    DEFAULT_FRAMES,
     MAX_FRAMES,
     dataset,
     embedded,
@@ -131,10 +132,15 @@ def test_frames_adds_the_neighbouring_samples_of_the_scene(nuscenes_root):
     assert len(two.more_frames) == 1 and two.more_frames[0].lidar is not None
     assert two.more_frames[0].label == "sample 1 of scene-0001"  # the next one (bevviz.io.nuscenes.neighbour_samples)
     assert set(two.more_frames[0].images) == set(two.rig.names) and two.source["frames"] == 2
-    one = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first)
+    one = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first, frames=1)
     assert one.more_frames == () and "frames" not in one.source and one.key != two.key
+    assert not any("frame(s) of the scene used" in n for n in one.notes)
     many = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first, frames=5)
-    assert len(many.more_frames) == 1 and any("2 frame(s) of the scene used" in n for n in many.notes)
+    assert len(many.more_frames) == 1 and any("--frames 5: 2 frame(s) of the scene used" in n for n in many.notes)
+    # unasked, up to DEFAULT_FRAMES (5): the scene's two, and the note says it was the default
+    default = nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first)
+    assert DEFAULT_FRAMES == 5 and default.key == many.key and default.source["frames"] == 2
+    assert any("up to 5 frames (the default): 2 frame(s) of the scene used" in n for n in default.notes)
     with pytest.raises(InputError, match="--frames"):
         nuscenes_scene(nusc, nuscenes_root, "v1.0-mini", first, frames=0)
 
