@@ -47,6 +47,7 @@ Convention:
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -382,6 +383,31 @@ class EdgeAlignment:
 
     def __len__(self) -> int:
         return int(self.points.shape[0])
+
+    def only(self, frames: Sequence[int]) -> EdgeAlignment:
+        """The same alignment on some of its frames: their edge points and maps (shared, not
+        copied), renumbered ``0 .. len(frames) - 1`` in ascending order.
+
+        Args:
+            frames: Frame indices of this alignment (its :attr:`frame` values), each once.
+        """
+        kept = sorted({int(f) for f in frames})
+        if not kept or kept[0] < 0 or kept[-1] >= len(self.scales):
+            raise field_error("frames", list(frames), f"must be frame indices from 0 to {len(self.scales) - 1}")
+        out = copy.copy(self)
+        mask = np.isin(self.frame, kept)
+        renumber = np.full(len(self.scales), -1, dtype=np.int64)
+        renumber[kept] = np.arange(len(kept))
+        for name in ("points", "kind", "orient", "cluster", "parity", "side"):
+            setattr(out, name, getattr(self, name)[mask])
+        out.frame = renumber[self.frame[mask]]
+        out.maps = [self.maps[f] for f in kept] if self.maps else []
+        out.scales = [self.scales[f] for f in kept]
+        out._groups = [(f, c, np.flatnonzero((out.frame == f) & (out.orient == c)))
+                       for f in range(len(kept)) for c in (0, 1)]
+        out._groups = [g for g in out._groups if len(g[2])]
+        out._points32 = out.points.astype(np.float32)
+        return out
 
     def uv(self, d_deg: np.ndarray) -> np.ndarray:
         """Pixels (calibrated size) of the edge points under hypothesis ``d``, (M, 2)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from bevviz.calibration.lidar.alignment import (
     as_lidar_frames,
 )
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
+from bevviz.calibration.lidar.frame_agreement import FrameAgreement, frames_to_set_aside
 from bevviz.calibration.lidar.sync import TimingFit, timing_fit
 from bevviz.camera import Camera, Rig
 
@@ -97,6 +98,10 @@ class CameraEvidence:
         radius_deg: Half-width (degrees) of the search in the end: ``SEARCH_RADIUS_DEG``, or
             wider where the optimum lay at its edge
             (:meth:`~bevviz.calibration.lidar.alignment.EdgeAlignment.search`).
+        set_aside: Frames (indices of those given) left out of this evidence because they
+            disagree with the others (:mod:`~bevviz.calibration.lidar.frame_agreement`);
+            :attr:`frames` counts the ones kept.
+        set_aside_reason: Why ("" when none was).
     """
 
     camera: str
@@ -126,6 +131,8 @@ class CameraEvidence:
     median_depth_m: float = float("nan")
     timing: TimingFit = field(default_factory=TimingFit)
     radius_deg: float = SEARCH_RADIUS_DEG
+    set_aside: tuple[int, ...] = ()
+    set_aside_reason: str = ""
 
     @property
     def z_best(self) -> float:
@@ -222,8 +229,14 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
 
 def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,
                    cameras: Sequence[str] | None = None, replicates: int = BOOTSTRAP,
-                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, CameraEvidence]:
+                   progress: Callable[[int, int, str], None] | None = None,
+                   set_aside: bool = True) -> dict[str, CameraEvidence]:
     """LiDAR evidence for every camera (or ``cameras``) of a rig.
+
+    With three frames or more, a frame the cameras find at odds with the others
+    (:func:`~bevviz.calibration.lidar.frame_agreement.frames_to_set_aside`) is left out of
+    the evidence of every camera that has all the frames, and each such evidence says so
+    (:attr:`CameraEvidence.set_aside`, :attr:`CameraEvidence.set_aside_reason`).
 
     Args:
         rig: The rig (N_cam cameras).
@@ -233,6 +246,7 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
         cameras: Cameras to align; default all.
         replicates: Bootstrap replicates per camera.
         progress: Optional ``callback(done, total, camera)``.
+        set_aside: False to pool every frame whatever it shows.
 
     Returns:
         Camera name -> :class:`CameraEvidence`, in rig order.
@@ -242,11 +256,21 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
     else:
         frames = as_lidar_frames(images, lidar)
     names = list(rig.names if cameras is None else cameras)
+    if progress is not None:
+        progress(0, len(names), names[0] if names else "")
+    alignments = {name: EdgeAlignment(rig[name], frames) for name in names}
+    agreement = frames_to_set_aside(alignments) if set_aside else FrameAgreement()
+    kept = [k for k in range(len(frames)) if k not in agreement.set_aside]
     out = {}
     for k, name in enumerate(names):
         if progress is not None:
             progress(k, len(names), name)
-        out[name] = camera_evidence(rig[name], frames, replicates)
+        al = alignments.pop(name)  # each camera's maps are let go once its evidence is made
+        if agreement.set_aside and len(al.scales) == len(frames):
+            ev = camera_evidence(rig[name], frames, replicates, alignment=al.only(kept))
+            out[name] = replace(ev, set_aside=agreement.set_aside, set_aside_reason=agreement.reason)
+        else:
+            out[name] = camera_evidence(rig[name], frames, replicates, alignment=al)
     if progress is not None:
         progress(len(names), len(names), "")
     return out

@@ -46,6 +46,7 @@ class Doubt(enum.Enum):
     HALVES_APART = "the image halves put it at different rotations"
     OTHERS_EXPLAIN = "within the tolerance of where the other cameras put it"
     TIMING = "a LiDAR displacement along the car explains it"
+    FRAME_SET_ASIDE = "a frame was set aside: the frames do not agree"
     # The LiDAR does not convict it, nor clear it.
     NOT_PINNED = "the offset is not pinned down"
     RIG_OFF = "the whole rig is off against the LiDAR"
@@ -67,7 +68,8 @@ class Doubt(enum.Enum):
 #: The doubts that can stand between an accusation (the LiDAR moves a camera beyond the
 #: tolerance) and "miscalibrated", in the order they are checked.
 ACCUSED_DOUBTS = (Doubt.SPARSE_CLOUD, Doubt.LIDAR_MAY_BE_OFF, Doubt.AT_SEARCH_EDGE, Doubt.STORED_POSE_CLOSE,
-                  Doubt.HALF_UNSUPPORTED, Doubt.FLAT_VALLEY, Doubt.HALVES_APART, Doubt.OTHERS_EXPLAIN, Doubt.TIMING)
+                  Doubt.HALF_UNSUPPORTED, Doubt.FLAT_VALLEY, Doubt.HALVES_APART, Doubt.OTHERS_EXPLAIN, Doubt.TIMING,
+                  Doubt.FRAME_SET_ASIDE)
 
 
 class Basis(enum.Enum):
@@ -155,6 +157,10 @@ def _accused_clause(w: Why) -> str:
                 f"({format_axes(w['from_reference_deg'])} deg): a "
                 "LiDAR-camera timing error on a moving car (or a translation error of the calibration) looks "
                 "like this rotation")
+    if k is Doubt.FRAME_SET_ASIDE:
+        frames = " and ".join(str(f) for f in w["frames"])
+        return (f"frame {frames} of the drive was set aside ({w['reason']}), and a camera is convicted only where "
+                f"every frame agrees: the {w['kept']} frames kept may clear a camera, not convict it")
     raise AssertionError(f"not a doubt of an accusation: {k}")
 
 

@@ -248,6 +248,18 @@ def _timing(c: LidarCase) -> Why | None:
     return None
 
 
+def _frame_set_aside(c: LidarCase) -> Why | None:
+    """A conviction needs frames that agree: with a frame set aside (the others' evidence
+    contradicted it, :mod:`bevviz.calibration.lidar.frame_agreement`) the kept frames may
+    clear a camera but not convict it, so setting a frame aside never makes a verdict surer
+    of a fault."""
+    ev = c.evidence
+    if not c.accused or not ev.set_aside:
+        return None
+    return Why(Doubt.FRAME_SET_ASIDE, {"frames": tuple(k + 1 for k in ev.set_aside), "kept": ev.frames,
+                                       "reason": ev.set_aside_reason})
+
+
 def _not_pinned(c: LidarCase) -> Why | None:
     # an "ok" too: most replicates within the tolerance and a few far off is a spread that a
     # blurred image gives (1.0-1.9 deg), never a sharp clean camera (at most 0.33 deg)
@@ -285,7 +297,7 @@ def _split(c: LidarCase) -> Why | None:
 LIDAR_CHECKS: tuple[Callable[[LidarCase], Why | None], ...] = (
     _too_few_edge_points, _not_in_metres, _flat_score,
     _sparse_cloud, _lidar_may_be_off, _at_search_edge, _stored_pose_close, _half_unsupported, _flat_valley,
-    _halves_apart, _others_explain, _timing,
+    _halves_apart, _others_explain, _timing, _frame_set_aside,
     _not_pinned, _rig_off, _split,
 )
 

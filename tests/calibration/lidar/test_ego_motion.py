@@ -7,15 +7,14 @@ import pytest
 
 from bevviz.calibration.lidar.ego_motion import MIN_PAIRS, estimate_motion, motion_at
 from bevviz.errors import InputError
-from bevviz.io.frame_folder import load_frame_folder
 from bevviz.lidar import LidarScan, as_lidar_scan, ground_height
 from bevviz.rotations import make_transform, rpy_to_matrix
 
 
 @pytest.fixture(scope="module")
-def drive(sample_data):
+def drive(tri_drive):
     """The committed TRI drive's three sweeps, one second apart."""
-    return [load_frame_folder(sample_data / "real_tri_drive" / t).scan for t in ("t0", "t1", "t2")]
+    return [f.scan for f in tri_drive]
 
 
 def _moved(scan: LidarScan, b_from_a: np.ndarray, keep: np.ndarray | None = None) -> LidarScan:
