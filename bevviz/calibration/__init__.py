@@ -54,6 +54,7 @@ from bevviz.calibration.lidar import (
     LidarEdges,
     LidarFrame,
     RigConsensus,
+    agreement_of,
     as_lidar_frames,
     attraction_maps,
     camera_evidence,
@@ -166,7 +167,8 @@ __all__ = [
     # LiDAR witness
     "AXES", "BOOTSTRAP", "SEARCH_RADIUS_DEG", "CameraEvidence", "EdgeAlignment", "LidarEdges", "LidarFrame",
     "as_lidar_frames", "attraction_maps", "camera_evidence", "edge_mask", "edge_strength", "hypothesis_matrix",
-    "lidar_edges", "lidar_evidence", "refine_with_lidar", "lidar_placement", "placement_floor", "FLOOR_MEDIAN_DEG",
+    "lidar_edges", "lidar_evidence", "agreement_of", "refine_with_lidar", "lidar_placement", "placement_floor",
+    "FLOOR_MEDIAN_DEG",
     "TARGET_DEG", "view_edges", "intensity_ranks", "return_ranks",
     "oriented_attraction_maps",
     "ignore_masks",

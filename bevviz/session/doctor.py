@@ -54,6 +54,7 @@ from bevviz.calibration import (
     RefineHistory,
     RefineSettings,
     against_texture,
+    agreement_of,
     analyze_seams,
     apply_perturbations,
     as_lidar_frames,
@@ -317,7 +318,8 @@ class Doctor:
                 missing = [n for n in self.rig.names if n not in known]
                 if missing:
                     known.update(lidar_evidence(self.rig, None, frames, cameras=missing,
-                                                replicates=self.settings.replicates, progress=progress))
+                                                replicates=self.settings.replicates, progress=progress,
+                                                agreement=agreement_of(known)))
                 evidence = {n: known[n] for n in self.rig.names}
             settings = DiagnoseSettings(thorough=self.settings.thorough, replicates=self.settings.replicates)
             self._diagnosis = diagnose(self.rig, images, self.grid, None if evidence else lidar, settings=settings,

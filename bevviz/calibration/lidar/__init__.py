@@ -39,7 +39,7 @@ from bevviz.calibration.lidar.edges import (
     return_ranks,
     view_edges,
 )
-from bevviz.calibration.lidar.evidence import CameraEvidence, camera_evidence, lidar_evidence
+from bevviz.calibration.lidar.evidence import CameraEvidence, agreement_of, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar.masks import ignore_masks, in_mask
 from bevviz.calibration.lidar.pinned import PinnedOffset, pinned_offset
 from bevviz.calibration.lidar.sync import TimingFit, rig_timing, timing_fit
@@ -50,7 +50,7 @@ __all__ = [
     "RigConsensus", "rig_consensus",
     "attraction_maps", "edge_mask", "edge_strength", "oriented_attraction_maps",
     "DEPTH", "REFLECTIVITY", "LidarEdges", "intensity_ranks", "lidar_edges", "return_ranks", "view_edges",
-    "CameraEvidence", "camera_evidence", "lidar_evidence",
+    "CameraEvidence", "agreement_of", "camera_evidence", "lidar_evidence",
     "ignore_masks", "in_mask",
     "PinnedOffset", "pinned_offset",
     "TimingFit", "rig_timing", "timing_fit",

@@ -52,6 +52,7 @@ from bevviz.camera import Camera, Rig
 
 __all__ = [
     "CameraEvidence",
+    "agreement_of",
     "camera_evidence",
     "lidar_evidence",
 ]
@@ -230,7 +231,7 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
 def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,
                    cameras: Sequence[str] | None = None, replicates: int = BOOTSTRAP,
                    progress: Callable[[int, int, str], None] | None = None,
-                   set_aside: bool = True) -> dict[str, CameraEvidence]:
+                   set_aside: bool = True, agreement: FrameAgreement | None = None) -> dict[str, CameraEvidence]:
     """LiDAR evidence for every camera (or ``cameras``) of a rig.
 
     With three frames or more, a frame the cameras find at odds with the others
@@ -247,6 +248,9 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
         replicates: Bootstrap replicates per camera.
         progress: Optional ``callback(done, total, camera)``.
         set_aside: False to pool every frame whatever it shows.
+        agreement: What was decided for these frames already (e.g. from the evidence of the
+            rig's other cameras, :func:`agreement_of`): then not decided again on the
+            cameras asked for, which may be too few to vote.
 
     Returns:
         Camera name -> :class:`CameraEvidence`, in rig order.
@@ -259,7 +263,8 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
     if progress is not None:
         progress(0, len(names), names[0] if names else "")
     alignments = {name: EdgeAlignment(rig[name], frames) for name in names}
-    agreement = frames_to_set_aside(alignments) if set_aside else FrameAgreement()
+    if agreement is None:
+        agreement = frames_to_set_aside(alignments) if set_aside else FrameAgreement()
     kept = [k for k in range(len(frames)) if k not in agreement.set_aside]
     out = {}
     for k, name in enumerate(names):
@@ -274,3 +279,15 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
     if progress is not None:
         progress(len(names), len(names), "")
     return out
+
+
+def agreement_of(evidence: Mapping[str, CameraEvidence]) -> FrameAgreement | None:
+    """The frames the evidence of a rig's cameras set aside (what :func:`lidar_evidence`
+    decided for them), for more cameras of the same frames; None without any evidence.
+
+    Args:
+        evidence: Camera name -> its evidence over the same frames.
+    """
+    for ev in evidence.values():
+        return FrameAgreement(set_aside=ev.set_aside, reason=ev.set_aside_reason)
+    return None

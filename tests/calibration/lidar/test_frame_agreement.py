@@ -9,7 +9,8 @@ import pytest
 
 from bevviz.calibration import MISCALIBRATED, diagnose
 from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames
-from bevviz.calibration.lidar.frame_agreement import frames_to_set_aside
+from bevviz.calibration.lidar.evidence import agreement_of, lidar_evidence
+from bevviz.calibration.lidar.frame_agreement import FrameAgreement, frames_to_set_aside
 from bevviz.calibration.perturbations import perturb_rig
 from bevviz.calibration.verdicts import Doubt, lidar_verdict
 from bevviz.errors import InputError
@@ -86,3 +87,17 @@ def test_a_set_aside_frame_never_convicts(tri_drive):
     lv = lidar_verdict(marked, d.consensus)
     assert lv.verdict == "inconclusive" and lv.doubt is Doubt.FRAME_SET_ASIDE
     assert "frame 2 of the drive was set aside" in lv.reason
+
+
+def test_more_cameras_of_the_same_frames_keep_what_was_decided(tri_drive, corrupted):
+    """The Doctor aligns a moved camera alone (the others' evidence is stored): one camera
+    cannot vote, so what the rig decided is handed on (``agreement_of``)."""
+    rig = tri_drive[0].rig
+    pairs = as_lidar_frames([f.images for f in corrupted], [f.scan for f in corrupted])
+    alone = lidar_evidence(rig, None, pairs, cameras=["CAMERA_07"], replicates=2)["CAMERA_07"]
+    assert alone.set_aside == () and alone.frames == 3  # one camera alone sets nothing aside
+    decided = FrameAgreement((1,), reason="frame 2 of 3 set aside: a test")
+    handed = lidar_evidence(rig, None, pairs, cameras=["CAMERA_07"], replicates=2, agreement=decided)["CAMERA_07"]
+    assert handed.set_aside == (1,) and handed.frames == 2 and handed.set_aside_reason == decided.reason
+    assert agreement_of({"CAMERA_07": handed}) == FrameAgreement((1,), reason=decided.reason)
+    assert agreement_of({}) is None
