@@ -161,10 +161,12 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 
 @cli.command(context_settings=CONTEXT)
 @click.argument("sources", metavar="SOURCE [FRAME_FOLDER ...]", nargs=-1, required=True)
-@click.option("--images", metavar="DIR",
+@click.option("--images", metavar="DIR", multiple=True,
               help="JSON rig: folder of its images (default: the JSON file's folder). Each camera's image is "
                    "the path the JSON names under DIR, else that file name in DIR, else <camera name>.jpg "
-                   "(.jpeg, .png, .bmp, .tif, .tiff) in DIR.")
+                   "(.jpeg, .png, .bmp, .tif, .tiff) in DIR. Repeat it for several image sets of the rig "
+                   "(moments of a drive, every camera in each, the first set's sizes): the seams average "
+                   "over them.")
 @click.option("--version", "version", default="v1.0-mini", show_default=True, metavar="NAME",
               help="nuScenes: the table folder under the dataroot.")
 @click.option("--sample", metavar="TOKEN", help="nuScenes: the sample token (default: the first sample).")
@@ -181,7 +183,7 @@ def _print_check(report: CheckReport, strict: bool) -> None:
                    "'inconclusive'; several decide more often. --frames 1: the sample alone.")
 @_doctor_options
 @click.pass_context
-def check(ctx: click.Context, sources: tuple[str, ...], images: str | None, version: str, sample: str | None,
+def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...], version: str, sample: str | None,
           json_path: str | None, html_path: str | None, strict: bool, fixed_path: str | None, frames: int | None,
           lidar: bool, sweeps: int, thorough: bool, estimate: bool) -> int:
     """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
@@ -276,13 +278,13 @@ def _progress_bar(doctor: Doctor):
         bar.close()
 
 
-def check_reads(sources: Sequence[str], images: str | None, scene: Scene) -> Reads:
+def check_reads(sources: Sequence[str], images: Sequence[str], scene: Scene) -> Reads:
     """What ``bevviz check SOURCE ...`` reads, for the output-path rule
     (:func:`bevviz.io.outputs.refuse_input_as_output`).
 
     Args:
         sources: The SOURCE arguments as given (paths or embedded sample names).
-        images: ``--images DIR``, or None.
+        images: The ``--images DIR`` folders given (none: the JSON file's folder).
         scene: The loaded scene (its image files, relative to where they were found).
 
     Returns:
@@ -298,9 +300,9 @@ def check_reads(sources: Sequence[str], images: str | None, scene: Scene) -> Rea
         path = embedded_path(name) or Path(name)
         if path.is_file():  # a JSON rig
             files.append(path)
-            where = Path(images) if images is not None else path.parent
-            if images is not None:
-                folders.append(where)
+            where = Path(images[0]) if images else path.parent
+            if images:
+                folders += [Path(d) for d in images]
             else:
                 files += [p for p in where.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS]
         elif is_frame_folder(path):

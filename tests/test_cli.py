@@ -16,6 +16,7 @@ import tomllib
 import urllib.request
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -80,6 +81,45 @@ def test_check_exits_1_for_a_turned_camera_in_a_json_rig(tmp_path, capsys):
                  "--json", str(tmp_path / "c.json")]) == 1
     assert json.loads((tmp_path / "c.json").read_text())["flagged"] == ["CAM_BACK_RIGHT"]
     assert "flagged: CAM_BACK_RIGHT" in capsys.readouterr().out
+
+
+def _second_image_set(folder: Path) -> Path:
+    """The embedded rig's images half a second later (scene-0001's second sample), one file per camera."""
+    folder.mkdir()
+    for cam in load_rig_file(SAMPLE / "rig.json").rig.names:
+        shutil.copy(next((SAMPLE / "nuscenes" / "samples" / cam).glob("scene-0001__*__1700000000500000.jpg")),
+                    folder / f"{cam}.jpg")
+    return folder
+
+
+@needs_sample
+def test_check_pools_several_image_sets_of_a_json_rig_and_says_so(tmp_path, capsys):
+    later = _second_image_set(tmp_path / "later")
+    j = tmp_path / "c.json"
+    assert main(["check", "rig", "--images", str(SAMPLE / "images"), "--images", str(later), "--no-estimate",
+                 "--json", str(j)]) == 0
+    assert "2 frames" in capsys.readouterr().out
+    doc = json.loads(j.read_text())
+    assert doc["source"]["frames"] == 2 and doc["source"]["more"] == [str(later)]
+    assert {c["frames"] for c in doc["cameras"]} == {2}
+    one = tmp_path / "one.json"
+    assert main(["check", "rig", "--images", str(SAMPLE / "images"), "--no-estimate", "--json", str(one)]) == 0
+    single = {c["camera"]: c["score"] for c in json.loads(one.read_text())["cameras"]}
+    assert {c["camera"]: c["score"] for c in doc["cameras"]} != single  # the seams saw both sets
+    # a set that lacks a camera, or holds another size, is a named input error; nothing written
+    (later / "CAM_BACK.jpg").unlink()
+    bad = tmp_path / "bad.json"
+    assert main(["check", "rig", "--images", str(SAMPLE / "images"), "--images", str(later),
+                 "--json", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "'--images'" in err and "CAM_BACK" in err and str(later) in err and not bad.exists()
+    cv2.imwrite(str(later / "CAM_BACK.jpg"), np.zeros((90, 160, 3), np.uint8))
+    assert main(["check", "rig", "--images", str(SAMPLE / "images"), "--images", str(later)]) == 2
+    err = capsys.readouterr().err
+    assert "camera CAM_BACK" in err and "160 x 90" in err
+    # the further sets are inputs too: no report is written into one
+    assert main(["check", "rig", "--images", str(SAMPLE / "images"), "--images", str(tmp_path),
+                 "--json", str(tmp_path / "x.json")]) == 2
 
 
 @needs_sample

@@ -179,19 +179,27 @@ class Doctor:
         return self.scene.images
 
     def _witness_frames(self) -> tuple[Mapping[str, np.ndarray] | list, LidarScan | list | None]:
-        """``(images, lidar)`` of every frame the LiDAR witness adds up: the scene's alone, or
-        with its other frames (:attr:`Scene.more_frames`) that have a scan and every image."""
+        """``(images, lidar)`` of every frame the witnesses add up: the scene's alone, or with
+        its other frames (:attr:`Scene.more_frames`) that have every image and, with a scan,
+        a scan of their own (without one: image sets of a JSON rig, which the seams average
+        over)."""
         images = self._require_images()
+        if self.lidar is None:
+            seams = [f.images for f in self.scene.complete_frames if f.lidar is None]
+            return ([images, *seams] if seams else images), None
         extra = [f for f in self.scene.complete_frames if f.lidar is not None]
-        if self.lidar is None or not extra:
+        if not extra:
             return images, self.lidar
         return [images, *[f.images for f in extra]], [self.lidar, *[f.lidar for f in extra]]
 
     @property
     def n_frames(self) -> int:
-        """How many frames the LiDAR witness adds up (1 without other frames or LiDAR)."""
-        lidar = self._witness_frames()[1] if self.scene.has_all_images else self.lidar
-        return len(lidar) if isinstance(lidar, list) else 1
+        """How many frames the witnesses add up: the LiDAR's, or without a scan the seams'
+        (1 without other frames)."""
+        if not self.scene.has_all_images:
+            return 1
+        images, lidar = self._witness_frames()
+        return len(images) if isinstance(images, list) else 1
 
     def _key(self, name: str) -> tuple:
         return (self.rig[name].fingerprint, self.settings.replicates, self.n_frames)

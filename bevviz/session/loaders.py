@@ -127,7 +127,7 @@ def find_images(rig_file: RigFile, folder: str | Path) -> tuple[RigFile, str]:
 
 
 def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str | None = None,
-                   texture=None) -> Scene:
+                   texture=None, more_images: Sequence[str | Path] = ()) -> Scene:
     """A JSON rig file with its images.
 
     Args:
@@ -137,14 +137,18 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
         name: What the user called it (``"rig"`` for the embedded sample), for the report.
         texture: The embedded sample's texture (:func:`bevviz.session.embedded.sample_texture`)
             if the caller caches it.
+        more_images: Folders of further image sets of the same rig (other moments of a
+            drive, ``bevviz check rig.json --images DIR --images DIR2 ...``), each found as
+            ``images`` is: the scene's :attr:`Scene.more_frames` (no scan), which the seams
+            average over.
 
     Returns:
         The scene; cameras whose image was not found have none, and
         :attr:`Scene.missing_images` says which and what was looked for.
 
     Raises:
-        InputError: naming ``--images`` (not a folder), or anything
-            :mod:`bevviz.io.rig_json` rejects (camera, field, value).
+        InputError: naming ``--images`` (not a folder; a further set that lacks a camera's
+            image), or anything :mod:`bevviz.io.rig_json` rejects (camera, field, value).
     """
     p = Path(path)
     if images is not None and not Path(images).is_dir():
@@ -157,12 +161,35 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
     digest = hashlib.sha1(p.read_bytes()).hexdigest()[:12]
     label = "Embedded sample rig (sample_data/rig.json)" if is_sample else f"JSON rig {p.name}"
     kind = "embedded" if is_sample and name == "rig" else "rig-json"
-    return Scene(key=f"rigjson:{p.resolve()}:{folder.resolve()}:{digest}", label=label, rig=rig_file.rig,
+    more = tuple(_image_set(rig_file, Path(d)) for d in more_images)
+    extra: dict = {}
+    if more:
+        label += f" + {len(more)} more image set{'s' if len(more) > 1 else ''} for the seams"
+        extra = {"frames": 1 + len(more), "more": [str(d) for d in more_images]}
+    key = ":".join([f"rigjson:{p.resolve()}:{folder.resolve()}:{digest}",
+                    *(str(Path(d).resolve()) for d in more_images)])
+    return Scene(key=key, label=label, rig=rig_file.rig, more_frames=more,
                  **loaded_images(read), raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
                  ground_truth=embedded.ground_truth(texture) if is_sample else None,
                  image_files={k: v for k, v in rig_file.image_files.items() if v},
-                 source={"kind": kind, "path": str(p), "name": name or str(p)}, missing_images=missing,
+                 source={"kind": kind, "path": str(p), "name": name or str(p), **extra}, missing_images=missing,
                  ignore=dict(rig_file.ignore))
+
+
+def _image_set(rig_file: RigFile, folder: Path) -> SceneFrame:
+    """A further image set of a JSON rig (``--images DIR`` after the first): every camera's
+    image (each of the calibrated size, as :func:`load_rig_images` checks for the first).
+
+    Raises:
+        InputError: naming ``--images``, the folder and the cameras it lacks (or what
+            :func:`load_rig_images` rejects: the camera, its image file and why).
+    """
+    if not folder.is_dir():
+        raise field_error("--images", str(folder), "is not an existing folder")
+    located, missing = find_images(rig_file, folder)
+    if missing:
+        raise field_error("--images", str(folder), f"a further image set must hold every camera's image: {missing}")
+    return SceneFrame(f"images {folder}", loaded_images(load_rig_images(located, folder))["images"])
 
 
 #: Most frames the doctor adds up (``bevviz check --frames N``, or several frame folders),
@@ -432,7 +459,7 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
 # --------------------------------------------------------------------------------------
 
 
-def load_scene(source: str, *, images: str | Path | None = None, version: str = "v1.0-mini",
+def load_scene(source: str, *, images: str | Path | Sequence[str | Path] | None = None, version: str = "v1.0-mini",
                sample: str | None = None, lidar: bool = True, sweeps: int = 1, frames: int | None = None,
                more: Sequence[str] = ()) -> Scene:
     """Load what ``bevviz check SOURCE`` names.
@@ -442,7 +469,9 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
             :func:`drive_scene`), a nuScenes dataroot, or the name of an embedded sample
             (:data:`bevviz.session.embedded.NAMES`); a path that exists is always the
             path, never the sample of the same name.
-        images: JSON rig: the images folder (lookup order: module docstring).
+        images: JSON rig: the images folder (lookup order: module docstring), or several:
+            the first is the scene's, each further one another image set of the same rig
+            (:func:`rig_json_scene`'s ``more_images``).
         version: nuScenes: the table folder.
         sample: nuScenes: the sample token (default: the first sample of the first scene).
         lidar: nuScenes: read the sample's LIDAR_TOP sweep when it has one.
@@ -462,6 +491,8 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
     """
     name = str(source)
     path = embedded.embedded_path(name) or Path(name)
+    sets = [images] if isinstance(images, (str, Path)) else list(images or ())
+    images = sets[0] if sets else None
     if more and not is_frame_folder(path):  # the further folders: frame_folder_scene checks them
         raise field_error("SOURCE", name, "is not a frame folder (rig.json, lidar_ego.npy): only several frame "
                           "folders of one rig can be checked together (a nuScenes dataroot: --frames N)")
@@ -470,7 +501,7 @@ def load_scene(source: str, *, images: str | Path | None = None, version: str = 
             raise field_error("--sample", sample, "applies to a nuScenes dataroot only")
         if frames not in (None, 1):
             raise field_error("--frames", frames, "applies to a nuScenes dataroot only (a JSON rig holds one frame)")
-        return rig_json_scene(path, images, name)
+        return rig_json_scene(path, images, name, more_images=sets[1:])
     if images is not None:
         raise field_error("--images", str(images), "applies to a JSON rig only")
     if is_frame_folder(path):
