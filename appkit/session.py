@@ -19,7 +19,7 @@ from appkit.state import GRID, SCENE, Scene
 from bevviz.bev_grid import BEVGrid
 from bevviz.camera import Rig
 from bevviz.session import CheckSettings, Doctor
-from bevviz.session.doctor import dataset_frames
+from bevviz.session.loaders import dataset_frames
 
 __all__ = ["adopt_rig", "current", "current_doctor", "current_grid", "current_scene", "doctor", "embedded_frames"]
 

@@ -73,9 +73,7 @@ from bevviz.calibration.gross import LIDAR_SENSOR, GrossScreen, screen_gross_err
 from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, ConventionScore, RawCamera, rank_conventions
 from bevviz.errors import InputError
-from bevviz.io.nuscenes import list_samples, list_scenes, load_sample_from
 from bevviz.lidar import LidarScan, ground_height
-from bevviz.session.loaders import dataset
 from bevviz.session.refinement import Refinement, SeamView
 from bevviz.session.report import (
     CameraCheck,
@@ -89,7 +87,7 @@ from bevviz.session.report import (
 )
 from bevviz.session.scene import Scene
 
-__all__ = ["GROUND_SHIFT_M", "Doctor", "Refinement", "SeamView", "check_rig", "dataset_frames", "ground_shift"]
+__all__ = ["GROUND_SHIFT_M", "Doctor", "Refinement", "SeamView", "check_rig", "ground_shift"]
 
 #: A LiDAR that sees the ground further than this (metres) from the ego frame's z = 0 shows
 #: the rig is stored in a sensor's frame (KITTI: the Velodyne's, 1.7 m up): the projection
@@ -590,13 +588,3 @@ def check_rig(rig: Rig, images: Mapping[str, np.ndarray], *, raw_cameras: Sequen
                   lidar=lidar, notes=tuple(notes), source=dict(source or {}))
     return Doctor(scene, settings).check()
 
-
-def dataset_frames(dataroot: str, version: str = "v1.0-mini") -> list[dict[str, np.ndarray]]:
-    """The images of every sample of a nuScenes-format dataset (one physical rig): the
-    ``frames`` of a :class:`Doctor` whose seams one frame's objects hide.
-
-    Raises:
-        InputError: as :func:`bevviz.io.nuscenes.open_dataset`.
-    """
-    nusc = dataset(str(dataroot), version)
-    return [load_sample_from(nusc, s.token)[1] for sc in list_scenes(nusc) for s in list_samples(nusc, sc.token)]

@@ -38,6 +38,8 @@ from bevviz.io.nuscenes import (
     first_sample,
     has_lidar,
     is_dataroot,
+    list_samples,
+    list_scenes,
     load_lidar_from,
     load_sample_from,
     neighbour_samples,
@@ -52,8 +54,8 @@ from bevviz.session.scene import Scene, SceneFrame
 from bevviz.synthetic import ground_texture, nuscenes_like_rig, render
 
 __all__ = [
-    "DEFAULT_FRAMES", "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "drive_frames",
-    "drive_scene",
+    "DEFAULT_FRAMES", "IMAGE_EXTENSIONS", "NUSCENES_VERSIONS", "SYNTHETIC_SCALE", "dataset", "dataset_frames",
+    "drive_frames", "drive_scene",
     "find_images", "freeze", "load_scene", "loaded_images", "nuscenes_scene", "rig_json_scene", "sample_lidar",
     "synthetic_scene",
 ]
@@ -547,3 +549,14 @@ def synthetic_scene() -> Scene:
                  rig=rig, images=freeze(images),
                  ground_truth=GroundTruth(texture, tuple(grid.x_range), tuple(grid.y_range), None),
                  source={"kind": "synthetic", "path": "", "name": "synthetic"})
+
+
+def dataset_frames(dataroot: str, version: str = "v1.0-mini") -> list[dict[str, np.ndarray]]:
+    """The images of every sample of a nuScenes-format dataset (one physical rig): the
+    ``frames`` of a :class:`Doctor` whose seams one frame's objects hide.
+
+    Raises:
+        InputError: as :func:`bevviz.io.nuscenes.open_dataset`.
+    """
+    nusc = dataset(str(dataroot), version)
+    return [load_sample_from(nusc, s.token)[1] for sc in list_scenes(nusc) for s in list_samples(nusc, sc.token)]

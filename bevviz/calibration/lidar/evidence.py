@@ -260,24 +260,29 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
     else:
         frames = as_lidar_frames(images, lidar)
     names = list(rig.names if cameras is None else cameras)
-    if progress is not None:
-        progress(0, len(names), names[0] if names else "")
-    alignments = {name: EdgeAlignment(rig[name], frames) for name in names}
+    total = 2 * len(names)  # each camera's edges and maps first (the frames' agreement needs all), then its evidence
+
+    def report(done: int, name: str) -> None:
+        if progress is not None:
+            progress(done, total, name)
+
+    alignments = {}
+    for k, name in enumerate(names):
+        report(k, name)
+        alignments[name] = EdgeAlignment(rig[name], frames)
     if agreement is None:
         agreement = frames_to_set_aside(alignments) if set_aside else FrameAgreement()
     kept = [k for k in range(len(frames)) if k not in agreement.set_aside]
     out = {}
     for k, name in enumerate(names):
-        if progress is not None:
-            progress(k, len(names), name)
+        report(len(names) + k, name)
         al = alignments.pop(name)  # each camera's maps are let go once its evidence is made
         if agreement.set_aside and len(al.scales) == len(frames):
             ev = camera_evidence(rig[name], frames, replicates, alignment=al.only(kept))
             out[name] = replace(ev, set_aside=agreement.set_aside, set_aside_reason=agreement.reason)
         else:
             out[name] = camera_evidence(rig[name], frames, replicates, alignment=al)
-    if progress is not None:
-        progress(len(names), len(names), "")
+    report(total, "")
     return out
 
 
