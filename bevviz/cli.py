@@ -175,7 +175,8 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
 @click.option("--write-fixed", "fixed_path", metavar="PATH",
               help="Write the rig with every camera a gross error names corrected (a camera turned 90 or 180 "
-                   "deg) as a rig JSON; never over an input. Nothing is written when nothing is to correct.")
+                   "deg, a position a metre or more off, a focal length 10-20 % off) as a rig JSON; never over an "
+                   "input. Nothing is written when nothing is to correct.")
 @click.option("--frames", type=click.IntRange(min=1, max=MAX_FRAMES), default=None, metavar="N",
               help=f"nuScenes: add up the LiDAR evidence of N frames: the sample and the N-1 samples that follow "
                    f"it in its scene (the preceding ones at the scene's end). Default: {DEFAULT_FRAMES}, or as many "
@@ -217,7 +218,8 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     \b
     With a LiDAR a gross-error screen runs first: a camera turned 90 or 180 deg about its
     optical axis, two cameras' images swapped or one image under two names, a LiDAR a metre or
-    more off the cameras are named (FAULT lines) with the sensor at fault.
+    more off the cameras, one camera's position a metre or more off or its focal length 10-20 %
+    off are named (FAULT lines) with the sensor at fault.
 
     \b
     EXIT STATUS

@@ -1,6 +1,6 @@
 """Measure the gross-error screen on the embedded development frames (a measurement, not a test).
 
-Usage: ``python scripts/measure_gross.py [--noise N] [--swaps]``
+Usage: ``python scripts/measure_gross.py [--noise N] [--swaps] [--pose [FRAME_FOLDER ...]]``
 
 For the embedded real nuScenes keyframe, TRI frame and KITTI frame it prints: each clean
 camera's best alternative (in standard errors; the screen names one from
@@ -11,6 +11,14 @@ mounted at (0.94, 0, 1.84) m); N seeds of uniform noise and black / grey / white
 ``--swaps`` every pair of images swapped. Last, the screen's time per frame and its ratio to
 ``diagnose(rig, images, lidar=scan)`` of the same frame measured in the same run (the issue's
 budget: at most 2 s for 6 cameras on this machine).
+
+``--pose`` measures the position and focal alternatives instead, on the embedded frames and
+any frame folders given: per camera its clean best alternative (against its stored position
+at its best small rotation), and every camera in turn with its optical centre moved 1, 1.5
+or 2 m along an ego axis, its focal lengths scaled by 0.85, 0.9, 1.1 or 1.15, or turned 2 deg
+(a fault for the fine search, which must not be named a position or focal error): what the
+screen names, counted as right (the camera and the kind), wrong (another camera or kind)
+and, on the clean rigs, false alarms.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import dataclasses
 import itertools
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +36,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bevviz.calibration import diagnose  # noqa: E402
+from bevviz.calibration import diagnose, perturb_camera  # noqa: E402
 from bevviz.calibration.gross import screen_gross_errors  # noqa: E402
 from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.io.nuscenes import load_lidar, load_sample  # noqa: E402
+from bevviz.rotations import make_transform  # noqa: E402
 from bevviz.session.embedded import sample_path  # noqa: E402
 
 TURNS = {"180": np.diag([-1.0, -1.0, 1.0]), "90": np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])}
@@ -46,6 +56,54 @@ def frames():
         yield name, f.rig, f.images, f.scan
 
 
+def pose_faults(camera):
+    """(label, expected kind or None, the faulty camera) for every position, focal and small-turn fault."""
+    for ax, h, sign in itertools.product(range(3), (1.0, 1.5, 2.0), (1.0, -1.0)):
+        d = np.zeros(3)
+        d[ax] = sign * h
+        yield f"moved {sign * h:+g} m {'xyz'[ax]}", "position", camera.replace(
+            cam_from_ego=camera.cam_from_ego @ make_transform(np.eye(3), -d))
+    for scale in (0.85, 0.9, 1.1, 1.15):
+        K = camera.K.copy()
+        K[0, 0] *= scale
+        K[1, 1] *= scale
+        yield f"focal x{scale:g}", "focal", camera.replace(K=K)
+    for axis in ("roll_deg", "pitch_deg", "yaw_deg"):
+        yield f"turned 2 deg ({axis[:-4]})", None, perturb_camera(camera, **{axis: 2.0})
+
+
+def measure_pose(extra: list[str]) -> None:
+    """The ``--pose`` measurement (module docstring)."""
+    frame_list = list(frames())
+    for p in extra:
+        f = load_frame_folder(p)
+        frame_list.append((p, f.rig, f.images, f.scan))
+    total = Counter()
+    for name, rig, images, scan in frame_list:
+        clean = screen_gross_errors(rig, images, scan)
+        total["false alarms"] += len(clean.errors)
+        print(f"== {name}: clean: {named(clean)}; best position/focal alternative per camera: "
+              + ", ".join(f"{c} {k} {t:+.1f}" for c, (k, t) in clean.pose_best.items()))
+        counts = Counter()
+        for cam in rig.names:
+            for label, kind, bad in pose_faults(rig[cam]):
+                s = screen_gross_errors(rig.replace(bad), images, scan)
+                hits = [(e.sensor, e.kind) for e in s.errors]
+                if kind is None:
+                    counts["turn named position/focal"] += any(k in ("position", "focal") for _, k in hits)
+                    counts["turns"] += 1
+                    continue
+                counts[f"{kind} faults"] += 1
+                if (cam, kind) in hits:
+                    counts[f"{kind} named"] += 1
+                if any(h != (cam, kind) for h in hits):
+                    counts["wrong"] += 1
+                    print(f"   {cam} {label}: WRONG {named(s)}")
+        print(f"   {dict(counts)}")
+        total.update(counts)
+    print(f"total: {dict(total)}")
+
+
 def named(screen) -> str:
     return "; ".join(e.message for e in screen.errors) or "nothing"
 
@@ -54,7 +112,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--noise", type=int, default=5, help="noise seeds per frame")
     ap.add_argument("--swaps", action="store_true", help="every pair of images swapped")
+    ap.add_argument("--pose", nargs="*", metavar="FRAME_FOLDER", help="measure the position and focal alternatives")
     args = ap.parse_args()
+    if args.pose is not None:
+        measure_pose(args.pose)
+        return
     for name, rig, images, scan in frames():
         t0 = time.perf_counter()
         clean = screen_gross_errors(rig, images, scan)

@@ -104,7 +104,7 @@ class SensorFault:
 
     Attributes:
         sensor: The camera's name, or ``"LIDAR"``.
-        kind: ``"turned"``, ``"swapped"``, ``"wrong image"`` or ``"lidar"``.
+        kind: ``"turned"``, ``"swapped"``, ``"wrong image"``, ``"position"``, ``"focal"`` or ``"lidar"``.
         message: One sentence ("CAM_FRONT is upside down: 180 deg about its optical axis").
         others: Other sensors it involves (the camera whose image was swapped in).
     """

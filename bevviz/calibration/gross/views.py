@@ -1,0 +1,168 @@
+"""The evidence the gross-error screen scores poses with: each camera's LiDAR edges and its
+image's *lift* map (:class:`EdgeView`), built from the doctor's own edge alignment.
+
+A pose's score is the lift at each edge it brings into the image: the attraction less its
+local mean (:data:`bevviz.calibration.lidar.image_support.LOCAL_RAD`), so that a textured
+region does not attract any pose; two poses are compared edge by edge (:meth:`EdgeView.compare`).
+
+Convention:
+    Ego frame x forward, y left, z up, metres; camera RDF; pixels at centres. A pose is given
+    relative to the stored camera frame, ``alt_from_cam`` (4, 4). See docs/conventions.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames, hypothesis_matrix
+from bevviz.calibration.lidar.edges import view_axes
+from bevviz.calibration.lidar.image_support import LOCAL_RAD, local_mean
+from bevviz.camera import Camera, Rig
+from bevviz.lidar import LidarScan
+from bevviz.projection import inside_image
+
+__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "EdgeView", "edge_views", "identical_images",
+           "relative_pose", "rotated_best"]
+
+#: Fewest edges an alternative must bring into view to be scored (and the fewest a camera
+#: needs to be screened at all).
+MIN_SCREEN_EDGES = 60
+#: ... and at least this share of the edges the stored pose brings in.
+MIN_SHARE_OF_STORED = 0.2
+
+
+def relative_pose(camera: Camera, alt: Camera) -> np.ndarray:
+    """``alt_from_cam`` (4, 4): from the stored camera's frame to an alternative pose's."""
+    return alt.cam_from_ego @ camera.ego_from_cam
+
+
+@dataclass
+class EdgeView:
+    """One camera's evidence: its LiDAR edges (stored camera frame at its exposure) and image map."""
+
+    camera: Camera
+    points: np.ndarray
+    orient: np.ndarray
+    channels: np.ndarray
+    sideways: bool
+
+    def values(self, alt_from_cam: np.ndarray, K: np.ndarray, size: tuple[int, int], channels: np.ndarray,
+               sideways: bool) -> np.ndarray:
+        """Attraction at each edge under a pose relative to the stored one, (M,), NaN outside the image.
+
+        Args:
+            alt_from_cam: (4, 4) from the stored camera frame to the pose's.
+            K: The pose's intrinsics, (3, 3).
+            size: The calibrated (W, H) the image is stretched to.
+            channels: The image's attraction (2, h, w).
+            sideways: Whether the pose's view rows are image columns (:func:`view_axes`).
+        """
+        pc = self.points @ alt_from_cam[:3, :3].T + alt_from_cam[:3, 3]
+        z = pc[:, 2]
+        uv = (pc @ K.T)[:, :2] / np.maximum(z, 1e-6)[:, None]
+        keep = (z > 1.0) & inside_image(uv[:, 0], uv[:, 1], size[0], size[1])
+        out = np.full(len(pc), np.nan)
+        sx, sy = channels.shape[2] / size[0], channels.shape[1] / size[1]
+        u = ((uv[:, 0] + 0.5) * sx - 0.5).astype(np.float32)
+        v = ((uv[:, 1] + 0.5) * sy - 0.5).astype(np.float32)
+        channel = self.orient ^ int(sideways != self.sideways)
+        for c in (0, 1):
+            m = keep & (channel == c)
+            if m.any():
+                out[m] = cv2.remap(channels[c], u[m][None], v[m][None], cv2.INTER_LINEAR,
+                                   borderMode=cv2.BORDER_CONSTANT, borderValue=0)[0]
+        return out
+
+    def compare(self, v0: np.ndarray, va: np.ndarray) -> tuple[float, float, float]:
+        """How much better a pose's values ``va`` are than the stored pose's ``v0``, edge by edge.
+
+        Args:
+            v0: :meth:`values` of the stored pose, (M,).
+            va: :meth:`values` of the alternative, (M,).
+
+        Returns:
+            ``(t, lift, gain)`` on the edges both bring into view: the mean paired difference
+            in standard errors, the alternative's mean lift, and the mean difference itself;
+            ``(-inf, 0.0, 0.0)`` when fewer than ``MIN_SCREEN_EDGES`` or
+            ``MIN_SHARE_OF_STORED`` of the stored pose's do.
+        """
+        both = ~np.isnan(va) & ~np.isnan(v0)
+        n = int(both.sum())
+        if n < max(MIN_SCREEN_EDGES, MIN_SHARE_OF_STORED * np.count_nonzero(~np.isnan(v0))):
+            return float("-inf"), 0.0, 0.0
+        d = va[both] - v0[both]
+        return float(d.mean() / max(d.std() / np.sqrt(n), 1e-9)), float(va[both].mean()), float(d.mean())
+
+
+def edge_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
+           lifts: Mapping[str, np.ndarray] | None = None) -> dict[str, EdgeView]:
+    """Each camera's :class:`EdgeView`, from the doctor's own edge alignment (its edges, their
+    visibility and its finest attraction map, less its local mean: the *lift*).
+
+    ``lifts`` (camera -> its image's lift channels, (2, h, w), from an earlier call on the
+    same images) spares making the images' maps again: only the scan's edges are new."""
+    frames = as_lidar_frames(images, scan)
+    out = {}
+    for n in rig.names:
+        if n not in images:
+            continue
+        known = lifts.get(n) if lifts is not None else None
+        ea = EdgeAlignment(rig[n], frames, maps=known is None)
+        if not len(ea):
+            continue
+        if known is None:
+            att = ea.maps[0][ea.levels - 1]
+            sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1]) * ea.scales[0]
+            known = np.stack([c - local_mean(c, sigma) for c in att])
+        out[n] = EdgeView(rig[n], ea.points, ea.orient.astype(np.int64), known, bool(view_axes(rig[n])[0, 0] == 0))
+    return out
+
+
+def identical_images(images: Mapping[str, np.ndarray], views: Mapping[str, EdgeView]) -> list[tuple[str, str, float]]:
+    """Cameras given the very image of another: (the camera whose view it fits worse, the
+    other, by how much mean lift), one per pair of identical images."""
+    out = []
+    names = [n for n in views if n in images]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if images[a].shape == images[b].shape and np.array_equal(images[a], images[b]):
+                lift = {n: float(np.nanmean(views[n].values(np.eye(4), views[n].camera.K, views[n].camera.size,
+                                                            views[n].channels, views[n].sideways)))
+                        for n in (a, b)}
+                worse, better = (a, b) if lift[a] < lift[b] else (b, a)
+                out.append((worse, better, lift[better] - lift[worse]))
+    return out
+
+
+def rotated_best(view: EdgeView, lid: np.ndarray) -> np.ndarray:
+    """The values (:meth:`EdgeView.values`, (M,)) of the stored pose at its best small rotation
+    (a pattern search of the mean lift from 1 deg steps down to 1/8 deg), ``lid`` (4, 4) the
+    LiDAR's correction in the camera's frame."""
+    cam = view.camera
+
+    def values(d: np.ndarray) -> np.ndarray:
+        turn = np.eye(4)
+        turn[:3, :3] = hypothesis_matrix(d)
+        return view.values(turn @ lid, cam.K, cam.size, view.channels, view.sideways)
+
+    d, best_v = np.zeros(3), values(np.zeros(3))
+    seen = int(np.count_nonzero(~np.isnan(best_v)))
+    best = float(np.nanmean(best_v)) if seen else float("-inf")
+    step = 1.0
+    while step >= 0.125:
+        moved = False
+        for ax, sign in itertools.product(range(3), (1.0, -1.0)):
+            trial = d.copy()
+            trial[ax] += sign * step
+            v = values(trial)
+            n = int(np.count_nonzero(~np.isnan(v)))
+            if n >= max(MIN_SCREEN_EDGES, 0.8 * seen) and float(np.nanmean(v)) > best:
+                d, best, best_v, moved = trial, float(np.nanmean(v)), v, True
+        if not moved:
+            step /= 2
+    return best_v
