@@ -210,6 +210,12 @@ def edge_picture(scene: Scene, camera: str, max_width: int = 800) -> str:
     return calibration_lidar.edge_picture(edge_strength(scene.images[camera]), max_width)
 
 
+@_cache_data(max_entries=12)
+def image_edge_picture(image: np.ndarray, max_width: int = 640) -> str:
+    """:func:`edge_picture` of any image (RGB uint8 (H, W, 3)): another frame's, for a correction's overlays."""
+    return calibration_lidar.edge_picture(edge_strength(image), max_width)
+
+
 # --------------------------------------------------------------------------------------
 # Features and BEV features
 # --------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ from bevviz.checks import escape_markdown
 from bevviz.viz.calibration import loss_curve_figure, ranking_figure
 from bevviz.viz.calibration_lidar import VERDICT_COLORS
 
-__all__ = ["HELP", "INTRO_TEXT", "LIDAR_TEXT", "OFFSETS_TEXT", "PROFILES_TEXT", "SEAM_COST_TEXT", "SLIDERS", "Z_TEXT",
+__all__ = ["HELP", "INTRO_TEXT", "LIDAR_TEXT", "OFFSETS_TEXT", "OVERLAYS_TEXT", "PROFILES_TEXT", "SEAM_COST_TEXT",
+           "SLIDERS", "Z_TEXT",
            "active_perturbations", "consensus_summary", "evidence_rows", "loss_figure", "named_markdown",
            "perturbations", "ranking", "reason_lines", "reasons_markdown", "seam_grid_of", "slider_defaults",
            "slider_key", "verdict_rows", "verdict_table"]
@@ -84,6 +85,11 @@ Z_TEXT = ("z: robust z within the +-3 deg score landscape (score minus its media
           "agreeing on it, is what convicts a camera.")
 PROFILES_TEXT = ("Red: the edge points with the stored calibration; green: at the optimum. Each curve turns one axis "
                  "through the optimum (offset 0 = the stored calibration), the others held there.")
+#: Caption of a LiDAR correction's overlays, one figure a frame.
+OVERLAYS_TEXT = ("The LiDAR's edge points in this camera's image at its pose before the correction and "
+                 "after it, on each frame whose evidence was pooled (frame 1: the one loaded). An "
+                 "edge that lands on its image edge in one frame and beside it in another says the "
+                 "frames disagree (the car turning, a sweep out of sync).")
 
 def frames_text(n_frames: int) -> str:
     """What the page says about the frames the LiDAR witness judges: "" for one frame,

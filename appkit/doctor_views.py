@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from appkit import doctor
+from appkit import compute, doctor
 from appkit.doctor import HELP
 from appkit.guards import shown_errors
 from bevviz import downloads
@@ -21,8 +21,9 @@ from bevviz.calibration import PERTURBATION_KEYS, Diagnosis
 from bevviz.camera import Rig
 from bevviz.checks import escape_markdown as esc
 from bevviz.session import Scene, fixed_rig_json
-from bevviz.session.doctor import Doctor, Refinement, SeamView
+from bevviz.session.doctor import Doctor, FrameOverlay, Refinement, SeamView
 from bevviz.viz.calibration import before_after_figure
+from bevviz.viz.calibration_lidar import lidar_alignment_figure
 
 __all__ = ["lidar_findings", "lidar_refinement", "perturb_controls", "seam_refinement"]
 
@@ -106,8 +107,9 @@ def _rig_download(col, label: str, rig: Rig, scene: Scene, file_name: str, key: 
                         mime="application/json", key=key)
 
 
-def lidar_refinement(res: Refinement, scene: Scene, adopt: Adopt) -> None:
-    """A camera refined against the LiDAR: accepted (apply, download), proposed (apply anyway) or refused."""
+def lidar_refinement(res: Refinement, scene: Scene, adopt: Adopt, overlays: list[FrameOverlay]) -> None:
+    """A camera refined against the LiDAR: accepted (apply, download), proposed (apply anyway) or
+    refused; an accepted or proposed correction drawn before and after on every frame pooled."""
     lh, look = res.history, res.camera
     if lh.accepted:
         st.success(f"Accepted: {esc(lh.check)}")
@@ -127,6 +129,23 @@ def lidar_refinement(res: Refinement, scene: Scene, adopt: Adopt) -> None:
         _rig_download(p2, "Proposed rig (JSON)", proposed, scene, "rig_proposed.json", "cd_lidar_dl_proposal")
     else:
         st.warning(f"Not accepted (the rig is left as it is): {esc(lh.check)}")
+    if overlays:
+        _overlays(res, overlays)
+
+
+def _overlays(res: Refinement, overlays: list[FrameOverlay]) -> None:
+    """The correction on every frame it pooled: the LiDAR's edges before and after, side by side."""
+    cam = res.rig_in[res.camera]
+    what = "correction" if res.history.accepted else "proposed correction"
+    with st.expander(f"The {what} on every frame it pooled ({len(overlays)})", expanded=len(overlays) == 1):
+        st.caption(doctor.OVERLAYS_TEXT)
+        cols = st.columns(min(len(overlays), 3))
+        for k, o in enumerate(overlays):
+            cols[k % len(cols)].plotly_chart(
+                lidar_alignment_figure(cam, compute.image_edge_picture(o.image), o.uv_before, o.uv_after,
+                                       title=f"{res.camera}, frame {o.frame + 1}", height=320, marker_size=2.5,
+                                       names=("before", "after")),
+                key=f"cd_overlay_{o.frame}")
 
 
 def seam_refinement(res: Refinement, view: SeamView, scene: Scene, adopt: Adopt) -> None:

@@ -2,7 +2,8 @@
 
 :class:`SeamView` is one rig's seams on one frame with what a view draws of them;
 :class:`Refinement` is one camera refined (by LiDAR or by its seams) with the rig before and
-after. :class:`bevviz.session.doctor.Doctor` makes both; they are importable from
+after; :func:`refinement_overlays` draws a LiDAR correction on every frame it pooled.
+:class:`bevviz.session.doctor.Doctor` makes them; they are importable from
 :mod:`bevviz.session.doctor` as well.
 
 Convention:
@@ -11,14 +12,15 @@ Convention:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from bevviz.calibration import RefineHistory, SeamAnalysis, deltas_json
+from bevviz.calibration import RefineHistory, SeamAnalysis, as_lidar_frames, deltas_json, edge_overlays
 from bevviz.camera import Rig
 
-__all__ = ["Refinement", "SeamView"]
+__all__ = ["FrameOverlay", "Refinement", "SeamView", "refinement_overlays"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +77,45 @@ class Refinement:
         (``history.proposal``), else None."""
         proposal = self.history.proposal
         return None if proposal is None else self.rig_in.replace(proposal)
+
+
+@dataclass(frozen=True)
+class FrameOverlay:
+    """A correction on one frame: the LiDAR's edges in the camera's image before and after.
+
+    Attributes:
+        frame: The frame's index among the frames the doctor pooled (0: the scene's own).
+        image: The camera's image in that frame, RGB uint8 (H, W, 3).
+        uv_before: Edge pixels at the pose before, (M, 2).
+        uv_after: The same points at the pose after (the applied or the proposed correction), (M, 2).
+    """
+
+    frame: int
+    image: np.ndarray
+    uv_before: np.ndarray
+    uv_after: np.ndarray
+
+
+def refinement_overlays(res: Refinement, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+                        lidar: object, ignore: Mapping[str, np.ndarray] | None = None) -> list[FrameOverlay]:
+    """A LiDAR refinement drawn on every frame of its evidence (:func:`bevviz.calibration.edge_overlays`).
+
+    Args:
+        res: The refinement; its applied rig, else its proposal, is the pose after.
+        images: The frames' images (one frame, or a list), as the refinement was given them.
+        lidar: Their scans (one, or a list of one per frame).
+        ignore: Optional camera -> (H, W) mask of pixels that do not show the world.
+
+    Returns:
+        One :class:`FrameOverlay` per frame, in order; ``[]`` when the refinement moved
+        nothing (refused, no proposal).
+
+    Convention:
+        Camera RDF; pixels at centres at the calibrated size (docs/conventions.md).
+    """
+    after = res.rig if res.history.accepted else res.proposed_rig
+    if after is None:
+        return []
+    frames = as_lidar_frames(images, lidar, ignore)
+    overlays = edge_overlays(res.rig_in[res.camera], after[res.camera], frames)
+    return [FrameOverlay(o.frame, frames[o.frame].images[res.camera], o.uv_before, o.uv_after) for o in overlays]

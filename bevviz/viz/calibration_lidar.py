@@ -50,7 +50,8 @@ def edge_picture(strength: np.ndarray, max_width: int = 800, percentile: float =
 
 
 def lidar_alignment_figure(camera: Camera, picture: str | None, uv_stored: np.ndarray, uv_best: np.ndarray,
-                           title: str | None = None, height: int = 420, marker_size: float = 3.5) -> go.Figure:
+                           title: str | None = None, height: int = 420, marker_size: float = 3.5,
+                           names: tuple[str, str] = ("stored calibration", "optimum")) -> go.Figure:
     """The LiDAR's edge points over a camera's image edges, before and after alignment.
 
     Args:
@@ -61,9 +62,11 @@ def lidar_alignment_figure(camera: Camera, picture: str | None, uv_stored: np.nd
         title: Figure title.
         height: Figure height in pixels.
         marker_size: Point size.
+        names: The two traces' names (e.g. ``("before", "after")`` for a correction).
 
     Returns:
-        The figure: traces "stored calibration" and "optimum" on pixel axes.
+        The figure: traces named ``names`` (default "stored calibration" and "optimum") on
+        pixel axes.
     """
     W, H = camera.width, camera.height
     images = []
@@ -71,7 +74,7 @@ def lidar_alignment_figure(camera: Camera, picture: str | None, uv_stored: np.nd
         images.append(dict(source=picture, xref="x", yref="y", x=-0.5, y=-0.5, sizex=W, sizey=H, sizing="stretch",
                            layer="below", xanchor="left", yanchor="top"))
     data = []
-    for name, uv, color in (("stored calibration", uv_stored, STORED_COLOR), ("optimum", uv_best, BEST_COLOR)):
+    for name, uv, color in ((names[0], uv_stored, STORED_COLOR), (names[1], uv_best, BEST_COLOR)):
         uv = np.asarray(uv, dtype=np.float64).reshape(-1, 2)
         data.append(dict(type="scattergl", x=uv[:, 0], y=uv[:, 1], mode="markers", name=f"{name} ({len(uv)})",
                          marker=dict(color=color, size=marker_size, opacity=0.8),

@@ -128,6 +128,9 @@ def test_the_doctor_names_a_perturbed_camera_proposes_a_correction_applies_and_d
     kept = at.session_state["cd_lidar_result"]["rig"]["CAM_BACK"]  # nothing applied: still the 2 deg yaw
     assert camera_delta(at.session_state["scene"].rig["CAM_BACK"], kept).angle_deg > 1.9
     assert not [b for b in at.button if b.key == "cd_lidar_apply"]
+    # the proposal drawn before and after on the frame it pooled
+    assert any(e.label == "The proposed correction on every frame it pooled (1)" for e in at.expander)
+    assert any(c.proto.id.endswith("cd_overlay_0") for c in at.get("plotly_chart"))
     assert json.loads(downloads["rig_proposed.json"])["format"] == "bevviz-rig"
     proposed = parse_rig(downloads["rig_proposed.json"], source="rig_proposed.json").rig
     loaded = at.session_state["scene"].rig

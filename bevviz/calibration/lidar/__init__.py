@@ -9,7 +9,8 @@ edge alignment score, its search and bootstrap), :mod:`~bevviz.calibration.lidar
 (per camera: optimum, spread, halves, timing), :mod:`~bevviz.calibration.lidar.consensus`
 (what all cameras share: the LiDAR's own error) and :mod:`~bevviz.calibration.lidar.pinned`
 (what the bootstrap pins down of an offset), :mod:`~bevviz.calibration.lidar.ego_motion` (the
-car's motion between two sweeps, registered). Nothing here reads the seams
+car's motion between two sweeps, registered), :mod:`~bevviz.calibration.lidar.overlays` (a
+correction's before and after, frame by frame). Nothing here reads the seams
 (:mod:`bevviz.calibration.seams` is the other witness); the verdicts on top of both live in
 :mod:`bevviz.calibration.verdicts`.
 
@@ -41,6 +42,7 @@ from bevviz.calibration.lidar.edges import (
 )
 from bevviz.calibration.lidar.evidence import CameraEvidence, agreement_of, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar.masks import ignore_masks, in_mask
+from bevviz.calibration.lidar.overlays import EdgeOverlay, edge_overlays
 from bevviz.calibration.lidar.pinned import PinnedOffset, pinned_offset
 from bevviz.calibration.lidar.sync import TimingFit, rig_timing, timing_fit
 
@@ -52,6 +54,7 @@ __all__ = [
     "DEPTH", "REFLECTIVITY", "LidarEdges", "intensity_ranks", "lidar_edges", "return_ranks", "view_edges",
     "CameraEvidence", "agreement_of", "camera_evidence", "lidar_evidence",
     "ignore_masks", "in_mask",
+    "EdgeOverlay", "edge_overlays",
     "PinnedOffset", "pinned_offset",
     "TimingFit", "rig_timing", "timing_fit",
 ]
