@@ -45,7 +45,8 @@ REAL_FRAME_OPTIONS = {REAL_TRI_OPTION: sources.REAL_TRI, REAL_KITTI_OPTION: sour
 #: Session-state key through which bytes can be handed to the upload path without a
 #: browser (AppTest cannot drive st.file_uploader): a dict with ``json_name``,
 #: ``json_bytes``, ``images`` (file name -> bytes) and, optionally, ``lidar_name`` and
-#: ``lidar_bytes`` (a point cloud).
+#: ``lidar_bytes`` (a point cloud) and ``more_images`` (``(name, bytes)`` of a .zip per
+#: further image set).
 UPLOAD_BYTES = "upload_bytes"
 
 Z_BEVFORMER = "BEVFormer 4 points"
@@ -220,25 +221,33 @@ def _upload_controls():
                      help="LiDAR points in the ego frame (x forward, y left, z up, metres): a nuScenes .bin "
                           "(5 x float32 per point: x, y, z, intensity, ring) or a .npy float array (N, 3) or "
                           "(N, 4) with intensity. Read as plain numbers, never unpickled.")
+    st.file_uploader("More image sets (optional)", type=["zip"], accept_multiple_files=True, key="upload_more",
+                     help="Other moments of the same rig, one .zip per moment with every camera's image "
+                          "(matched as above): the seams average over them, as `bevviz check rig.json "
+                          "--images DIR --images DIR2` does.")
     st.caption(sources.upload_limits_text())
     handed = st.session_state.get(UPLOAD_BYTES)
     js = st.session_state.get("upload_json")
     if js is not None:
         imgs = st.session_state.get("upload_images") or []
         pc = st.session_state.get("upload_lidar")
-        request = ("upload", js.file_id, tuple(f.file_id for f in imgs), pc.file_id if pc is not None else None)
+        sets = st.session_state.get("upload_more") or []
+        request = ("upload", js.file_id, tuple(f.file_id for f in imgs), pc.file_id if pc is not None else None,
+                   tuple(f.file_id for f in sets))
 
         def load():
             return sources.uploaded_scene(js.name, js.getvalue(), {f.name: f.getvalue() for f in imgs},
-                                          (pc.name, pc.getvalue()) if pc is not None else None)
+                                          (pc.name, pc.getvalue()) if pc is not None else None,
+                                          [(f.name, f.getvalue()) for f in sets])
 
         return request, load, f"the uploaded rig {js.name}"
     if handed:
         lidar = (handed["lidar_name"], handed["lidar_bytes"]) if handed.get("lidar_bytes") is not None else None
+        sets = list(handed.get("more_images", ()))
         digest = sources.upload_digest(handed["json_bytes"], handed.get("images", {}), lidar)
-        return (("upload-bytes", digest),
+        return (("upload-bytes", digest, tuple((name, hash(bytes(data))) for name, data in sets)),
                 lambda: sources.uploaded_scene(handed["json_name"], handed["json_bytes"], handed.get("images", {}),
-                                               lidar),
+                                               lidar, sets),
                 f"the uploaded rig {handed['json_name']}")
     st.info("Upload a rig JSON and its images; the current rig stays until then.")
     return None, None, ""

@@ -12,7 +12,7 @@ is :mod:`bevviz.session.embedded`'s to say; the names below are its answers.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -135,10 +135,10 @@ def drive_scene(path: str) -> Scene:
 
 
 def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],
-                   lidar: tuple[str, bytes] | None = None) -> Scene:
+                   lidar: tuple[str, bytes] | None = None, more_images: Sequence[tuple[str, bytes]] = ()) -> Scene:
     """A scene from uploaded bytes (:func:`bevviz.session.uploaded_scene`); not cached:
     the sidebar loads an upload once per request."""
-    return uploads.uploaded_scene(json_name, json_bytes, images, lidar)
+    return uploads.uploaded_scene(json_name, json_bytes, images, lidar, more_images)
 
 
 @st.cache_resource(show_spinner=False)

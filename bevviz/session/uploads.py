@@ -4,13 +4,18 @@
 here are the upload's own, on top of the library's (:mod:`bevviz.checks`): the rig JSON's
 is :data:`bevviz.checks.MAX_RIG_JSON_BYTES`; an encoded image gets 25 MiB, below the
 library's MAX_IMAGE_FILE_BYTES (a 32-bit BMP of the most pixels), since a camera photo is a
-few MB and an upload is held in memory whole.
+few MB and an upload is held in memory whole. Further image sets of the same rig (other
+moments of a drive, for the seams to average over) come as one ``.zip`` each
+(:func:`read_image_set`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import io
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 
 from bevviz.checks import (
     MAX_CAMERAS,
@@ -21,15 +26,21 @@ from bevviz.checks import (
     MiB,
     field_error,
 )
+from bevviz.errors import InputError
 from bevviz.io.pointcloud import read_pointcloud
-from bevviz.io.rig_json import load_rig_images, parse_rig
-from bevviz.session.loaders import loaded_images
-from bevviz.session.scene import Scene
+from bevviz.io.rig_json import RigFile, load_rig_images, parse_rig
+from bevviz.session.loaders import MAX_FRAMES, loaded_images
+from bevviz.session.scene import Scene, SceneFrame
 
 __all__ = [
-    "MAX_IMAGE_BYTES", "MAX_POINTCLOUD_BYTES", "MAX_TOTAL_BYTES", "check_upload_sizes", "upload_digest",
-    "upload_limits_text", "uploaded_scene",
+    "MAX_IMAGE_BYTES", "MAX_POINTCLOUD_BYTES", "MAX_TOTAL_BYTES", "MORE_IMAGES_FIELD", "UPLOAD_IMAGE_EXTENSIONS",
+    "check_upload_sizes", "read_image_set", "upload_digest", "upload_limits_text", "uploaded_scene",
 ]
+
+#: The field a further image set's errors name (the app's uploader of that name).
+MORE_IMAGES_FIELD = "more image sets"
+#: Image files an upload takes (in a further set's .zip, other files are passed over).
+UPLOAD_IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 
 #: Largest encoded image of an upload.
 MAX_IMAGE_BYTES = 25 * MiB
@@ -88,8 +99,50 @@ def upload_digest(json_bytes: bytes, images: Mapping[str, bytes], lidar: tuple[s
     return h.hexdigest()[:16]
 
 
+def read_image_set(name: str, data: bytes) -> dict[str, bytes]:
+    """The images of one further image set uploaded as a ``.zip``: file name -> bytes.
+
+    Folders inside the archive are ignored (each image is matched by its file name, as an
+    uploaded image is), and so are files that are not images (``.jpg``, ``.jpeg``, ``.png``)
+    and the hidden files archivers add (``__MACOSX/``, ``._*``). Sizes are checked from the
+    archive's directory before anything is read.
+
+    Raises:
+        InputError: field ``more image sets`` naming the archive: not a zip, no image in it,
+            two images of one file name, an image over :data:`MAX_IMAGE_BYTES` or all of them
+            over :data:`MAX_TOTAL_BYTES` unpacked.
+    """
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(bytes(data)))
+    except zipfile.BadZipFile:
+        raise field_error(MORE_IMAGES_FIELD, name, "is not a .zip archive (one .zip per further image set)") from None
+    out: dict[str, bytes] = {}
+    total = 0
+    with archive:
+        for info in archive.infolist():
+            path = PurePosixPath(info.filename)
+            if (info.is_dir() or path.parts[0] == "__MACOSX" or path.name.startswith(".")
+                    or path.suffix.lower() not in UPLOAD_IMAGE_EXTENSIONS):
+                continue
+            if info.file_size > MAX_IMAGE_BYTES:
+                raise field_error(MORE_IMAGES_FIELD, f"{name}: {info.filename}",
+                                  f"unpacks to {size_text(info.file_size)}, more than the "
+                                  f"{size_text(MAX_IMAGE_BYTES)} limit per image")
+            total += info.file_size
+            if total > MAX_TOTAL_BYTES:
+                raise field_error(MORE_IMAGES_FIELD, name,
+                                  f"unpacks to more than the {size_text(MAX_TOTAL_BYTES)} limit")
+            if path.name in out:
+                raise field_error(MORE_IMAGES_FIELD, f"{name}: {info.filename}",
+                                  f"a second image named {path.name}: one image per camera in a set")
+            out[path.name] = archive.read(info)
+    if not out:
+        raise field_error(MORE_IMAGES_FIELD, name, f"holds no image ({', '.join(UPLOAD_IMAGE_EXTENSIONS)})")
+    return out
+
+
 def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],
-                   lidar: tuple[str, bytes] | None = None) -> Scene:
+                   lidar: tuple[str, bytes] | None = None, more_images: Sequence[tuple[str, bytes]] = ()) -> Scene:
     """A scene from an uploaded JSON rig, uploaded image files and an optional point cloud.
 
     Args:
@@ -100,6 +153,10 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
         lidar: Optional ``(file name, bytes)`` of a point cloud in the ego frame: a nuScenes
             ``.bin`` (5 x float32 per point) or a ``.npy`` (N, 3) / (N, 4) float array (read
             without unpickling, :func:`bevviz.io.pointcloud.read_pointcloud`).
+        more_images: Further image sets of the rig, ``(file name, bytes)`` of one ``.zip``
+            each (:func:`read_image_set`), every camera's image in each: the scene's
+            :attr:`Scene.more_frames` (no scan), which the seams average over (as
+            ``bevviz check rig.json --images DIR --images DIR2``).
 
     Returns:
         The scene (with ``lidar`` when a point cloud was given; no boxes, no ego motion), its
@@ -107,17 +164,43 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
 
     Raises:
         InputError: oversized files, anything :mod:`bevviz.io.rig_json` rejects (camera,
-            field, value), or a point cloud :func:`~bevviz.io.pointcloud.read_pointcloud`
-            rejects (file and field).
+            field, value), a point cloud :func:`~bevviz.io.pointcloud.read_pointcloud`
+            rejects (file and field), or a further image set that is no zip of images,
+            lacks a camera's image or holds one of another size (field ``more image sets``,
+            naming the archive; more than ``MAX_FRAMES - 1`` of them too).
     """
     check_upload_sizes(json_name, json_bytes, images, lidar)
     rig_file = parse_rig(bytes(json_bytes), source=json_name)
     loaded = load_rig_images(rig_file, None, uploaded=dict(images))
     scan = None if lidar is None else read_pointcloud(bytes(lidar[1]), name=lidar[0])
+    more = _more_frames(rig_file, more_images)
     key = f"upload:{upload_digest(json_bytes, images, lidar)}"
+    for name, data in more_images:
+        key += f":{hashlib.sha1(name.encode() + bytes(data)).hexdigest()[:12]}"
     label = f"Uploaded rig {json_name}" + (f" with point cloud {lidar[0]}" if lidar is not None else "")
+    extra: dict = {}
+    if more:
+        label += f" + {len(more)} more image set{'s' if len(more) > 1 else ''} for the seams"
+        extra = {"frames": 1 + len(more), "more": [name for name, _ in more_images]}
     return Scene(key=key, label=label, rig=rig_file.rig, **loaded_images(loaded),
                  raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
                  image_files={k: v for k, v in rig_file.image_files.items() if v}, lidar=scan,
-                 lidar_key=key if scan is not None else "",
-                 source={"kind": "upload", "path": json_name, "name": json_name})
+                 lidar_key=key if scan is not None else "", more_frames=more,
+                 source={"kind": "upload", "path": json_name, "name": json_name, **extra})
+
+
+def _more_frames(rig_file: RigFile, more_images: Sequence[tuple[str, bytes]]) -> tuple[SceneFrame, ...]:
+    """Each further image set (:func:`read_image_set`) with every camera's image, checked
+    as the first set's (sizes against the calibration)."""
+    if len(more_images) > MAX_FRAMES - 1:
+        raise field_error(MORE_IMAGES_FIELD, f"{len(more_images)} archives",
+                          f"at most {MAX_FRAMES - 1} further image sets (the doctor adds up {MAX_FRAMES} frames)")
+    out = []
+    for name, data in more_images:
+        found = read_image_set(name, data)
+        try:
+            read = load_rig_images(rig_file, None, uploaded=found, require_all=True)
+        except InputError as e:
+            raise InputError(f"field {MORE_IMAGES_FIELD!r} ({name!r}): {e}", MORE_IMAGES_FIELD, name) from e
+        out.append(SceneFrame(f"images {name}", loaded_images(read)["images"]))
+    return tuple(out)

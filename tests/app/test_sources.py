@@ -67,6 +67,50 @@ def test_broken_upload_shows_error_and_keeps_previous_rig(app):
     assert not at.exception and at.error
 
 
+DRIVE = SAMPLE / "real_tri_drive"
+
+
+def drive_upload(*more: str, drop: str | None = None) -> dict:
+    """The TRI drive's t0 as an upload, with the images of ``more`` frames as one .zip each
+    (without the image ``drop``)."""
+    import io
+    import zipfile
+
+    def images(t: str) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((DRIVE / t / "images").glob("*.jpg")) if p.name != drop}
+
+    sets = []
+    for t in more:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for name, data in images(t).items():
+                z.writestr(f"{t}/{name}", data)
+        sets.append((f"{t}.zip", buf.getvalue()))
+    return {"json_name": "tri.json", "json_bytes": (DRIVE / "t0" / "rig.json").read_bytes(),
+            "images": {p.name: p.read_bytes() for p in sorted((DRIVE / "t0" / "images").glob("*.jpg"))},
+            "more_images": sets}
+
+
+@pytest.mark.skipif(not (DRIVE / "t2" / "rig.json").is_file(), reason="sample_data/real_tri_drive missing")
+def test_more_image_sets_upload_and_a_set_lacking_a_camera_keeps_the_rig(app):
+    at = app()
+    at.session_state["upload_bytes"] = drive_upload("t1", "t2")
+    at.radio(key="rig_source").set_value("JSON rig upload")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "Uploaded rig tri.json + 2 more image sets for the seams" in loaded_label(at)
+    at.switch_page("pages/calibration_doctor.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "Which camera is off?" in [s.value for s in at.subheader]
+    # A further set without CAMERA_07's image: a named error, the rig loaded before stays.
+    before = loaded_label(at)
+    at.session_state["upload_bytes"] = drive_upload("t1", drop="CAMERA_07.jpg")
+    at.run()
+    errors = [shown(e.value) for e in at.error]
+    assert errors and "more image sets" in errors[0] and "t1.zip" in errors[0] and "CAMERA_07" in errors[0], errors
+    assert loaded_label(at) == before
+
+
 @needs_sample
 def test_a_bug_while_loading_is_shown_as_a_bug_not_as_bad_input(app, monkeypatch):
     # A numpy broadcasting error is a ValueError, but not the user's: the app says it is a
