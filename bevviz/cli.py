@@ -268,9 +268,9 @@ def _progress_bar(doctor: Doctor):
                desc=f"doctor ({frames} frame{'s' if frames != 1 else ''} x {len(doctor.rig)} cameras)")
 
     def progress(done: int, total: int, camera: str) -> None:
+        # the doctor counts its own steps (each camera's edges, then its evidence): scaled to frames x cameras
         if total:
-            bar.total = frames * total
-        bar.update(frames * done - bar.n)
+            bar.update(round(bar.total * done / total) - bar.n)
         if camera:
             bar.set_postfix_str(camera, refresh=False)
 

@@ -86,7 +86,8 @@ if scene.lidar is not None:
                 shown_errors("LiDAR diagnosis"):
             bar = st.progress(0.0, text="Aligning ...")
             doc.diagnose(progress=lambda k, n, c: bar.progress(
-                k / max(n, 1), text=f"Aligning {esc(c)}{over} ({k}/{n} cameras) ..." if c
+                k / max(n, 1), text=f"Aligning {esc(c)}{over} (step {k} of {n}: each camera's edges, then its "
+                                    "evidence) ..." if c
                 else "Judging the cameras ..."))
             run_status.update(label="LiDAR diagnosis done", state="complete", expanded=False)
         if doc.diagnosed:
