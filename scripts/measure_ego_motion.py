@@ -1,6 +1,6 @@
 """Measure ego motion registered from consecutive sweeps (a measurement, not a test).
 
-Usage: ``python scripts/measure_ego_motion.py FRAME_DIR FRAME_DIR [...] [--reference POSES.json]``
+Usage: ``python scripts/measure_ego_motion.py FRAME_DIR FRAME_DIR [...] [--reference POSES.json] [--verdicts]``
 
 The frame folders (``lidar_ego.npy``, optional ``exposure.json``) are one drive in time
 order (default: the committed TRI drive, ``sample_data/real_tri_drive/t0..t2``). For each
@@ -16,11 +16,18 @@ Where ``exposure.json`` holds the LiDAR and camera stamps and the source's
 ``exposure_from_keyframe``, it compares the latter's translation with what the registered
 velocity and the stamps give (:func:`bevviz.calibration.lidar.ego_motion.motion_at`): a
 source whose stamps and poses disagree shows here.
+
+``--verdicts`` judges the frames together (``diagnose``) three ways: with the source's own
+exposure motion, with the motion :func:`bevviz.calibration.exposure_motions` estimates from
+the sweeps and the stamps (what ``bevviz check`` does for a drive whose ``exposure.json``
+holds times but no motion), and with none; clean and with every camera turned 1.5 deg about
+each axis in turn: faults named, wrong cameras, false alarms (about 9 minutes for the TRI drive).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -32,7 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bevviz.calibration.lidar.ego_motion import estimate_motion, motion_at  # noqa: E402
+from bevviz.calibration import diagnose, perturb_camera  # noqa: E402
+from bevviz.calibration.lidar.ego_motion import estimate_motion, exposure_motions, motion_at  # noqa: E402
 from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 
 DRIVE = [ROOT / "sample_data" / "real_tri_drive" / t for t in ("t0", "t1", "t2")]
@@ -59,13 +67,48 @@ def _angle_deg(R: np.ndarray) -> float:
     return float(np.degrees(np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1))))
 
 
+def verdicts(folders: list[Path]) -> int:
+    """The ``--verdicts`` measurement (module docstring)."""
+    frames = [load_frame_folder(f) for f in folders]
+    if any(f.lidar_time_s is None or not f.camera_times_s for f in frames):
+        print("--verdicts needs exposure.json with the LiDAR's and the cameras' times in every frame")
+        return 2
+    est = exposure_motions([f.scan for f in frames], [f.lidar_time_s for f in frames],
+                           [f.camera_times_s for f in frames])
+    if est.reason:
+        print(f"no motion estimated: {est.reason}")
+        return 1
+    ways = {"source": [f.scan for f in frames],
+            "estimated": [dataclasses.replace(f.scan, exposure_from_keyframe=m) for f, m in zip(frames, est.motions)],
+            "none": [dataclasses.replace(f.scan, exposure_from_keyframe={}) for f in frames]}
+    rig, images = frames[0].rig, [f.images for f in frames]
+    faults = [(c, ax) for c in rig.names for ax in ("roll_deg", "pitch_deg", "yaw_deg")]
+    print("motion    | faults | named | wrong | false alarms (clean) | seconds")
+    for way, scans in ways.items():
+        t0 = time.perf_counter()
+        clean = [f.camera for f in diagnose(rig, images, lidar=scans) if f.verdict == "miscalibrated"]
+        named = wrong = 0
+        for cam, ax in faults:
+            bad = rig.replace(perturb_camera(rig[cam], **{ax: 1.5}))
+            accused = [f.camera for f in diagnose(bad, images, lidar=scans) if f.verdict == "miscalibrated"]
+            named += cam in accused
+            wrong += len([a for a in accused if a != cam])
+        print(f"{way:9} | {len(faults)} | {named} | {wrong} | {len(clean)} {clean or ''} | "
+              f"{time.perf_counter() - t0:.0f}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("frames", nargs="*", type=Path, default=DRIVE, help="frame folders of one drive, in time order")
     ap.add_argument("--reference", type=Path, help="JSON list of one 4x4 world_from_ego per frame")
+    ap.add_argument("--verdicts", action="store_true", help="the doctor's verdicts with the source's, the "
+                    "estimated and no exposure motion")
     args = ap.parse_args(argv)
     if len(args.frames) < 2:
         ap.error("give at least two frame folders")
+    if args.verdicts:
+        return verdicts(args.frames)
     scans = [load_frame_folder(f).scan for f in args.frames]
     stamps = [_stamps(f) for f in args.frames]
     ref = None

@@ -8,9 +8,12 @@ DIR ...``) and the embedded ``sample_data/real_tri`` and ``sample_data/real_kitt
 * ``lidar_ego.npy``: float32 (N, 4): x, y, z in the ego frame and intensity in the source's
   own scale (any: the doctor ranks it per scan), in the source's point order (any);
 * ``lidar_ring.npy`` (optional): (N,) laser ring index;
-* ``exposure.json`` (optional): ``{"cameras": {name: {"exposure_from_keyframe": 4x4}}}``,
-  the ego motion from the LiDAR time to each camera's exposure
-  (:attr:`bevviz.lidar.LidarScan.exposure_from_keyframe`);
+* ``exposure.json`` (optional): ``{"lidar_timestamp": T, "cameras": {name:
+  {"exposure_from_keyframe": 4x4, "timestamp": T}}}``, the ego motion from the LiDAR time to
+  each camera's exposure (:attr:`bevviz.lidar.LidarScan.exposure_from_keyframe`) and the
+  instants themselves, each optional; a time ``T`` is seconds (a number) or an ISO 8601 UTC
+  string (``"2019-07-09T10:41:03.5Z"``). A drive of frames with times but no motion gets its
+  motion estimated from the sweeps (:func:`bevviz.session.frame_folder_scene`);
 * ``ignore.json`` (optional): ``{name: [[[u, v], ...], ...]}``, per camera a list of
   polygons in pixels of the calibrated image that do not show the world (the car's own
   body), added to those of the cameras' own ``ignore`` fields in ``rig.json``;
@@ -23,8 +26,10 @@ Convention:
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +55,8 @@ class RealFrame:
         images: Camera name -> uint8 RGB (H, W, 3).
         scan: The LiDAR sweep (ego frame at the LiDAR time, with the exposure motion).
         ignore: Camera name -> polygons (each a list of (u, v) pixels) not showing the world.
+        lidar_time_s: The sweep's instant (seconds; ``exposure.json``), or None.
+        camera_times_s: Camera name -> its exposure's instant (seconds), where given.
     """
 
     name: str
@@ -57,10 +64,28 @@ class RealFrame:
     images: dict[str, np.ndarray]
     scan: LidarScan
     ignore: dict[str, list[list[list[float]]]] = field(default_factory=dict)
+    lidar_time_s: float | None = None
+    camera_times_s: dict[str, float] = field(default_factory=dict)
 
 
 def _json(path: Path) -> object:
     return read_json(path)  # bounded: size, depth, duplicate keys, numbers; errors name the file
+
+
+def _seconds(value: object, what: str, camera: str | None = None) -> float:
+    """A time of ``exposure.json`` in seconds: a number, or an ISO 8601 string (UTC when it
+    names no zone)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            t = datetime.fromisoformat(value.strip())
+        except ValueError:
+            pass
+        else:
+            return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
+    raise field_error(f"exposure.json {what}", value, "must be seconds (a number) or an ISO 8601 time "
+                      "such as 2019-07-09T10:41:03.5Z", camera)
 
 
 def load_frame_folder(path: str | os.PathLike) -> RealFrame:
@@ -87,11 +112,15 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
     points, _ = read_points(lidar_path)  # header, dtype, shape and size checked before reading
     ring_path = folder / "lidar_ring.npy"
     ring = np.load(ring_path, allow_pickle=False) if ring_path.is_file() else None
-    motion = {}
+    motion, times, lidar_time = {}, {}, None
     if (folder / "exposure.json").is_file():
         data = _json(folder / "exposure.json")
         cams = data.get("cameras", {}) if isinstance(data, dict) else {}
+        if isinstance(data, dict) and data.get("lidar_timestamp") is not None:
+            lidar_time = _seconds(data["lidar_timestamp"], "lidar_timestamp")
         for name, entry in cams.items():
+            if isinstance(entry, dict) and entry.get("timestamp") is not None:
+                times[str(name)] = _seconds(entry["timestamp"], "timestamp", str(name))
             if isinstance(entry, dict) and "exposure_from_keyframe" in entry:
                 try:
                     motion[name] = np.asarray(entry["exposure_from_keyframe"], dtype=np.float64)
@@ -114,4 +143,4 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
         scan = dataclasses.replace(scan, exposure_from_keyframe=motion)
     except InputError as exc:  # name the file the bad motion came from
         raise field_error("exposure.json", str(folder / "exposure.json"), str(exc)) from None
-    return RealFrame(folder.name, rig_file.rig, images, scan, ignore)
+    return RealFrame(folder.name, rig_file.rig, images, scan, ignore, lidar_time, times)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -9,12 +10,16 @@ import shutil
 import numpy as np
 import pytest
 
+from bevviz.calibration import perturb_camera
 from bevviz.errors import InputError
+from bevviz.io.frame_folder import load_frame_folder
 from bevviz.io.rig_json import load_rig_file
 from bevviz.session import (
     DEFAULT_FRAMES,
     MAX_FRAMES,
+    Doctor,
     dataset,
+    drive_scene,
     embedded,
     find_images,
     frame_folder_scene,
@@ -220,6 +225,9 @@ def test_several_frame_folders_of_one_rig_are_one_source_and_any_other_is_named(
     ("exposure.json", '{"cameras": {"image_2": {"exposure_from_keyframe": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}}}',
      "exposure_from_keyframe[image_2]"),
     ("ignore.json", "[1, 2]", "ignore.json"),
+    ("exposure.json", '{"lidar_timestamp": "yesterday"}', "exposure.json lidar_timestamp"),
+    ("exposure.json", '{"cameras": {"image_2": {"timestamp": [1]}}}',
+     "camera image_2: field 'exposure.json timestamp'"),
 ])
 def test_a_broken_frame_folder_is_a_named_error(tmp_path, sample_data, file, content, named):
     folder = tmp_path / "kitti"
@@ -302,3 +310,47 @@ def test_a_drive_whose_frames_disagree_in_calibration_is_refused_naming_camera_a
     assert load_scene(str(drive)).source["frames"] == 3
     with pytest.raises(InputError, match="--frames"):
         load_scene(str(drive), frames=2)
+
+
+def _drive_without_motion(sample_data, tmp_path, keep_times: bool):
+    """The TRI drive copied with its exposure motions taken out (its time stamps kept or not)."""
+    drive = tmp_path / "drive"
+    shutil.copytree(sample_data / "real_tri_drive", drive)
+    for t in ("t0", "t1", "t2"):
+        p = drive / t / "exposure.json"
+        d = json.loads(p.read_text())
+        for c in d["cameras"].values():
+            c.pop("exposure_from_keyframe")
+            if not keep_times:
+                c.pop("timestamp")
+        p.write_text(json.dumps(d))
+    return drive
+
+
+def test_a_drive_with_times_but_no_motion_gets_its_motion_from_the_sweeps(sample_data, tmp_path):
+    scene = drive_scene(_drive_without_motion(sample_data, tmp_path, keep_times=True))
+    assert any(n.startswith("ego motion to the cameras' exposures estimated from the sweeps for t0, t1, t2")
+               for n in scene.notes), scene.notes
+    given = [load_frame_folder(sample_data / "real_tri_drive" / t) for t in ("t0", "t1", "t2")]
+    for f, scan in zip(given, [scene.lidar, *(m.lidar for m in scene.more_frames)]):
+        assert set(scan.exposure_from_keyframe) == set(scene.rig.names)
+        for cam, m in scan.exposure_from_keyframe.items():
+            # the car drove forward at 1.26-1.27 m/s and every exposure precedes its sweep (by
+            # 81-92 ms, the stamps say): the world sits that far ahead at the exposure
+            ahead = 1.265 * (f.lidar_time_s - f.camera_times_s[cam])
+            assert m[0, 3] == pytest.approx(ahead, abs=0.01)
+            assert abs(m[1, 3]) < 0.01 and abs(m[2, 3]) < 0.01
+    # without the times nothing is estimated (and nothing is said)
+    bare = drive_scene(_drive_without_motion(sample_data, tmp_path / "b", keep_times=False))
+    assert not bare.lidar.exposure_from_keyframe and not any("ego motion" in n for n in bare.notes)
+
+
+@pytest.mark.slow
+def test_the_motion_from_the_sweeps_lets_the_doctor_name_a_turned_camera(sample_data, tmp_path):
+    for keep_times, expected in ((True, "miscalibrated"), (False, "inconclusive")):
+        scene = drive_scene(_drive_without_motion(sample_data, tmp_path / str(keep_times), keep_times))
+        bad = dataclasses.replace(scene, rig=scene.rig.replace(perturb_camera(scene.rig["CAMERA_05"], yaw_deg=2.0)))
+        found = {f.camera: f for f in Doctor(bad).diagnose()}
+        assert found["CAMERA_05"].verdict == expected, found["CAMERA_05"].reason
+        assert not [c for c, f in found.items() if f.verdict == "miscalibrated" and c != "CAMERA_05"]
+

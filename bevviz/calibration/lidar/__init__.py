@@ -40,6 +40,7 @@ from bevviz.calibration.lidar.edges import (
     return_ranks,
     view_edges,
 )
+from bevviz.calibration.lidar.ego_motion import ExposureMotions, MotionEstimate, estimate_motion, exposure_motions
 from bevviz.calibration.lidar.evidence import CameraEvidence, agreement_of, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar.masks import ignore_masks, in_mask
 from bevviz.calibration.lidar.overlays import EdgeOverlay, edge_overlays
@@ -51,6 +52,7 @@ __all__ = [
     "hypothesis_matrix",
     "RigConsensus", "rig_consensus",
     "attraction_maps", "edge_mask", "edge_strength", "oriented_attraction_maps",
+    "ExposureMotions", "MotionEstimate", "estimate_motion", "exposure_motions",
     "DEPTH", "REFLECTIVITY", "LidarEdges", "intensity_ranks", "lidar_edges", "return_ranks", "view_edges",
     "CameraEvidence", "agreement_of", "camera_evidence", "lidar_evidence",
     "ignore_masks", "in_mask",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bevviz.calibration.lidar.ego_motion import MIN_PAIRS, estimate_motion, motion_at
+from bevviz.calibration.lidar.ego_motion import MIN_PAIRS, estimate_motion, exposure_motions, motion_at
 from bevviz.errors import InputError
 from bevviz.lidar import LidarScan, as_lidar_scan, ground_height
 from bevviz.rotations import make_transform, rpy_to_matrix
@@ -106,3 +106,19 @@ def test_a_scan_that_is_not_a_lidarscan_is_named(drive):
     with pytest.raises(InputError) as exc:
         estimate_motion("points.npy", drive[0])
     assert exc.value.field == "scan_a"
+
+
+def test_exposure_motions_give_every_frame_the_velocity_of_its_pair(tri_drive):
+    scans = [f.scan for f in tri_drive]
+    times = [f.lidar_time_s for f in tri_drive]
+    cams = [f.camera_times_s for f in tri_drive]
+    out = exposure_motions(scans, times, cams)
+    assert out.reason == "" and len(out.estimates) == 2 and all(e.ok for e in out.estimates)
+    for k, motions in enumerate(out.motions):
+        pair = out.estimates[min(k, 1)]
+        dt = times[min(k, 1) + 1] - times[min(k, 1)]
+        for cam, m in motions.items():
+            np.testing.assert_allclose(m, motion_at(pair.b_from_a, dt, cams[k][cam] - times[k]))
+    # a sweep earlier than the one before it, or a single sweep: no motion, and why
+    assert exposure_motions(scans, times[::-1], cams).reason == "the sweeps' times do not increase"
+    assert exposure_motions(scans[:1], times[:1], cams[:1]).motions == [{}]
