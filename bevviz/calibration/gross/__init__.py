@@ -10,12 +10,5 @@ from bevviz.calibration.gross.screen import (
 )
 from bevviz.calibration.gross.views import MIN_SCREEN_EDGES
 
-__all__ = [
-    "GROSS_T",
-    "LIDAR_SENSOR",
-    "MIN_SCREEN_EDGES",
-    "GrossError",
-    "GrossScreen",
-    "screen_gross_errors",
-    "swapped_images",
-]
+__all__ = ["GROSS_T", "LIDAR_SENSOR", "MIN_SCREEN_EDGES", "GrossError", "GrossScreen", "screen_gross_errors",
+           "swapped_images"]

@@ -74,7 +74,6 @@ from bevviz.rotations import make_transform
 __all__ = [
     "GROSS_T",
     "LIDAR_SENSOR",
-    "MIN_SCREEN_EDGES",
     "GrossError",
     "GrossScreen",
     "screen_gross_errors",
