@@ -167,6 +167,10 @@ def _print_check(report: CheckReport, strict: bool) -> None:
                    "(.jpeg, .png, .bmp, .tif, .tiff) in DIR. Repeat it for several image sets of the rig "
                    "(moments of a drive, every camera in each, the first set's sizes): the seams average "
                    "over them.")
+@click.option("--scan", "scans", metavar="FILE", multiple=True,
+              help="JSON rig: a LiDAR point cloud in the ego frame (nuScenes .bin, or .npy N x 3 or 4), one per "
+                   "image set in the order of --images. It carries no ego motion, so on a rig of several "
+                   "cameras the LiDAR witness stays inconclusive (a frame folder's exposure.json gives it).")
 @click.option("--version", "version", default="v1.0-mini", show_default=True, metavar="NAME",
               help="nuScenes: the table folder under the dataroot.")
 @click.option("--sample", metavar="TOKEN", help="nuScenes: the sample token (default: the first sample).")
@@ -184,7 +188,8 @@ def _print_check(report: CheckReport, strict: bool) -> None:
                    "'inconclusive'; several decide more often. --frames 1: the sample alone.")
 @_doctor_options
 @click.pass_context
-def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...], version: str, sample: str | None,
+def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...], scans: tuple[str, ...],
+          version: str, sample: str | None,
           json_path: str | None, html_path: str | None, strict: bool, fixed_path: str | None, frames: int | None,
           lidar: bool, sweeps: int, thorough: bool, estimate: bool) -> int:
     """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
@@ -233,9 +238,9 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     if ctx.obj.get("parse_only"):
         return EXIT_OK
     scene = load_scene(sources[0], images=images, version=version, sample=sample, lidar=lidar, sweeps=sweeps,
-                       frames=frames, more=sources[1:])
+                       frames=frames, more=sources[1:], scans=scans)
     scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
-    reads = check_reads(sources, images, scene)
+    reads = check_reads(sources, images, scene, scans)
     for field, path in (("--json", json_path), ("--html", html_path), ("--write-fixed", fixed_path)):
         if path:  # refused before the check runs: nothing is computed for an output that cannot be written
             refuse_input_as_output(field, path, reads)
@@ -280,7 +285,7 @@ def _progress_bar(doctor: Doctor):
         bar.close()
 
 
-def check_reads(sources: Sequence[str], images: Sequence[str], scene: Scene) -> Reads:
+def check_reads(sources: Sequence[str], images: Sequence[str], scene: Scene, scans: Sequence[str] = ()) -> Reads:
     """What ``bevviz check SOURCE ...`` reads, for the output-path rule
     (:func:`bevviz.io.outputs.refuse_input_as_output`).
 
@@ -288,6 +293,7 @@ def check_reads(sources: Sequence[str], images: Sequence[str], scene: Scene) -> 
         sources: The SOURCE arguments as given (paths or embedded sample names).
         images: The ``--images DIR`` folders given (none: the JSON file's folder).
         scene: The loaded scene (its image files, relative to where they were found).
+        scans: The ``--scan FILE`` point clouds given (read too).
 
     Returns:
         A JSON rig: the file, and its ``--images`` folder whole, or (images beside the JSON)
@@ -296,7 +302,7 @@ def check_reads(sources: Sequence[str], images: Sequence[str], scene: Scene) -> 
         nuScenes dataroot: every folder in it (tables, samples, sweeps, maps) and
         :data:`DATAROOT_FILES`; a report beside them (``DATAROOT/check.json``) is not read.
     """
-    files: list[Path] = []
+    files: list[Path] = [Path(s) for s in scans]
     folders: list[Path] = []
     for name in sources:
         path = embedded_path(name) or Path(name)

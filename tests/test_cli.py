@@ -122,6 +122,39 @@ def test_check_pools_several_image_sets_of_a_json_rig_and_says_so(tmp_path, caps
                  "--json", str(tmp_path / "x.json")]) == 2
 
 
+@pytest.mark.skipif(not (SAMPLE / "real_kitti" / "rig.json").is_file(), reason="sample_data/real_kitti missing")
+def test_check_takes_a_scan_per_image_set_of_a_json_rig(tmp_path, capsys):
+    kitti = SAMPLE / "real_kitti"
+    rig, scan = kitti / "rig.json", kitti / "lidar_ego.npy"
+    j = tmp_path / "k.json"
+    assert main(["check", str(rig), "--scan", str(scan), "--json", str(j)]) == 0
+    doc = json.loads(j.read_text())
+    assert doc["cameras"][0]["offset_source"] == "lidar" and doc["source"]["scans"] == [str(scan)]
+    # the same verdict as the frame folder that holds the same files
+    folder = tmp_path / "f.json"
+    assert main(["check", str(kitti), "--json", str(folder)]) == 0
+    assert [c["verdict"] for c in doc["cameras"]] == [c["verdict"] for c in json.loads(folder.read_text())["cameras"]]
+    # turned 2 deg in pitch: the scan names it, as the frame folder does
+    turned = tmp_path / "turned"
+    shutil.copytree(kitti, turned)
+    stored = load_rig_file(rig)
+    cam = stored.rig.names[0]
+    save_rig(perturb_rig(stored.rig, cam, pitch_deg=2.0), turned / "rig.json", image_files=stored.image_files)
+    assert main(["check", str(turned / "rig.json"), "--scan", str(scan), "--no-estimate"]) == 1
+    assert f"flagged: {cam}" in capsys.readouterr().out
+    assert main(["check", str(turned), "--no-estimate"]) == 1
+    # one scan per image set, and a scan the reader refuses: named, exit 2, nothing written
+    out = tmp_path / "x.json"
+    assert main(["check", str(rig), "--scan", str(scan), "--scan", str(scan), "--json", str(out)]) == 2
+    assert "'--scan'" in capsys.readouterr().err and not out.exists()
+    (tmp_path / "bad.npy").write_bytes(b"not a numpy file")
+    assert main(["check", str(rig), "--scan", str(tmp_path / "bad.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "--scan" in err and "bad.npy" in err
+    assert main(["check", str(kitti), "--scan", str(scan)]) == 2  # a frame folder brings its own
+    assert "applies to a JSON rig only" in capsys.readouterr().err
+
+
 @needs_sample
 def test_check_of_a_drifted_dataset_sample(capsys):
     drift = json.loads((SAMPLE / "nuscenes" / "drift.json").read_text())

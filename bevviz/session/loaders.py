@@ -47,6 +47,7 @@ from bevviz.io.nuscenes import (
     sample_meta,
 )
 from bevviz.io.nuscenes_boxes import load_boxes_from
+from bevviz.io.pointcloud import read_pointcloud
 from bevviz.io.rig_json import RigFile, RigImages, load_rig_file, load_rig_images
 from bevviz.lidar import LidarScan
 from bevviz.session import embedded
@@ -129,7 +130,7 @@ def find_images(rig_file: RigFile, folder: str | Path) -> tuple[RigFile, str]:
 
 
 def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str | None = None,
-                   texture=None, more_images: Sequence[str | Path] = ()) -> Scene:
+                   texture=None, more_images: Sequence[str | Path] = (), scans: Sequence[str | Path] = ()) -> Scene:
     """A JSON rig file with its images.
 
     Args:
@@ -143,6 +144,12 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
             drive, ``bevviz check rig.json --images DIR --images DIR2 ...``), each found as
             ``images`` is: the scene's :attr:`Scene.more_frames` (no scan), which the seams
             average over.
+        scans: A LiDAR point cloud per image set, in the ego frame (``--scan FILE``, in the
+            order of the image sets; a nuScenes ``.bin`` or a ``.npy`` (N, 3) / (N, 4),
+            :func:`bevviz.io.pointcloud.read_pointcloud`): the LiDAR witness adds their
+            evidence up. A scan carries no ego motion to the exposures, so on a rig of
+            several cameras the LiDAR witness stays "inconclusive" (a frame folder's
+            ``exposure.json`` gives it).
 
     Returns:
         The scene; cameras whose image was not found have none, and
@@ -150,7 +157,9 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
 
     Raises:
         InputError: naming ``--images`` (not a folder; a further set that lacks a camera's
-            image), or anything :mod:`bevviz.io.rig_json` rejects (camera, field, value).
+            image), ``--scan`` (not one per image set; a file the point-cloud reader
+            rejects, with its field), or anything :mod:`bevviz.io.rig_json` rejects (camera,
+            field, value).
     """
     p = Path(path)
     if images is not None and not Path(images).is_dir():
@@ -158,24 +167,43 @@ def rig_json_scene(path: str | Path, images: str | Path | None = None, name: str
     folder = Path(images) if images is not None else p.parent
     rig_file = load_rig_file(p)
     located, missing = find_images(rig_file, folder)
-    read = load_rig_images(located, folder)
+    first = load_rig_images(located, folder)
     is_sample = embedded.is_embedded(p, "rig")
     digest = hashlib.sha1(p.read_bytes()).hexdigest()[:12]
     label = "Embedded sample rig (sample_data/rig.json)" if is_sample else f"JSON rig {p.name}"
     kind = "embedded" if is_sample and name == "rig" else "rig-json"
     more = tuple(_image_set(rig_file, Path(d)) for d in more_images)
+    if scans and len(scans) != 1 + len(more):
+        raise field_error("--scan", f"{len(scans)} scans", f"give one per image set ({1 + len(more)}: --images "
+                          "DIR --scan FILE, in the same order)")
+    read = [_scan_file(s) for s in scans]
+    if read:
+        more = tuple(dataclasses.replace(m, lidar=s) for m, s in zip(more, read[1:]))
     extra: dict = {}
     if more:
-        label += f" + {len(more)} more image set{'s' if len(more) > 1 else ''} for the seams"
+        label += (f" + {len(more)} more frame{'s' if len(more) > 1 else ''} for the LiDAR witness" if read else
+                  f" + {len(more)} more image set{'s' if len(more) > 1 else ''} for the seams")
         extra = {"frames": 1 + len(more), "more": [str(d) for d in more_images]}
+    if read:
+        label += f" with point cloud{'s' if len(read) > 1 else ''} {', '.join(Path(s).name for s in scans)}"
+        extra["scans"] = [str(s) for s in scans]
     key = ":".join([f"rigjson:{p.resolve()}:{folder.resolve()}:{digest}",
-                    *(str(Path(d).resolve()) for d in more_images)])
-    return Scene(key=key, label=label, rig=rig_file.rig, more_frames=more,
-                 **loaded_images(read), raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
+                    *(str(Path(d).resolve()) for d in more_images), *(f"scan:{Path(s).resolve()}" for s in scans)])
+    return Scene(key=key, label=label, rig=rig_file.rig, more_frames=more, lidar=read[0] if read else None,
+                 lidar_key=key if read else "",
+                 **loaded_images(first), raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
                  ground_truth=embedded.ground_truth(texture) if is_sample else None,
                  image_files={k: v for k, v in rig_file.image_files.items() if v},
                  source={"kind": kind, "path": str(p), "name": name or str(p), **extra}, missing_images=missing,
                  ignore=dict(rig_file.ignore))
+
+
+def _scan_file(path: str | Path) -> LidarScan:
+    """A ``--scan`` point cloud (ego frame); its errors name ``--scan`` and the file."""
+    try:
+        return read_pointcloud(Path(path))
+    except InputError as e:
+        raise InputError(f"--scan {str(path)!r}: {e}", "--scan", str(path)) from e
 
 
 def _image_set(rig_file: RigFile, folder: Path) -> SceneFrame:
@@ -495,7 +523,7 @@ def nuscenes_scene(nusc, dataroot: str | Path, version: str, token: str, *, lida
 
 def load_scene(source: str, *, images: str | Path | Sequence[str | Path] | None = None, version: str = "v1.0-mini",
                sample: str | None = None, lidar: bool = True, sweeps: int = 1, frames: int | None = None,
-               more: Sequence[str] = ()) -> Scene:
+               more: Sequence[str] = (), scans: Sequence[str | Path] = ()) -> Scene:
     """Load what ``bevviz check SOURCE`` names.
 
     Args:
@@ -515,13 +543,15 @@ def load_scene(source: str, *, images: str | Path | Sequence[str | Path] | None 
             holds fewer). Any other source takes None or 1 (it holds its own frames).
         more: Further frame folders of the same rig when ``source`` is a frame folder
             (:func:`frame_folder_scene`); any other source takes none.
+        scans: JSON rig: a point cloud per image set (:func:`rig_json_scene`'s ``scans``);
+            any other source takes none (it brings its own).
 
     Returns:
         The :class:`Scene`.
 
     Raises:
-        InputError: naming ``SOURCE``, ``--images``, ``--sample``, ``--version`` or the
-            data's own field and the value.
+        InputError: naming ``SOURCE``, ``--images``, ``--scan``, ``--sample``, ``--version``
+            or the data's own field and the value.
     """
     name = str(source)
     path = embedded.embedded_path(name) or Path(name)
@@ -535,9 +565,12 @@ def load_scene(source: str, *, images: str | Path | Sequence[str | Path] | None 
             raise field_error("--sample", sample, "applies to a nuScenes dataroot only")
         if frames not in (None, 1):
             raise field_error("--frames", frames, "applies to a nuScenes dataroot only (a JSON rig holds one frame)")
-        return rig_json_scene(path, images, name, more_images=sets[1:])
+        return rig_json_scene(path, images, name, more_images=sets[1:], scans=scans)
     if images is not None:
         raise field_error("--images", str(images), "applies to a JSON rig only")
+    if scans:
+        raise field_error("--scan", str(scans[0]), "applies to a JSON rig only (a frame folder or a dataset "
+                          "brings its own LiDAR)")
     if is_frame_folder(path):
         if sample is not None or frames not in (None, 1):
             raise field_error("--sample" if sample is not None else "--frames", sample or frames,

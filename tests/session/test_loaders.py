@@ -354,3 +354,17 @@ def test_the_motion_from_the_sweeps_lets_the_doctor_name_a_turned_camera(sample_
         assert found["CAMERA_05"].verdict == expected, found["CAMERA_05"].reason
         assert not [c for c, f in found.items() if f.verdict == "miscalibrated" and c != "CAMERA_05"]
 
+
+
+def test_a_json_rig_takes_a_scan_per_image_set(sample_data):
+    drive = sample_data / "real_tri_drive"
+    scene = load_scene(str(drive / "t0" / "rig.json"), images=[drive / "t0" / "images", drive / "t1" / "images"],
+                       scans=[drive / "t0" / "lidar_ego.npy", drive / "t1" / "lidar_ego.npy"])
+    assert scene.lidar is not None and scene.more_frames[0].lidar is not None
+    assert len(scene.more_frames[0].lidar) != len(scene.lidar)  # t1's own sweep
+    assert scene.source["frames"] == 2 and len(scene.source["scans"]) == 2
+    assert scene.label.endswith("+ 1 more frame for the LiDAR witness with point clouds lidar_ego.npy, lidar_ego.npy")
+    assert Doctor(scene).n_frames == 2
+    with pytest.raises(InputError, match="'--scan'.*one per image set"):
+        load_scene(str(drive / "t0" / "rig.json"), images=[drive / "t0" / "images"],
+                   scans=[drive / "t0" / "lidar_ego.npy", drive / "t1" / "lidar_ego.npy"])
