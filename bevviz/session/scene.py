@@ -19,7 +19,25 @@ from bevviz.errors import InputError
 from bevviz.io.nuscenes_boxes import AnnotationBox
 from bevviz.lidar import LidarScan
 
-__all__ = ["Scene", "SceneFrame"]
+__all__ = ["DEFAULT_FRAMES", "MAX_FRAMES", "Scene", "SceneFrame", "freeze"]
+
+#: Most frames the doctor adds up (``bevviz check --frames N``, or several frame folders),
+#: each a sample's images and scan.
+MAX_FRAMES = 10
+#: Frames a nuScenes sample is judged with when nobody says how many: the sample and up to
+#: four neighbours of its scene (fewer where the scene holds fewer). One frame is often
+#: "inconclusive" where several decide (docs/calibration.md, "Fault bands and frame counts").
+DEFAULT_FRAMES = 5
+
+
+def freeze(images: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The images as a plain dict of read-only arrays (a scene is shared, never changed)."""
+    out = {}
+    for name, img in images.items():
+        a = np.asarray(img)
+        a.setflags(write=False)
+        out[name] = a
+    return out
 
 
 @dataclass(frozen=True, eq=False)
