@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -73,9 +75,6 @@ DRIVE = SAMPLE / "real_tri_drive"
 def drive_upload(*more: str, drop: str | None = None) -> dict:
     """The TRI drive's t0 as an upload, with the images of ``more`` frames as one .zip each
     (without the image ``drop``)."""
-    import io
-    import zipfile
-
     def images(t: str) -> dict[str, bytes]:
         return {p.name: p.read_bytes() for p in sorted((DRIVE / t / "images").glob("*.jpg")) if p.name != drop}
 
