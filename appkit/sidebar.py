@@ -223,8 +223,9 @@ def _upload_controls():
                           "(N, 4) with intensity. Read as plain numbers, never unpickled.")
     st.file_uploader("More image sets (optional)", type=["zip"], accept_multiple_files=True, key="upload_more",
                      help="Other moments of the same rig, one .zip per moment with every camera's image "
-                          "(matched as above): the seams average over them, as `bevviz check rig.json "
-                          "--images DIR --images DIR2` does.")
+                          "(matched as above) and, when a point cloud is uploaded above, that moment's own "
+                          "(.npy or .bin): the seams average over them and the LiDAR witness adds them up, "
+                          "as `bevviz check rig.json --images DIR --scan FILE --images DIR2 --scan FILE2` does.")
     st.caption(sources.upload_limits_text())
     handed = st.session_state.get(UPLOAD_BYTES)
     js = st.session_state.get("upload_json")

@@ -15,6 +15,7 @@ import hashlib
 import io
 import zipfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from bevviz.checks import (
@@ -34,13 +35,16 @@ from bevviz.session.scene import Scene, SceneFrame
 
 __all__ = [
     "MAX_IMAGE_BYTES", "MAX_POINTCLOUD_BYTES", "MAX_TOTAL_BYTES", "MORE_IMAGES_FIELD", "UPLOAD_IMAGE_EXTENSIONS",
-    "check_upload_sizes", "read_image_set", "upload_digest", "upload_limits_text", "uploaded_scene",
+    "UPLOAD_SCAN_EXTENSIONS", "ImageSet", "check_upload_sizes", "read_image_set", "upload_digest",
+    "upload_limits_text", "uploaded_scene",
 ]
 
 #: The field a further image set's errors name (the app's uploader of that name).
 MORE_IMAGES_FIELD = "more image sets"
-#: Image files an upload takes (in a further set's .zip, other files are passed over).
+#: Image files an upload takes (in a further set's .zip, other files are passed over) ...
 UPLOAD_IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
+#: ... and point clouds (:func:`bevviz.io.pointcloud.read_pointcloud`).
+UPLOAD_SCAN_EXTENSIONS = (".bin", ".npy")
 
 #: Largest encoded image of an upload.
 MAX_IMAGE_BYTES = 25 * MiB
@@ -99,46 +103,72 @@ def upload_digest(json_bytes: bytes, images: Mapping[str, bytes], lidar: tuple[s
     return h.hexdigest()[:16]
 
 
-def read_image_set(name: str, data: bytes) -> dict[str, bytes]:
-    """The images of one further image set uploaded as a ``.zip``: file name -> bytes.
+@dataclass(frozen=True)
+class ImageSet:
+    """One further image set as uploaded (a ``.zip``).
+
+    Attributes:
+        images: Image file name -> its bytes.
+        scan: ``(file name, bytes)`` of the set's point cloud (``.npy`` or ``.bin``), or None.
+    """
+
+    images: dict[str, bytes]
+    scan: tuple[str, bytes] | None = None
+
+
+def read_image_set(name: str, data: bytes) -> ImageSet:
+    """One further image set uploaded as a ``.zip``: its images and, optionally, its point cloud.
 
     Folders inside the archive are ignored (each image is matched by its file name, as an
-    uploaded image is), and so are files that are not images (``.jpg``, ``.jpeg``, ``.png``)
-    and the hidden files archivers add (``__MACOSX/``, ``._*``). Sizes are checked from the
-    archive's directory before anything is read.
+    uploaded image is), and so are other files and the hidden files archivers add
+    (``__MACOSX/``, ``._*``). Sizes are checked from the archive's directory before anything
+    is read.
 
     Raises:
         InputError: field ``more image sets`` naming the archive: not a zip, no image in it,
-            two images of one file name, an image over :data:`MAX_IMAGE_BYTES` or all of them
-            over :data:`MAX_TOTAL_BYTES` unpacked.
+            two images of one file name or two point clouds, an image over
+            :data:`MAX_IMAGE_BYTES`, a point cloud over :data:`MAX_POINTCLOUD_BYTES` or all
+            of it over :data:`MAX_TOTAL_BYTES` unpacked.
     """
     try:
         archive = zipfile.ZipFile(io.BytesIO(bytes(data)))
     except zipfile.BadZipFile:
         raise field_error(MORE_IMAGES_FIELD, name, "is not a .zip archive (one .zip per further image set)") from None
     out: dict[str, bytes] = {}
+    scan: tuple[str, bytes] | None = None
     total = 0
     with archive:
         for info in archive.infolist():
             path = PurePosixPath(info.filename)
+            suffix = path.suffix.lower()
             if (info.is_dir() or path.parts[0] == "__MACOSX" or path.name.startswith(".")
-                    or path.suffix.lower() not in UPLOAD_IMAGE_EXTENSIONS):
+                    or suffix not in UPLOAD_IMAGE_EXTENSIONS + UPLOAD_SCAN_EXTENSIONS):
+                continue
+            total += info.file_size
+            if total > MAX_TOTAL_BYTES:
+                raise field_error(MORE_IMAGES_FIELD, name,
+                                  f"unpacks to more than the {size_text(MAX_TOTAL_BYTES)} limit")
+            if suffix in UPLOAD_SCAN_EXTENSIONS:
+                if scan is not None:
+                    raise field_error(MORE_IMAGES_FIELD, f"{name}: {info.filename}",
+                                      f"a second point cloud (the first: {scan[0]}): one scan per set")
+                if info.file_size > MAX_POINTCLOUD_BYTES:
+                    raise field_error(MORE_IMAGES_FIELD, f"{name}: {info.filename}",
+                                      f"unpacks to {size_text(info.file_size)}, more than the "
+                                      f"{size_text(MAX_POINTCLOUD_BYTES)} limit per point cloud")
+                scan = (path.name, archive.read(info))
                 continue
             if info.file_size > MAX_IMAGE_BYTES:
                 raise field_error(MORE_IMAGES_FIELD, f"{name}: {info.filename}",
                                   f"unpacks to {size_text(info.file_size)}, more than the "
                                   f"{size_text(MAX_IMAGE_BYTES)} limit per image")
-            total += info.file_size
-            if total > MAX_TOTAL_BYTES:
-                raise field_error(MORE_IMAGES_FIELD, name,
-                                  f"unpacks to more than the {size_text(MAX_TOTAL_BYTES)} limit")
             if path.name in out:
                 raise field_error(MORE_IMAGES_FIELD, f"{name}: {info.filename}",
                                   f"a second image named {path.name}: one image per camera in a set")
             out[path.name] = archive.read(info)
     if not out:
         raise field_error(MORE_IMAGES_FIELD, name, f"holds no image ({', '.join(UPLOAD_IMAGE_EXTENSIONS)})")
-    return out
+    return ImageSet(out, scan)
 
 
 def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes],
@@ -154,9 +184,10 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
             ``.bin`` (5 x float32 per point) or a ``.npy`` (N, 3) / (N, 4) float array (read
             without unpickling, :func:`bevviz.io.pointcloud.read_pointcloud`).
         more_images: Further image sets of the rig, ``(file name, bytes)`` of one ``.zip``
-            each (:func:`read_image_set`), every camera's image in each: the scene's
-            :attr:`Scene.more_frames` (no scan), which the seams average over (as
-            ``bevviz check rig.json --images DIR --images DIR2``).
+            each (:func:`read_image_set`), every camera's image in each and, when ``lidar``
+            is given, the set's own point cloud: the scene's :attr:`Scene.more_frames`,
+            which the seams average over and the LiDAR witness adds up (as ``bevviz check
+            rig.json --images DIR --scan FILE --images DIR2 --scan FILE2``).
 
     Returns:
         The scene (with ``lidar`` when a point cloud was given; no boxes, no ego motion), its
@@ -173,14 +204,15 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
     rig_file = parse_rig(bytes(json_bytes), source=json_name)
     loaded = load_rig_images(rig_file, None, uploaded=dict(images))
     scan = None if lidar is None else read_pointcloud(bytes(lidar[1]), name=lidar[0])
-    more = _more_frames(rig_file, more_images)
+    more = _more_frames(rig_file, more_images, with_scans=scan is not None)
     key = f"upload:{upload_digest(json_bytes, images, lidar)}"
     for name, data in more_images:
         key += f":{hashlib.sha1(name.encode() + bytes(data)).hexdigest()[:12]}"
     label = f"Uploaded rig {json_name}" + (f" with point cloud {lidar[0]}" if lidar is not None else "")
     extra: dict = {}
     if more:
-        label += f" + {len(more)} more image set{'s' if len(more) > 1 else ''} for the seams"
+        label += (f" + {len(more)} more frame{'s' if len(more) > 1 else ''} for the LiDAR witness" if scan is not None
+                  else f" + {len(more)} more image set{'s' if len(more) > 1 else ''} for the seams")
         extra = {"frames": 1 + len(more), "more": [name for name, _ in more_images]}
     return Scene(key=key, label=label, rig=rig_file.rig, **loaded_images(loaded),
                  raw_cameras=tuple(rig_file.raw_cameras), convention=rig_file.convention,
@@ -189,18 +221,27 @@ def uploaded_scene(json_name: str, json_bytes: bytes, images: Mapping[str, bytes
                  source={"kind": "upload", "path": json_name, "name": json_name, **extra})
 
 
-def _more_frames(rig_file: RigFile, more_images: Sequence[tuple[str, bytes]]) -> tuple[SceneFrame, ...]:
+def _more_frames(rig_file: RigFile, more_images: Sequence[tuple[str, bytes]], with_scans: bool
+                 ) -> tuple[SceneFrame, ...]:
     """Each further image set (:func:`read_image_set`) with every camera's image, checked
-    as the first set's (sizes against the calibration)."""
+    as the first set's (sizes against the calibration), and with its point cloud exactly
+    when the first set has one (``with_scans``)."""
     if len(more_images) > MAX_FRAMES - 1:
         raise field_error(MORE_IMAGES_FIELD, f"{len(more_images)} archives",
                           f"at most {MAX_FRAMES - 1} further image sets (the doctor adds up {MAX_FRAMES} frames)")
     out = []
     for name, data in more_images:
         found = read_image_set(name, data)
+        if with_scans and found.scan is None:
+            raise field_error(MORE_IMAGES_FIELD, name, "holds no point cloud (.npy or .bin): the rig's upload has "
+                              "one, so each further set needs its own")
+        if not with_scans and found.scan is not None:
+            raise field_error(MORE_IMAGES_FIELD, name, f"holds a point cloud ({found.scan[0]}) but the rig's upload "
+                              "has none: upload the first frame's point cloud too, or leave the sets' out")
         try:
-            read = load_rig_images(rig_file, None, uploaded=found, require_all=True)
+            read = load_rig_images(rig_file, None, uploaded=found.images, require_all=True)
+            scan = None if found.scan is None else read_pointcloud(found.scan[1], name=found.scan[0])
         except InputError as e:
             raise InputError(f"field {MORE_IMAGES_FIELD!r} ({name!r}): {e}", MORE_IMAGES_FIELD, name) from e
-        out.append(SceneFrame(f"images {name}", loaded_images(read)["images"]))
+        out.append(SceneFrame(f"images {name}", loaded_images(read)["images"], scan))
     return tuple(out)
