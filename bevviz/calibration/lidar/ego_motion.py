@@ -37,7 +37,8 @@ from bevviz.checks import check_shape, field_error
 from bevviz.lidar import LidarScan
 from bevviz.rotations import axis_angle_to_matrix
 
-__all__ = ["ICP_SCHEDULE_M", "MAX_CONDITION", "MIN_PAIRS", "VOXEL_M", "ExposureMotions", "MotionEstimate",
+__all__ = ["ICP_SCHEDULE_M", "MAX_CONDITION", "MIN_PAIRS", "PRIOR_SPEEDS_MPS", "VOXEL_M", "ExposureMotions",
+           "MotionEstimate",
            "estimate_motion", "exposure_motions", "motion_at"]
 
 #: Voxel (metres) the sweeps are thinned to before registration: one point per voxel keeps
@@ -245,6 +246,29 @@ def motion_at(b_from_a: np.ndarray, dt_s: float, offset_s: float) -> np.ndarray:
     return out
 
 
+#: Forward speeds (m/s) tried as starts when two sweeps do not register from rest or from the
+#: pair before: the registration's coarsest stage reaches about 2 m from its start, so
+#: keyframes half a second apart at motorway speed (15 m) need a start near the motion.
+PRIOR_SPEEDS_MPS = (5.0, 10.0, 20.0, 30.0, 40.0)
+
+
+def _register(scan_a: LidarScan, scan_b: LidarScan, prior: np.ndarray | None, dt_s: float) -> MotionEstimate:
+    """:func:`estimate_motion` from ``prior`` (or rest); where that does not pin the motion,
+    from forward motion at each of :data:`PRIOR_SPEEDS_MPS` over ``dt_s``, keeping the usable
+    estimate that fits closest (least ``rmse_m``)."""
+    first = estimate_motion(scan_a, scan_b, prior)
+    if first.ok:
+        return first
+    tried = []
+    for v in PRIOR_SPEEDS_MPS:
+        start = np.eye(4)
+        start[0, 3] = -v * dt_s  # driving forward moves the static world back (module docstring)
+        est = estimate_motion(scan_a, scan_b, start)
+        if est.ok:
+            tried.append(est)
+    return min(tried, key=lambda e: e.rmse_m) if tried else first
+
+
 @dataclass(frozen=True)
 class ExposureMotions:
     """Each frame's ego motion to its cameras' exposures, estimated from its sweeps.
@@ -265,7 +289,9 @@ def exposure_motions(scans: list[LidarScan], lidar_times_s: list[float],
                      camera_times_s: list[dict[str, float]]) -> ExposureMotions:
     """The motion from each sweep to each camera's exposure, from the sweeps themselves.
 
-    Consecutive sweeps are registered (:func:`estimate_motion`); frame k takes the car's
+    Consecutive sweeps are registered (:func:`estimate_motion`: from the pair before's
+    velocity, else from rest, else from forward speeds up to 40 m/s, :data:`PRIOR_SPEEDS_MPS`,
+    keeping the closest fit); frame k takes the car's
     velocity from its own pair (k onto k + 1), the last frame from the pair before it; each
     camera's motion is that velocity over its exposure's offset from the sweep
     (:func:`motion_at`). The offsets come from the source's time stamps, which may disagree
@@ -289,7 +315,12 @@ def exposure_motions(scans: list[LidarScan], lidar_times_s: list[float],
     dts = np.diff(np.asarray(lidar_times_s, dtype=np.float64))
     if not np.all(dts > 0):
         return ExposureMotions([{} for _ in range(n)], [], "the sweeps' times do not increase")
-    estimates = [estimate_motion(scans[k], scans[k + 1]) for k in range(n - 1)]
+    estimates: list[MotionEstimate] = []
+    for k in range(n - 1):
+        # the pair before at this pair's interval: constant velocity, the likeliest start
+        prior = motion_at(estimates[-1].b_from_a, float(dts[k - 1]), float(dts[k])) if estimates and \
+            estimates[-1].ok else None
+        estimates.append(_register(scans[k], scans[k + 1], prior, float(dts[k])))
     bad = [f"{k} -> {k + 1}: {e.reason}" for k, e in enumerate(estimates) if not e.ok]
     if bad:
         return ExposureMotions([{} for _ in range(n)], estimates, "the sweeps do not register (" + "; ".join(bad) + ")")

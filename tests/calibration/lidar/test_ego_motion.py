@@ -122,3 +122,17 @@ def test_exposure_motions_give_every_frame_the_velocity_of_its_pair(tri_drive):
     # a sweep earlier than the one before it, or a single sweep: no motion, and why
     assert exposure_motions(scans, times[::-1], cams).reason == "the sweeps' times do not increase"
     assert exposure_motions(scans[:1], times[:1], cams[:1]).motions == [{}]
+
+
+def test_sweeps_far_apart_register_from_a_forward_start(drive):
+    # A car at 24 m/s between keyframes half a second apart: 12 m a pair, beyond the 2 m the
+    # registration reaches from rest; the forward starts find it, and the second pair starts
+    # from the first's velocity.
+    step = make_transform(np.eye(3), np.array([-12.0, 0.0, 0.0]))
+    scans = [drive[0], _moved(drive[0], step), _moved(drive[0], step @ step)]
+    out = exposure_motions(scans, [0.0, 0.5, 1.0], [{"CAM": -0.05}, {"CAM": 0.45}, {"CAM": 0.95}])
+    assert out.reason == "", out.reason
+    for e in out.estimates:
+        np.testing.assert_allclose(e.b_from_a[:3, 3], [-12.0, 0.0, 0.0], atol=0.01)
+    # the camera 50 ms before the sweep sees the world 1.2 m ahead of where the sweep does
+    np.testing.assert_allclose(out.motions[0]["CAM"][:3, 3], [1.2, 0.0, 0.0], atol=0.01)
