@@ -21,7 +21,7 @@ from bevviz.calibration import PERTURBATION_KEYS, Diagnosis
 from bevviz.camera import Rig
 from bevviz.checks import escape_markdown as esc
 from bevviz.session import Scene, fixed_rig_json
-from bevviz.session.doctor import Doctor, FrameOverlay, Refinement, SeamView
+from bevviz.session.doctor import Doctor, Refinement, SeamView
 from bevviz.viz.calibration import before_after_figure
 from bevviz.viz.calibration_lidar import lidar_alignment_figure
 
@@ -107,7 +107,7 @@ def _rig_download(col, label: str, rig: Rig, scene: Scene, file_name: str, key: 
                         mime="application/json", key=key)
 
 
-def lidar_refinement(res: Refinement, scene: Scene, adopt: Adopt, overlays: list[FrameOverlay]) -> None:
+def lidar_refinement(res: Refinement, scene: Scene, adopt: Adopt) -> None:
     """A camera refined against the LiDAR: accepted (apply, download), proposed (apply anyway) or
     refused; an accepted or proposed correction drawn before and after on every frame pooled."""
     lh, look = res.history, res.camera
@@ -129,23 +129,25 @@ def lidar_refinement(res: Refinement, scene: Scene, adopt: Adopt, overlays: list
         _rig_download(p2, "Proposed rig (JSON)", proposed, scene, "rig_proposed.json", "cd_lidar_dl_proposal")
     else:
         st.warning(f"Not accepted (the rig is left as it is): {esc(lh.check)}")
-    if overlays:
-        _overlays(res, overlays)
+    if res.overlays:
+        _overlays(res)
 
 
-def _overlays(res: Refinement, overlays: list[FrameOverlay]) -> None:
+def _overlays(res: Refinement) -> None:
     """The correction on every frame it pooled: the LiDAR's edges before and after, side by side."""
     cam = res.rig_in[res.camera]
     what = "correction" if res.history.accepted else "proposed correction"
-    with st.expander(f"The {what} on every frame it pooled ({len(overlays)})", expanded=len(overlays) == 1):
+    n = len(res.overlays)
+    with st.expander(f"The {what} on every frame it pooled ({n})", expanded=n == 1):
         st.caption(doctor.OVERLAYS_TEXT)
-        cols = st.columns(min(len(overlays), 3))
-        for k, o in enumerate(overlays):
+        cols = st.columns(min(n, 3))
+        for k, o in enumerate(res.overlays):
+            e = o.edges
             cols[k % len(cols)].plotly_chart(
-                lidar_alignment_figure(cam, compute.image_edge_picture(o.image), o.uv_before, o.uv_after,
-                                       title=f"{res.camera}, frame {o.frame + 1}", height=320, marker_size=2.5,
+                lidar_alignment_figure(cam, compute.image_edge_picture(o.image), e.uv_before, e.uv_after,
+                                       title=f"{res.camera}, frame {e.frame + 1}", height=320, marker_size=2.5,
                                        names=("before", "after")),
-                key=f"cd_overlay_{o.frame}")
+                key=f"cd_overlay_{e.frame}")
 
 
 def seam_refinement(res: Refinement, view: SeamView, scene: Scene, adopt: Adopt) -> None:

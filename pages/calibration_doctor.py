@@ -114,7 +114,7 @@ if scene.lidar is not None:
                 refined = doc.refine_lidar(look)
                 ss["cd_lidar_result"] = {"camera": look, "rig": refined.rig}  # the last one, for readers of the session
         if (lres := doc.refined("lidar", look)) is not None:
-            doctor_views.lidar_refinement(lres, scene, adopt, doc.overlays(look))
+            doctor_views.lidar_refinement(lres, scene, adopt)
 
 st.subheader("Which camera is off? The seam witness" if scene.lidar is not None else "Which camera is off?")
 d1, d2 = st.columns([1, 1])

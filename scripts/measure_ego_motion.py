@@ -31,7 +31,6 @@ import dataclasses
 import json
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -41,26 +40,19 @@ sys.path.insert(0, str(ROOT))
 
 from bevviz.calibration import diagnose, perturb_camera  # noqa: E402
 from bevviz.calibration.lidar.ego_motion import estimate_motion, exposure_motions, motion_at  # noqa: E402
-from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
+from bevviz.io.frame_folder import RealFrame, load_frame_folder  # noqa: E402
 
 DRIVE = [ROOT / "sample_data" / "real_tri_drive" / t for t in ("t0", "t1", "t2")]
 
 
-def _seconds(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def _stamps(folder: Path) -> dict | None:
-    """The LiDAR stamp and per-camera (stamp, given translation) of a folder, or None."""
-    path = folder / "exposure.json"
-    if not path.is_file():
+def _stamps(frame: RealFrame) -> dict | None:
+    """The LiDAR stamp and per-camera (stamp, given translation) of a frame (as its
+    ``exposure.json`` gives them, :func:`load_frame_folder`), or None without a LiDAR stamp."""
+    if frame.lidar_time_s is None:
         return None
-    data = json.loads(path.read_text())
-    if "lidar_timestamp" not in data:
-        return None
-    cams = {name: (_seconds(e["timestamp"]), np.asarray(e["exposure_from_keyframe"])[:3, 3])
-            for name, e in data.get("cameras", {}).items() if "timestamp" in e and "exposure_from_keyframe" in e}
-    return {"lidar": _seconds(data["lidar_timestamp"]), "cameras": cams}
+    given = frame.scan.exposure_from_keyframe
+    cams = {name: (t, np.asarray(given[name])[:3, 3]) for name, t in frame.camera_times_s.items() if name in given}
+    return {"lidar": frame.lidar_time_s, "cameras": cams}
 
 
 def _angle_deg(R: np.ndarray) -> float:
@@ -109,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give at least two frame folders")
     if args.verdicts:
         return verdicts(args.frames)
-    scans = [load_frame_folder(f).scan for f in args.frames]
-    stamps = [_stamps(f) for f in args.frames]
+    frames = [load_frame_folder(f) for f in args.frames]
+    scans = [f.scan for f in frames]
+    stamps = [_stamps(f) for f in frames]
     ref = None
     if args.reference:
         ref = [np.asarray(m, dtype=np.float64) for m in json.loads(args.reference.read_text())]

@@ -40,7 +40,6 @@ from bevviz.calibration import diagnose, perturb_camera  # noqa: E402
 from bevviz.calibration.gross import screen_gross_errors  # noqa: E402
 from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.io.nuscenes import load_lidar, load_sample  # noqa: E402
-from bevviz.rotations import make_transform  # noqa: E402
 from bevviz.session.embedded import sample_path  # noqa: E402
 
 TURNS = {"180": np.diag([-1.0, -1.0, 1.0]), "90": np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])}
@@ -59,15 +58,10 @@ def frames():
 def pose_faults(camera):
     """(label, expected kind or None, the faulty camera) for every position, focal and small-turn fault."""
     for ax, h, sign in itertools.product(range(3), (1.0, 1.5, 2.0), (1.0, -1.0)):
-        d = np.zeros(3)
-        d[ax] = sign * h
-        yield f"moved {sign * h:+g} m {'xyz'[ax]}", "position", camera.replace(
-            cam_from_ego=camera.cam_from_ego @ make_transform(np.eye(3), -d))
+        yield f"moved {sign * h:+g} m {'xyz'[ax]}", "position", perturb_camera(camera,
+                                                                               translation=np.eye(3)[ax] * sign * h)
     for scale in (0.85, 0.9, 1.1, 1.15):
-        K = camera.K.copy()
-        K[0, 0] *= scale
-        K[1, 1] *= scale
-        yield f"focal x{scale:g}", "focal", camera.replace(K=K)
+        yield f"focal x{scale:g}", "focal", perturb_camera(camera, fx_scale=scale, fy_scale=scale)
     for axis in ("roll_deg", "pitch_deg", "yaw_deg"):
         yield f"turned 2 deg ({axis[:-4]})", None, perturb_camera(camera, **{axis: 2.0})
 

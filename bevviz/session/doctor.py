@@ -74,7 +74,7 @@ from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, ConventionScore, RawCamera, rank_conventions
 from bevviz.errors import InputError
 from bevviz.lidar import LidarScan, ground_height
-from bevviz.session.refinement import FrameOverlay, Refinement, SeamView, refinement_overlays
+from bevviz.session.refinement import Refinement, SeamView, refinement_overlays
 from bevviz.session.report import (
     CameraCheck,
     CameraSanity,
@@ -440,18 +440,14 @@ class Doctor:
                                  progress=progress, ignore=dict(self.scene.ignore))
 
     def refine_lidar(self, camera: str) -> Refinement:
-        """:meth:`refine` against the LiDAR, kept (read it back with :meth:`refined`)."""
+        """:meth:`refine` against the LiDAR, kept (read it back with :meth:`refined`), with its
+        correction drawn on every frame it pooled (``Refinement.overlays``)."""
         rig, hist = self.refine(camera)
-        return self._keep(("lidar", camera), camera, rig, hist, None)
-
-    def overlays(self, camera: str) -> list[FrameOverlay]:
-        """The kept LiDAR refinement of ``camera`` on every frame it pooled
-        (:func:`~bevviz.session.refinement.refinement_overlays`); ``[]`` when there is none."""
-        res = self.refined("lidar", camera)
-        if res is None or self.lidar is None:
-            return []
+        res = self._keep(("lidar", camera), camera, rig, hist, None)
         images, lidar = self._witness_frames()
-        return refinement_overlays(res, images, lidar, ignore_masks(self.rig, dict(self.scene.ignore)))
+        drawn = refinement_overlays(res, images, lidar, ignore_masks(self.rig, dict(self.scene.ignore)))
+        self._refined[("lidar", camera)] = res = dataclasses.replace(res, overlays=tuple(drawn))
+        return res
 
     def refine_seams(self, camera: str, *, fast: bool = False, translation: bool = False,
                      progress: Callable[[int, int, float], None] | None = None) -> Refinement:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bevviz.calibration import RefineHistory, SeamAnalysis, as_lidar_frames, deltas_json, edge_overlays
+from bevviz.calibration import EdgeOverlay, RefineHistory, SeamAnalysis, as_lidar_frames, deltas_json, edge_overlays
 from bevviz.camera import Rig
 
 __all__ = ["FrameOverlay", "Refinement", "SeamView", "refinement_overlays"]
@@ -47,6 +47,21 @@ class SeamView:
 
 
 @dataclass(frozen=True)
+class FrameOverlay:
+    """A correction on one frame: the camera's image there and the LiDAR's edges in it.
+
+    Attributes:
+        image: The camera's image in that frame, RGB uint8 (H, W, 3).
+        edges: :class:`bevviz.calibration.EdgeOverlay`: the frame's index among the frames
+            pooled (0: the scene's own), its edge pixels at the pose before and after the
+            applied or proposed correction, (M, 2) each.
+    """
+
+    image: np.ndarray
+    edges: EdgeOverlay
+
+
+@dataclass(frozen=True)
 class Refinement:
     """One camera refined.
 
@@ -58,6 +73,8 @@ class Refinement:
         from_loaded_deg: Rotation (degrees) between the refined camera and the camera as
             the scene was loaded (before any perturbation).
         after: The seams of the refined rig (seam refinements), else None.
+        overlays: A LiDAR refinement's applied or proposed correction drawn on every frame it
+            pooled (:func:`refinement_overlays`); empty otherwise.
     """
 
     camera: str
@@ -66,6 +83,7 @@ class Refinement:
     history: RefineHistory
     from_loaded_deg: float
     after: SeamView | None = None
+    overlays: tuple[FrameOverlay, ...] = ()
 
     def deltas_json(self) -> str:
         """The correction of every camera as JSON (:func:`bevviz.calibration.deltas_json`)."""
@@ -77,23 +95,6 @@ class Refinement:
         (``history.proposal``), else None."""
         proposal = self.history.proposal
         return None if proposal is None else self.rig_in.replace(proposal)
-
-
-@dataclass(frozen=True)
-class FrameOverlay:
-    """A correction on one frame: the LiDAR's edges in the camera's image before and after.
-
-    Attributes:
-        frame: The frame's index among the frames the doctor pooled (0: the scene's own).
-        image: The camera's image in that frame, RGB uint8 (H, W, 3).
-        uv_before: Edge pixels at the pose before, (M, 2).
-        uv_after: The same points at the pose after (the applied or the proposed correction), (M, 2).
-    """
-
-    frame: int
-    image: np.ndarray
-    uv_before: np.ndarray
-    uv_after: np.ndarray
 
 
 def refinement_overlays(res: Refinement, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
@@ -118,4 +119,4 @@ def refinement_overlays(res: Refinement, images: Mapping[str, np.ndarray] | Sequ
         return []
     frames = as_lidar_frames(images, lidar, ignore)
     overlays = edge_overlays(res.rig_in[res.camera], after[res.camera], frames)
-    return [FrameOverlay(o.frame, frames[o.frame].images[res.camera], o.uv_before, o.uv_after) for o in overlays]
+    return [FrameOverlay(frames[o.frame].images[res.camera], o) for o in overlays]

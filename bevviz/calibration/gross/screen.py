@@ -67,6 +67,7 @@ from bevviz.calibration.gross.views import (
     rotated_best,
 )
 from bevviz.calibration.lidar.edges import view_axes
+from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.rotations import make_transform
@@ -200,33 +201,34 @@ def _pose_alternatives(camera: Camera) -> list[tuple[str, str, Camera]]:
     """(kind, words, camera) of every position and focal alternative (step 4)."""
     out = []
     for ax, h, sign in itertools.product(range(3), POSITION_MOVES_M, (1.0, -1.0)):
-        d = np.zeros(3)
-        d[ax] = sign * h
-        alt = camera.replace(cam_from_ego=camera.cam_from_ego @ make_transform(np.eye(3), -d))
+        alt = perturb_camera(camera, translation=np.eye(3)[ax] * sign * h)
         words = (f"'s position is off by about {h:g} m: the LiDAR's edges fit it {h:g} m "
                  f"{_AXIS_WORDS[ax][0 if sign > 0 else 1]} (ego {'+' if sign > 0 else '-'}{'xyz'[ax]})")
         out.append(("position", words, alt))
     for s in FOCAL_SCALES:
-        K = camera.K.copy()
-        K[0, 0] *= s
-        K[1, 1] *= s
         words = (f"'s focal length is off by about {abs(1 - s):.0%}: the LiDAR's edges fit fx and fy x {s:g} "
                  f"(the stored ones are too {'long' if s < 1 else 'short'})")
-        out.append(("focal", words, camera.replace(K=K)))
+        out.append(("focal", words, perturb_camera(camera, fx_scale=s, fy_scale=s)))
     return out
 
 
-def _best_pose(view: EdgeView, lid: np.ndarray, reference: np.ndarray | None = None
-               ) -> tuple[str, float, float, float, str, Camera, np.ndarray]:
-    """The best position or focal alternative of a camera against ``reference`` (values
-    (M,); default: its stored position at its best small rotation): ``(kind, t, lift, gain,
-    words, camera, its values (M,))`` (:meth:`EdgeView.compare`)."""
+def _pose_values(view: EdgeView, lid: np.ndarray) -> list[tuple[str, str, Camera, np.ndarray]]:
+    """(kind, words, camera, its values (M,)) of every position and focal alternative, ``lid``
+    (4, 4) the LiDAR's correction in the camera's frame."""
     cam = view.camera
-    ref = rotated_best(view, lid) if reference is None else reference
-    best: tuple = ("", float("-inf"), 0.0, 0.0, "", cam, ref)
-    for kind, words, alt in _pose_alternatives(cam):
-        v = view.values(relative_pose(cam, alt) @ lid, alt.K, alt.size, view.channels, view.sideways)
-        c = view.compare(ref, v)
+    return [(kind, words, alt, view.values(relative_pose(cam, alt) @ lid, alt.K, alt.size, view.channels,
+                                           view.sideways))
+            for kind, words, alt in _pose_alternatives(cam)]
+
+
+def _best_pose(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.ndarray]], reference: np.ndarray
+               ) -> tuple[str, float, float, float, str, Camera, np.ndarray]:
+    """The best of the position and focal ``alternatives`` (:func:`_pose_values`) against
+    ``reference`` (values (M,)): ``(kind, t, lift, gain, words, camera, its values (M,))``
+    (:meth:`EdgeView.compare`)."""
+    best: tuple = ("", float("-inf"), 0.0, 0.0, "", view.camera, reference)
+    for kind, words, alt, v in alternatives:
+        c = view.compare(reference, v)
         if c[0] > best[1]:
             best = (kind, *c, words, alt, v)
     return best
@@ -423,9 +425,11 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         # by chance: a turn or an image is named only where it beats every position and focal
         # alternative too (TRI, 1-2 m or 10-15 %: 71 of 594 such faults were named a wrong image
         # or a quarter turn without this)
-        explained = _wins(t, lift, gain) and view.compare(_best_pose(view, lid, v0)[6], v_best)[0] < 0.0
+        alternatives = _pose_values(view, lid)
+        explained = _wins(t, lift, gain) and view.compare(_best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
         if not _wins(t, lift, gain) or explained:
-            pose = _best_pose(view, lid)
+            # each alternative against the stored position at its best small rotation
+            pose = _best_pose(view, alternatives, rotated_best(view, lid))
             screen.pose_best[n] = (pose[0], pose[1])
             if pose[1] >= POSE_T and pose[2] >= MIN_LIFT and pose[3] >= POSE_MIN_GAIN:
                 pose_wins[n] = pose
