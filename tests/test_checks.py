@@ -4,7 +4,6 @@ documented constant whose check fails fast with a named error."""
 from __future__ import annotations
 
 import re
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -247,15 +246,29 @@ def test_a_long_name_is_shown_truncated():
     assert len(str(info.value)) < 600
 
 
+class _Tripwire(list):
+    """A list that fails the test if anything walks into it."""
+
+    def __iter__(self):
+        raise AssertionError("the depth check walked past the first container beyond its limit")
+
+
 def test_json_like_depth_fails_fast_without_recursion():
-    deep: list = []
+    # 100 000 levels (far past Python's recursion limit), and a tripwire two levels past the
+    # limit: the walk must stop at the first container beyond it, without recursing
+    deep: list = [_Tripwire([[1]])]
     for _ in range(100_000):
         deep = [deep]
-    t0 = time.perf_counter()
     with pytest.raises(ValueError, match=rf"field 'json': more than MAX_JSON_DEPTH = {MAX_JSON_DEPTH} "
                                          rf"\(got 'nested at least {MAX_JSON_DEPTH + 1} deep'\)"):
         check_json_like({"cameras": deep})
-    assert time.perf_counter() - t0 < 0.1
+    shallow: list = [_Tripwire([1])]  # the tripwire: the first container past the limit
+    for _ in range(MAX_JSON_DEPTH - 1):
+        shallow = [shallow]
+    with pytest.raises(ValueError, match=rf"nested at least {MAX_JSON_DEPTH + 1} deep"):
+        check_json_like(shallow)
+    with pytest.raises(AssertionError, match="walked past"):  # the tripwire works
+        check_json_like(shallow, limit=MAX_JSON_DEPTH + 1)
     loop: list = []
     loop.append(loop)
     with pytest.raises(ValueError, match="MAX_JSON_DEPTH"):
