@@ -254,8 +254,8 @@ class _Tripwire(list):
 
 
 def test_json_like_depth_fails_fast_without_recursion():
-    # 100 000 levels (far past Python's recursion limit), and a tripwire two levels past the
-    # limit: the walk must stop at the first container beyond it, without recursing
+    # 100 000 levels (far past Python's recursion limit) with a tripwire at the bottom: the
+    # walk must stop at the first container beyond the limit, without recursing
     deep: list = [_Tripwire([[1]])]
     for _ in range(100_000):
         deep = [deep]
