@@ -26,6 +26,7 @@ __all__ = [
     "ATTRACTION_SCALES_RAD",
     "EDGE_BLUR_PX",
     "EDGE_PERCENTILE",
+    "LOCAL_MEAN_RAD",
     "attraction_maps",
     "edge_mask",
     "edge_strength",
@@ -41,6 +42,13 @@ ATTRACTION_SCALES_PX = (16.0, 8.0)
 #: The same scales as angles (radians: pixels / focal length), for images of any focal
 #: length: 16 and 8 px at a 1266 px focal length (a 1600 px wide image of about 64 deg).
 ATTRACTION_SCALES_RAD = (0.0126, 0.0063)
+#: Side (radians: pixels / focal length) of the square whose mean attraction is taken off
+#: each oriented map: about 63 px at a 1266 px focal length. A point in foliage, where every
+#: pixel is near an edge, then scores about 0, and only a point nearer an edge than its
+#: surroundings scores above 0 (without it, a TRI camera's score rose steadily with pitch as
+#: its points moved into a tree line: its best pitch 8-10 deg off the truth; with it, the
+#: truth on 17 of 18 axis lines of the TRI frame, docs/calibration.md).
+LOCAL_MEAN_RAD = 0.05
 
 
 def _grey(image: np.ndarray, field: str) -> np.ndarray:
@@ -107,8 +115,15 @@ def attraction_maps(image: np.ndarray, scales_px: tuple[float, ...] = ATTRACTION
     return _attraction(mask, tuple(s * scale for s in scales_px))
 
 
+def _less_local_mean(att: np.ndarray, side_px: float) -> np.ndarray:
+    """``att`` less its mean over a ``side_px`` square around each pixel (odd, >= 3), (H, W) float32."""
+    k = max(3, int(round(side_px)) | 1)
+    return att - cv2.blur(att, (k, k), borderType=cv2.BORDER_REFLECT)
+
+
 def oriented_attraction_maps(image: np.ndarray, focal_px: float, scales_rad: tuple[float, ...] | None = None,
-                             percentile: float | None = None, field: str = "image") -> list[np.ndarray]:
+                             percentile: float | None = None, field: str = "image",
+                             local_mean_rad: float | None = None) -> list[np.ndarray]:
     """Edge attraction per gradient orientation, for each scale, coarse to fine.
 
     Channel 0 is built from the horizontal gradient ``|gx|`` alone (edges that cross an
@@ -116,7 +131,9 @@ def oriented_attraction_maps(image: np.ndarray, focal_px: float, scales_rad: tup
     cross a column: a car's roof line). A LiDAR edge found between two points along a row
     is scored on channel 0, one found along a column on channel 1: an edge is attracted
     only by image edges that cross its own link, so a horizontal kerb cannot pull a pole's
-    silhouette sideways. Each channel's threshold is its own ``percentile``.
+    silhouette sideways. Each channel's threshold is its own ``percentile``. Each map is
+    then taken less its local mean (over a ``local_mean_rad`` square): what scores is being
+    nearer an edge than the surroundings are, not being in a textured region.
 
     Args:
         image: uint8 RGB (H, W, 3) or grey (H, W).
@@ -124,9 +141,12 @@ def oriented_attraction_maps(image: np.ndarray, focal_px: float, scales_rad: tup
         scales_rad: Attraction scales in radians (``s_px = s_rad * focal_px``).
         percentile: Edge threshold per channel (see :func:`edge_mask`).
         field: Name for errors.
+        local_mean_rad: Side (radians) of the square whose mean is taken off each map;
+            None keeps the raw attraction.
 
     Returns:
-        One (2, H, W) float32 array in (0, 1] per scale.
+        One (2, H, W) float32 array per scale: in (-1, 1) (in (0, 1] with
+        ``local_mean_rad`` None).
 
     Convention:
         Maps indexed ``[channel, v, u]``, pixels at centres. See docs/conventions.md.
@@ -137,5 +157,7 @@ def oriented_attraction_maps(image: np.ndarray, focal_px: float, scales_rad: tup
     scales = tuple(s * focal_px for s in (ATTRACTION_SCALES_RAD if scales_rad is None else scales_rad))
     gx, gy = _gradients(image, EDGE_BLUR_PX, field)
     per = [_attraction(edge_mask(np.abs(g), percentile), scales) for g in (gx, gy)]
+    if local_mean_rad is not None:
+        per = [[_less_local_mean(m, local_mean_rad * focal_px) for m in maps] for maps in per]
     return [np.stack([per[0][k], per[1][k]]) for k in range(len(scales))]
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bevviz.calibration.lidar.edge_maps import attraction_maps, edge_mask, edge_strength
+from bevviz.calibration.lidar.edge_maps import (
+    LOCAL_MEAN_RAD,
+    attraction_maps,
+    edge_mask,
+    edge_strength,
+    oriented_attraction_maps,
+)
 
 
 def _step(width=1600, height=40, column=800):
@@ -50,3 +56,23 @@ def test_grey_images_are_accepted_and_bad_images_are_named():
         attraction_maps(np.zeros((10, 10, 3)))
     with pytest.raises(ValueError, match=r"image.*shape \(10, 10, 4\)"):
         attraction_maps(np.zeros((10, 10, 4), np.uint8))
+
+
+def test_less_its_local_mean_an_edge_in_texture_scores_below_a_lone_edge():
+    """Raw, an edge among dense stripes (foliage) attracts as much as a lone edge, and the
+    pixels between the stripes almost as much; less the local mean (the second look's maps)
+    only being nearer an edge than the surroundings scores: the lone edge stands well above
+    the stripes, and a pixel between stripes scores no more than one far from any edge."""
+    img = np.zeros((200, 400), dtype=np.uint8)
+    img[:, 20:160:6] = 255  # dense vertical stripes: texture
+    img[:, 300:] = 255  # one lone vertical edge at column 300
+    focal = 300.0
+    raw_c = oriented_attraction_maps(img, focal)[1][0]  # finest scale, channel 0 (|gx|: vertical edges)
+    lift_c = oriented_attraction_maps(img, focal, local_mean_rad=LOCAL_MEAN_RAD)[1][0]
+    row = 100
+    stripe, between, lone, far = 79, 77, 299, 230  # a stripe's edge, between two stripes, the lone edge, far
+    assert raw_c[row, stripe] == pytest.approx(raw_c[row, lone], abs=0.05)  # raw: an edge is an edge
+    assert raw_c[row, between] > 0.3 * raw_c[row, stripe]
+    assert lift_c[row, lone] > lift_c[row, stripe] + 0.15
+    assert lift_c[row, between] <= lift_c[row, far] + 0.05
+    assert np.all(np.abs(lift_c) < 1.0)
