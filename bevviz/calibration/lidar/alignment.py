@@ -303,7 +303,8 @@ class EdgeAlignment:
         scales: Image width / calibrated width per frame.
     """
 
-    def __init__(self, camera: Camera, frames: Sequence[LidarFrame], maps: bool = True) -> None:
+    def __init__(self, camera: Camera, frames: Sequence[LidarFrame], maps: bool = True,
+                 local_mean_rad: float | None = None) -> None:
         """Gather the camera's edge points of every frame and its images' attraction maps.
 
         Args:
@@ -312,6 +313,9 @@ class EdgeAlignment:
             maps: False to gather the edge points only (no attraction maps: no
                 :meth:`scores`; for a caller that already holds the images' maps, as the
                 gross-error screen does when it tries the scan turned).
+            local_mean_rad: Side (radians) of the square whose mean attraction is taken off
+                each map (:func:`~bevviz.calibration.lidar.edge_maps.oriented_attraction_maps`);
+                None for the raw attraction (the gross-error screen takes its own lift).
         """
         self.camera = camera
         pts, kinds, orients, frame_ids, clusters, parities = [], [], [], [], [], []
@@ -364,7 +368,8 @@ class EdgeAlignment:
                 size = (max(1, round(img.shape[1] * shrink)), max(1, round(img.shape[0] * shrink)))
                 img = cv2.resize(np.ascontiguousarray(img), size, interpolation=cv2.INTER_AREA)
                 scale = img.shape[1] / camera.width
-            self.maps.append(oriented_attraction_maps(img, focal * scale, field=f"images[{camera.name!r}]"))
+            self.maps.append(oriented_attraction_maps(img, focal * scale, field=f"images[{camera.name!r}]",
+                                                      local_mean_rad=local_mean_rad))
             self.scales.append(scale)
         empty = np.zeros((0, 3))
         self.points = np.concatenate(pts) if pts else empty
@@ -534,24 +539,38 @@ class EdgeAlignment:
         found.sort(key=lambda x: -x[1])
         return found
 
-    def search(self) -> tuple[list[tuple[np.ndarray, float]], np.ndarray, float]:
+    def search(self, walks: int = 1) -> tuple[list[tuple[np.ndarray, float]], np.ndarray, float]:
         """Optima (hypotheses, best first, each with its finest-level score), the coarse
         scores of the +-``SEARCH_RADIUS_DEG`` grid (the score landscape), (G,), and the
         radius (degrees) searched in the end: ``SEARCH_RADIUS_DEG``, or the widened radius
-        where the best optimum lay at the edge (module docstring, step 2)."""
+        where an optimum lay at the edge (module docstring, step 2).
+
+        Args:
+            walks: The widening walks on from each of the best ``walks`` optima that lies at
+                the edge (1: from the best alone). A fault beyond the first grid on one side
+                and an optimum of chance beyond it on the other both lie at its edge, and
+                the walk from the best may take the wrong one.
+        """
         grid = _cube(SEARCH_RADIUS_DEG, GRID_STEP_DEG)
         scores = self.scores(grid, 0)
         peaks = _peaks(grid, scores, PEAK_SEPARATION_DEG)
         found = self._optima(np.array([np.zeros(3)] + [grid[i] for i in peaks]), [])
         radius = SEARCH_RADIUS_DEG
         local = _cube(WALK_RADIUS_DEG, GRID_STEP_DEG)
-        while radius < MAX_RADIUS_DEG and float(np.max(np.abs(found[0][0]))) > radius - EDGE_MARGIN_DEG:
-            centre = found[0][0]
-            cube = centre + local
-            coarse = self.scores(cube, 0)
-            found = self._optima(np.array([cube[i] for i in _peaks(cube, coarse, PEAK_SEPARATION_DEG, WALK_STARTS)]),
-                                 found)
-            radius = min(MAX_RADIUS_DEG, max(radius, float(np.max(np.abs(centre))) + WALK_RADIUS_DEG))
+        walked: list[np.ndarray] = []
+        while radius < MAX_RADIUS_DEG:
+            centres = [d for d, _ in found[:walks] if float(np.max(np.abs(d))) > radius - EDGE_MARGIN_DEG
+                       and not any(np.max(np.abs(d - w)) < GRID_STEP_DEG for w in walked)]
+            if not centres:
+                break
+            for centre in centres:
+                walked.append(centre)
+                cube = centre + local
+                coarse = self.scores(cube, 0)
+                found = self._optima(np.array([cube[i] for i in _peaks(cube, coarse, PEAK_SEPARATION_DEG,
+                                                                       WALK_STARTS)]), found)
+            reach = max(float(np.max(np.abs(c))) for c in centres) + WALK_RADIUS_DEG
+            radius = min(MAX_RADIUS_DEG, max(radius, reach))
         return found, scores, radius
 
     def bootstrap(self, candidates: Sequence[np.ndarray], replicates: int = BOOTSTRAP,

@@ -8,10 +8,14 @@ import numpy as np
 import pytest
 import torch
 
+from bevviz.calibration import diagnose
 from bevviz.calibration.lidar.alignment import AXES, as_lidar_frames
 from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence
-from bevviz.calibration.perturbations import perturb_camera
+from bevviz.calibration.perturbations import perturb_camera, perturb_rig
+from bevviz.calibration.verdicts import MISCALIBRATED
+from bevviz.camera import Rig
 from bevviz.checks import MAX_DOCTOR_LIDAR_POINTS
+from bevviz.io.frame_folder import load_frame_folder
 
 
 def test_every_camera_of_the_real_keyframe_sees_hundreds_of_edge_points(real_evidence):
@@ -102,3 +106,25 @@ def test_a_cloud_denser_than_the_doctor_needs_is_thinned_evenly_and_read_without
     np.testing.assert_array_equal(a.points, b.points)
     kept = as_lidar_frames(images, scan)[0]
     assert len(kept.scan) == len(scan) and kept.ring_edges is not None  # a real sweep is left whole
+
+
+def test_a_second_look_finds_a_turn_whose_first_look_rose_to_an_optimum_of_chance(sample_data):
+    """A real TRI camera (CAMERA_06: a tree line in view) turned 2.7 deg down: on the raw
+    attraction its score rises into the foliage, out to an optimum of chance 7 deg up at the
+    edge of the widest search. The second look, attraction less its local mean, finds the
+    turn; judged as a camera-LiDAR pair, the camera is named on it, with the turn it was given."""
+    if not (sample_data / "real_tri" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri is missing")
+    frame = load_frame_folder(sample_data / "real_tri")
+    fault = np.array([0.32, -2.71, -0.28])
+    bad = perturb_rig(frame.rig, "CAMERA_06", roll_deg=fault[0], pitch_deg=fault[1], yaw_deg=fault[2])
+    ev = camera_evidence(bad["CAMERA_06"], as_lidar_frames(frame.images, frame.scan))
+    assert ev.at_search_edge and ev.offset_deg[1] > 5.0  # the first look: up, at the edge
+    assert ev.second_look is not None and not ev.second_look.at_search_edge
+    assert np.max(np.abs(ev.second_look.offset_deg - fault)) < 0.5
+    assert camera_evidence(bad["CAMERA_06"], as_lidar_frames(frame.images, frame.scan),
+                           second_look=False).second_look is None
+    (found,) = diagnose(Rig([bad["CAMERA_06"]]), {"CAMERA_06": frame.images["CAMERA_06"]}, lidar=frame.scan)
+    assert found.verdict == MISCALIBRATED and "second look" in found.reason, found.reason
+    assert found.lidar is ev.second_look or np.allclose(found.lidar.offset_deg, ev.second_look.offset_deg)
+    assert abs(found.offset_deg["pitch"] - fault[1]) < 0.2 and abs(found.offset_deg["yaw"] - fault[2]) < 0.2
