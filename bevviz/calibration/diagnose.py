@@ -446,7 +446,7 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
         f.edge_points = ev.n_points
-        f.lidar = ev
+        f.lidar = ev.second_look if lv.second_look else ev  # the look the verdict is (its optimum, its profiles)
         f.score = float(np.max(np.abs(lv.residual_deg)))
         note = f"; {PAIR_NOTE}" if len(rig) == 1 else ""
         f.reason = f"{text} ({quick_text[cam]}){note}."

@@ -59,6 +59,7 @@ from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.diagnose import DiagnoseSettings, diagnose
 from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment, LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
+from bevviz.calibration.lidar.edge_maps import LOCAL_MEAN_RAD
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.lidar.evidence import CameraEvidence, camera_evidence, lidar_evidence
 from bevviz.calibration.lidar.masks import ignore_masks
@@ -222,6 +223,8 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=camera)
     ev = evidence[camera]
     verdict = lidar_verdict(ev, consensus, rule=rule)
+    if verdict.second_look:  # the verdict is the second look's: so are the offset, its halves and kinds
+        ev, alignment = ev.second_look, EdgeAlignment(cam, frames, local_mean_rad=LOCAL_MEAN_RAD)
     expected = consensus.expected_deg.get(camera, np.zeros(3))
     res = consensus.residual(ev)  # (B, 3) the camera's own offset per replicate
     own = np.median(res, axis=0)

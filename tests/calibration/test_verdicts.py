@@ -18,6 +18,7 @@ from bevviz.calibration.verdicts import (
     OK,
     RULE,
     SEAM_TRUST_COST,
+    SECOND_LOOK_RULE,
     STANDOUT_RATIO,
     TOLERANCE_DEG,
     Basis,
@@ -239,6 +240,50 @@ def test_the_edge_is_that_of_the_search_as_widened():
     edge.radius_deg = 8.0
     v = lidar_verdict(edge, NONE)
     assert v.doubt is Doubt.AT_SEARCH_EDGE and "+-8 deg search" in v.reason
+
+
+def _at_edge_with_second_look(look: CameraEvidence) -> CameraEvidence:
+    """A first look whose optimum lies at the edge of its widest search, with ``look`` as its second."""
+    edge = _ev([0.0, 5.3, 0.0])
+    edge.radius_deg = 5.5
+    edge.second_look = look
+    return edge
+
+
+def test_a_second_look_decides_where_the_first_ends_at_the_search_edge():
+    """The first look rose to the edge of its search; the second (attraction less its local
+    mean) locates the camera 1.5 deg off with its stored pose 4 robust z below: convicted on
+    the second look, its figures in the verdict and the first look's edge in the sentence."""
+    v = lidar_verdict(_at_edge_with_second_look(_ev([0.0, 1.5, 0.0])), NONE)
+    assert v.verdict == MISCALIBRATED and v.second_look and v.why.kind is Basis.LOCATED
+    assert v.residual_deg[1] == pytest.approx(1.5, abs=0.05)
+    assert "second look" in v.reason and "pitch +5.30" in v.reason and "+-5.5 deg search" in v.reason
+    ok = lidar_verdict(_at_edge_with_second_look(_ev([0.0, 0.1, 0.0])), NONE)
+    assert ok.verdict == OK and ok.second_look and "second look" in ok.reason
+
+
+def test_a_second_look_is_judged_by_its_own_larger_drops():
+    """A stored pose 2 robust z below the optimum rejects it on a first look (``z_gap``
+    0.75) but not on a second, whose landscapes stand about twice as high: then the first
+    look's doubt stands, and nothing is said of a second look."""
+    look = _ev([0.0, 1.5, 0.0], stored=0.76)  # z 3 against an optimum at z 5
+    assert RULE.z_gap < 2.0 < SECOND_LOOK_RULE.z_gap
+    assert lidar_verdict(look, NONE).verdict == MISCALIBRATED  # as a first look
+    v = lidar_verdict(_at_edge_with_second_look(look), NONE)
+    assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.AT_SEARCH_EDGE and not v.second_look
+    assert "second look" not in v.reason
+    flat = _ev([0.0, 1.5, 0.0])
+    flat.score_best_coarse = 0.73  # 0.03 over the median: structure on a first look, flat on a second
+    assert lidar_verdict(_at_edge_with_second_look(flat), NONE).doubt is Doubt.AT_SEARCH_EDGE
+
+
+def test_a_second_look_is_read_only_where_the_first_ends_at_the_search_edge():
+    """A first look that decides, or doubts for another reason, is the verdict whatever a
+    second look says."""
+    for first, doubt in ((_ev([0.0, 0.1, 0.0]), None), (_ev([0.0, 1.5, 0.0], n=30), Doubt.TOO_FEW_EDGE_POINTS)):
+        first.second_look = _ev([0.0, 3.0, 0.0])
+        v = lidar_verdict(first, NONE)
+        assert not v.second_look and v.doubt is doubt and v.residual_deg[1] < 1.6
 
 
 def test_a_camera_whose_optimum_lies_far_from_its_stored_pose_is_no_anchor():

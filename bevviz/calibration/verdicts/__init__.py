@@ -13,7 +13,7 @@ LiDAR witness (per camera, on its residual after the rig consensus,
     * edge points a median depth outside ``MIN_MEDIAN_DEPTH_M`` .. ``MAX_MEDIAN_DEPTH_M``
       from the camera: a scan that is not in metres (``NOT_IN_METRES``);
     * a flat score: the optimum beats the search grid's median by less than
-      ``FLAT_CONTRAST``, or stands less than ``z_structure`` robust z above it (``FLAT_SCORE``);
+      ``flat_contrast`` (``FLAT_CONTRAST``), or stands less than ``z_structure`` robust z above it (``FLAT_SCORE``);
     * the camera is *accused* when the stored pose is rejected in one of two ways and its
       raw offset is beyond the tolerance:
         (A) *located*: on the directions the evidence pins down (principal directions of
@@ -38,7 +38,10 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       tolerance of where the *other* cameras alone put it under some plausible consensus
       model (``OTHERS_EXPLAIN``), or a camera within the tolerance (of the consensus, or of
       the LiDAR itself) once the LiDAR may be displaced along the car's axis (``TIMING``,
-      :mod:`~bevviz.calibration.lidar.sync`); else miscalibrated;
+      :mod:`~bevviz.calibration.lidar.sync`); else miscalibrated. Where the first doubt is
+      ``AT_SEARCH_EDGE`` and the evidence holds a *second look* (attraction maps less their
+      local mean, :mod:`~bevviz.calibration.lidar.evidence`), the same checks judge the second
+      look under ``SECOND_LOOK_RULE``, and its "miscalibrated" or "ok" stands instead;
     * not accused: a bootstrap spread above ``max_sd_deg`` on some axis, even with
       ``CONFIDENCE`` of the replicates within the tolerance (a few far off: a blurred
       image's spread, not a sharp clean camera's) (``NOT_PINNED``);
@@ -91,6 +94,7 @@ from bevviz.calibration.verdicts.rule import (
     PAIR_NOTE,
     RULE,
     SEAMS_FINE_RATIO,
+    SECOND_LOOK_RULE,
     STANDOUT_RATIO,
     TOLERANCE_DEG,
     VERDICTS,
@@ -103,8 +107,8 @@ from bevviz.calibration.verdicts.rule import (
 __all__ = [
     "ACCUSED_DOUBTS", "ANCHOR_MAX_DROP_Z", "ANCHOR_MAX_OFFSET_DEG", "ANCHOR_MIN_Z", "CONFIDENCE", "FLAT_CONTRAST",
     "INCONCLUSIVE", "LIDAR_CHECKS", "MAX_MEDIAN_DEPTH_M", "MIN_ANCHORS", "MIN_CLUSTERS", "MIN_EDGE_POINTS",
-    "MIN_MEDIAN_DEPTH_M", "MIN_VERDICT_POINTS", "MISCALIBRATED", "OK", "PAIR_NOTE", "RULE", "SEAMS_FINE_RATIO",
-    "SEAM_CHECKS", "SEAM_TRUST_COST", "STANDOUT_RATIO", "TOLERANCE_DEG", "VERDICTS", "Basis", "Doubt", "Judgement",
-    "LidarCase", "LidarVerdict", "SeamVerdict", "VerdictRule", "Why", "anchors", "combine", "format_axes",
-    "lidar_doubt", "lidar_verdict", "rig_doubt", "seam_verdict",
+    "MIN_MEDIAN_DEPTH_M", "MIN_VERDICT_POINTS", "MISCALIBRATED", "OK", "PAIR_NOTE", "RULE", "SECOND_LOOK_RULE",
+    "SEAMS_FINE_RATIO", "SEAM_CHECKS", "SEAM_TRUST_COST", "STANDOUT_RATIO", "TOLERANCE_DEG", "VERDICTS", "Basis",
+    "Doubt", "Judgement", "LidarCase", "LidarVerdict", "SeamVerdict", "VerdictRule", "Why", "anchors", "combine",
+    "format_axes", "lidar_doubt", "lidar_verdict", "rig_doubt", "seam_verdict",
 ]

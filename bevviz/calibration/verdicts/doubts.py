@@ -164,6 +164,17 @@ def _accused_clause(w: Why) -> str:
     raise AssertionError(f"not a doubt of an accusation: {k}")
 
 
+def _second_look_clause(w: Why) -> str:
+    """"; seen on a second look ..." where ``w`` is a second look's (it carries the first
+    look's ``first_offset_deg``), else ""."""
+    if "first_offset_deg" not in w.figures:
+        return ""
+    return ("; seen on a second look, at image edges less their local mean: the first look's best "
+            f"alignment lay at the edge of its +-{w['first_radius_deg']:g} deg search "
+            f"({format_axes(w['first_offset_deg'])} deg), where a textured region (foliage, a tree line) "
+            "scores for its texture")
+
+
 def lidar_sentence(camera: str, w: Why, own: str, support: str) -> str:
     """The LiDAR witness's sentence about ``camera``, read from ``w``.
 
@@ -205,7 +216,7 @@ def lidar_sentence(camera: str, w: Why, own: str, support: str) -> str:
                 f"{w['tolerance_deg']:g} deg off): {own}; {support}")
     if k is Basis.WITHIN:
         return (f"{camera}: within {w['tolerance_deg']:g} deg of the LiDAR edges in {w['within']:.0%} of the "
-                f"replicates: {own}; {support}")
+                f"replicates: {own}; {support}{_second_look_clause(w)}")
     if k in (Basis.LOCATED, Basis.REJECTED):
         if k is Basis.LOCATED:
             how = (f"off by more than {w['tolerance_deg']:g} deg on some axis in at least {w['confidence']:.0%} of "
@@ -217,7 +228,8 @@ def lidar_sentence(camera: str, w: Why, own: str, support: str) -> str:
                    f"{w['half_reject']:g}; where the camera really points is known only as well as the spread says")
         return (f"{camera}: the LiDAR rejects the stored pose: {how}, {own}; the stored pose is {w['gap_z']:.1f} "
                 f"robust z below the best in the +-{w['radius_deg']:g} deg landscape and both image "
-                f"halves support the offset (gains {w['half_gain'][0]:+.1f}, {w['half_gain'][1]:+.1f}); {support}")
+                f"halves support the offset (gains {w['half_gain'][0]:+.1f}, {w['half_gain'][1]:+.1f}); {support}"
+                f"{_second_look_clause(w)}")
     raise AssertionError(f"not a LiDAR doubt or basis: {k}")
 
 

@@ -13,7 +13,7 @@ Convention:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -26,7 +26,6 @@ from bevviz.calibration.verdicts.doubts import Basis, Doubt, Why, format_axes, l
 from bevviz.calibration.verdicts.rule import (
     ANCHOR_MAX_DROP_Z,
     ANCHOR_MAX_OFFSET_DEG,
-    FLAT_CONTRAST,
     INCONCLUSIVE,
     MAX_MEDIAN_DEPTH_M,
     MIN_ANCHORS,
@@ -36,6 +35,7 @@ from bevviz.calibration.verdicts.rule import (
     MISCALIBRATED,
     OK,
     RULE,
+    SECOND_LOOK_RULE,
     VerdictRule,
     anchors,
 )
@@ -146,7 +146,7 @@ def _not_in_metres(c: LidarCase) -> Why | None:
 
 def _flat_score(c: LidarCase) -> Why | None:
     ev = c.evidence
-    if ev.score_best_coarse - ev.score_median < FLAT_CONTRAST or ev.z_best < c.rule.z_structure:
+    if ev.score_best_coarse - ev.score_median < c.rule.flat_contrast or ev.z_best < c.rule.z_structure:
         return Why(Doubt.FLAT_SCORE, {"z_best": ev.z_best, "radius_deg": SEARCH_RADIUS_DEG,
                                       "z_structure": c.rule.z_structure, "best": ev.score_best_coarse,
                                       "typical": ev.score_median})
@@ -314,6 +314,9 @@ class LidarVerdict:
         why: The doubt (inconclusive) or the basis (sure) with its figures.
         camera: The camera's name.
         support: ``(edge points, depth edges, reflectivity edges)`` behind it.
+        second_look: True when the verdict is the second look's
+            (:attr:`~bevviz.calibration.lidar.evidence.CameraEvidence.second_look`): the first
+            ended at the search's edge; the figures are then the second look's.
     """
 
     verdict: str
@@ -323,6 +326,7 @@ class LidarVerdict:
     why: Why
     camera: str = ""
     support: tuple[int, int, int] = (0, 0, 0)
+    second_look: bool = False
 
     @property
     def doubt(self) -> Doubt | None:
@@ -341,6 +345,13 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
                   confidence: float | None = None, rule: VerdictRule = RULE) -> LidarVerdict:
     """The LiDAR witness's verdict on one camera: :data:`LIDAR_CHECKS` in order.
 
+    Where they end in :attr:`~bevviz.calibration.verdicts.doubts.Doubt.AT_SEARCH_EDGE` and the
+    evidence has a second look (attraction less its local mean,
+    :attr:`~bevviz.calibration.lidar.evidence.CameraEvidence.second_look`), the second look is
+    judged the same way under :data:`~bevviz.calibration.verdicts.rule.SECOND_LOOK_RULE`
+    (same tolerance and confidence), and a sure verdict of it ("miscalibrated" or "ok")
+    stands instead; an inconclusive one leaves the first look's doubt.
+
     Args:
         evidence: The camera's :class:`~bevviz.calibration.lidar.evidence.CameraEvidence`.
         consensus: The rig consensus (``fitted`` False: residual = offset against the LiDAR).
@@ -351,8 +362,24 @@ def lidar_verdict(evidence: CameraEvidence, consensus: RigConsensus, tolerance: 
     Returns:
         :class:`LidarVerdict` (``.doubt`` None when sure).
     """
-    case = LidarCase(evidence, consensus, rule, rule.tolerance_deg if tolerance is None else tolerance,
-                     rule.confidence if confidence is None else confidence)
+    tolerance = rule.tolerance_deg if tolerance is None else tolerance
+    confidence = rule.confidence if confidence is None else confidence
+    first = _judged(evidence, consensus, tolerance, confidence, rule)
+    look = evidence.second_look
+    if look is None or first.doubt is not Doubt.AT_SEARCH_EDGE:
+        return first
+    second = _judged(look, consensus, tolerance, confidence, SECOND_LOOK_RULE)
+    if second.verdict == INCONCLUSIVE:
+        return first
+    figures = {**second.why.figures, "first_offset_deg": first.why["offset_deg"],
+               "first_radius_deg": first.why["radius_deg"]}
+    return replace(second, why=Why(second.why.kind, figures), second_look=True)
+
+
+def _judged(evidence: CameraEvidence, consensus: RigConsensus, tolerance: float, confidence: float,
+            rule: VerdictRule) -> LidarVerdict:
+    """:data:`LIDAR_CHECKS` in order on one look at the camera."""
+    case = LidarCase(evidence, consensus, rule, tolerance, confidence)
     why = next((w for w in (check(case) for check in LIDAR_CHECKS) if w is not None), None)
     if why is None:
         why = case.why_sure()
