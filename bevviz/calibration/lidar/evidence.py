@@ -14,15 +14,15 @@ into a :class:`CameraEvidence`:
   what each gains over the stored pose is kept;
 * the timing fit (:mod:`~bevviz.calibration.lidar.sync`): the rotation fitted together with a
   displacement of the LiDAR along the car's axis;
-* a *second look* where the optimum lies at the edge of the search as widened: the same
-  evidence on attraction maps less their local mean
+* a *second look*: the same evidence on attraction maps less their local mean
   (:func:`~bevviz.calibration.lidar.edge_maps.oriented_attraction_maps`, ``LOCAL_MEAN_RAD``),
   its search walking on from each of its best ``SECOND_LOOK_WALKS`` optima at the edge. On
   the raw maps a textured region (a tree line, foliage) scores for being textured, and a
-  camera's score can rise steadily into it, to an optimum of chance 6-10 deg off; less its
-  local mean a point scores only for lying nearer an edge than its surroundings do. The
-  verdict reads it only where the first look ended at the edge
-  (:func:`bevviz.calibration.verdicts.lidar_verdict`); docs/calibration.md has the figures.
+  camera's score can rise steadily into it, to an optimum of chance 6-10 deg off, or spread
+  the landscape's best over a wide valley; less its local mean a point scores only for lying
+  nearer an edge than its surroundings do. The verdict reads it only where the first look
+  doubts its own landscape (:func:`bevviz.calibration.verdicts.lidar_verdict`);
+  docs/calibration.md has the figures.
 
 :mod:`~bevviz.calibration.lidar.consensus` then compares the cameras with each other.
 
@@ -122,9 +122,9 @@ class CameraEvidence:
             disagree with the others (:mod:`~bevviz.calibration.lidar.frame_agreement`);
             :attr:`frames` counts the ones kept.
         set_aside_reason: Why ("" when none was).
-        second_look: Where the optimum lies at the edge of the search as widened
-            (:attr:`at_search_edge`), the same evidence on attraction maps less their local
-            mean (the module docstring), else None.
+        second_look: The same evidence on attraction maps less their local mean (the
+            module docstring), for a camera with edge points; None for a second look itself,
+            without edge points, or where not asked for.
     """
 
     camera: str
@@ -216,15 +216,14 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
         seed: Bootstrap seed (results are deterministic for a seed).
         alignment: The camera's :class:`EdgeAlignment` on ``frames`` when already built
             (it is the costly part; a refinement of the same camera can reuse it).
-        second_look: False for no :attr:`CameraEvidence.second_look` even where the optimum
-            lies at the search's edge.
+        second_look: False for no :attr:`CameraEvidence.second_look` (half the cost).
 
     Returns:
         :class:`CameraEvidence`; with no visible edge point, offsets of 0 and ``n_points`` 0.
     """
     t0 = time.perf_counter()
     ev = _evidence(camera, EdgeAlignment(camera, frames) if alignment is None else alignment, replicates, seed, 1)
-    if second_look and ev.at_search_edge:
+    if second_look and ev.n_points > 0:
         lifted = EdgeAlignment(camera, frames, local_mean_rad=LOCAL_MEAN_RAD)
         ev.second_look = _evidence(camera, lifted, replicates, seed, SECOND_LOOK_WALKS)
     ev.seconds = time.perf_counter() - t0
@@ -323,7 +322,9 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
         al = alignments.pop(name)  # each camera's maps are let go once its evidence is made
         if agreement.set_aside and len(al.scales) == len(frames):
             ev = camera_evidence(rig[name], [frames[k] for k in kept], replicates, alignment=al.only(kept))
-            out[name] = replace(ev, set_aside=agreement.set_aside, set_aside_reason=agreement.reason)
+            aside = {"set_aside": agreement.set_aside, "set_aside_reason": agreement.reason}
+            look = None if ev.second_look is None else replace(ev.second_look, **aside)
+            out[name] = replace(ev, second_look=look, **aside)
         else:
             out[name] = camera_evidence(rig[name], frames, replicates, alignment=al)
     report(total, "")

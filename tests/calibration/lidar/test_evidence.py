@@ -91,7 +91,17 @@ def test_a_camera_without_visible_edges_has_no_evidence(real_sample):
     rig, images, scan = real_sample
     far = dataclasses.replace(scan, points=scan.points[:0], ring=scan.ring[:0], sweep=scan.sweep[:0])
     ev = lidar_evidence(rig.subset(["CAM_BACK"]), images, far)["CAM_BACK"]
-    assert ev.n_points == 0 and len(ev.replicates_deg) == 0
+    assert ev.n_points == 0 and len(ev.replicates_deg) == 0 and ev.second_look is None
+
+
+def test_every_camera_with_edge_points_has_a_second_look(real_evidence):
+    """The verdict reads the second look wherever the first doubts its landscape, which only
+    the verdict knows: so every camera with edge points carries one, on the same points, and a
+    second look has none of its own."""
+    for name, ev in real_evidence.items():
+        look = ev.second_look
+        assert look is not None and look.second_look is None, name
+        assert look.camera == name and look.n_points == ev.n_points and look.frames == ev.frames
 
 
 def test_a_cloud_denser_than_the_doctor_needs_is_thinned_evenly_and_read_without_rings(real_sample):

@@ -99,5 +99,7 @@ def test_more_cameras_of_the_same_frames_keep_what_was_decided(tri_drive, corrup
     decided = FrameAgreement((1,), reason="frame 2 of 3 set aside: a test")
     handed = lidar_evidence(rig, None, pairs, cameras=["CAMERA_07"], replicates=2, agreement=decided)["CAMERA_07"]
     assert handed.set_aside == (1,) and handed.frames == 2 and handed.set_aside_reason == decided.reason
+    look = handed.second_look  # judged in its place where the first look doubts its landscape: the same frames
+    assert look.set_aside == (1,) and look.frames == 2 and look.set_aside_reason == decided.reason
     assert agreement_of({"CAMERA_07": handed}) == FrameAgreement((1,), reason=decided.reason)
     assert agreement_of({}) is None
