@@ -18,6 +18,8 @@ from bevviz.calibration.verdicts import (
     OK,
     RULE,
     SEAM_TRUST_COST,
+    SECOND_LOOK_CLEARS,
+    SECOND_LOOK_DOUBTS,
     SECOND_LOOK_RULE,
     STANDOUT_RATIO,
     TOLERANCE_DEG,
@@ -277,13 +279,32 @@ def test_a_second_look_is_judged_by_its_own_larger_drops():
     assert lidar_verdict(_at_edge_with_second_look(flat), NONE).doubt is Doubt.AT_SEARCH_EDGE
 
 
-def test_a_second_look_is_read_only_where_the_first_ends_at_the_search_edge():
-    """A first look that decides, or doubts for another reason, is the verdict whatever a
-    second look says."""
-    for first, doubt in ((_ev([0.0, 0.1, 0.0]), None), (_ev([0.0, 1.5, 0.0], n=30), Doubt.TOO_FEW_EDGE_POINTS)):
+def test_a_second_look_is_read_only_where_the_first_doubts_its_landscape():
+    """A first look that decides, or doubts its input (too few points, a stored pose that
+    scores almost as well), is the verdict whatever a second look says."""
+    for first, doubt in ((_ev([0.0, 0.1, 0.0]), None), (_ev([0.0, 1.5, 0.0], n=30), Doubt.TOO_FEW_EDGE_POINTS),
+                         (_ev([0.0, 1.0, 0.0], sd=0.5, stored=0.795), Doubt.STORED_POSE_CLOSE)):
         first.second_look = _ev([0.0, 3.0, 0.0])
         v = lidar_verdict(first, NONE)
         assert not v.second_look and v.doubt is doubt and v.residual_deg[1] < 1.6
+    assert Doubt.STORED_POSE_CLOSE not in SECOND_LOOK_DOUBTS and Doubt.TIMING not in SECOND_LOOK_DOUBTS
+
+
+def test_a_second_look_convicts_where_the_first_is_not_pinned_but_never_clears_it():
+    """A first look whose replicates spread 0.8 deg (texture widens its valley) does not
+    pin the camera; a second look that locates it 1.5 deg off convicts, and the sentence says
+    what the first look doubted. A second look that finds it within the tolerance does not
+    clear it: only a first look at the search's edge is cleared by a second look."""
+    first = _ev([0.0, 0.3, 0.0], sd=0.8)
+    assert lidar_verdict(first, NONE).doubt is Doubt.NOT_PINNED
+    first.second_look = _ev([0.0, 1.5, 0.0])
+    v = lidar_verdict(first, NONE)
+    assert v.verdict == MISCALIBRATED and v.second_look and v.residual_deg[1] == pytest.approx(1.5, abs=0.05)
+    assert "second look" in v.reason and "the first look was unsure (the offset is not pinned down)" in v.reason
+    first.second_look = _ev([0.0, 0.1, 0.0])
+    kept = lidar_verdict(first, NONE)
+    assert kept.doubt is Doubt.NOT_PINNED and not kept.second_look and "second look" not in kept.reason
+    assert SECOND_LOOK_CLEARS == {Doubt.AT_SEARCH_EDGE} <= SECOND_LOOK_DOUBTS
 
 
 def test_a_camera_whose_optimum_lies_far_from_its_stored_pose_is_no_anchor():

@@ -39,9 +39,10 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       model (``OTHERS_EXPLAIN``), or a camera within the tolerance (of the consensus, or of
       the LiDAR itself) once the LiDAR may be displaced along the car's axis (``TIMING``,
       :mod:`~bevviz.calibration.lidar.sync`); else miscalibrated. Where the first doubt is
-      ``AT_SEARCH_EDGE`` and the evidence holds a *second look* (attraction maps less their
-      local mean, :mod:`~bevviz.calibration.lidar.evidence`), the same checks judge the second
-      look under ``SECOND_LOOK_RULE``, and its "miscalibrated" or "ok" stands instead;
+      one of the landscape (``SECOND_LOOK_DOUBTS``) and the evidence holds a *second look*
+      (attraction maps less their local mean, :mod:`~bevviz.calibration.lidar.evidence`), the
+      same checks judge the second look under ``SECOND_LOOK_RULE``, and its "miscalibrated"
+      stands instead, its "ok" only after ``AT_SEARCH_EDGE`` (``SECOND_LOOK_CLEARS``);
     * not accused: a bootstrap spread above ``max_sd_deg`` on some axis, even with
       ``CONFIDENCE`` of the replicates within the tolerance (a few far off: a blurred
       image's spread, not a sharp clean camera's) (``NOT_PINNED``);
@@ -76,7 +77,14 @@ from bevviz.calibration.lidar.alignment import MIN_VERDICT_POINTS
 from bevviz.calibration.seams.analysis import SEAM_TRUST_COST
 from bevviz.calibration.verdicts.both import SEAM_CHECKS, Judgement, SeamVerdict, combine, seam_verdict
 from bevviz.calibration.verdicts.doubts import ACCUSED_DOUBTS, Basis, Doubt, Why, format_axes
-from bevviz.calibration.verdicts.lidar import LIDAR_CHECKS, LidarCase, LidarVerdict, lidar_verdict
+from bevviz.calibration.verdicts.lidar import (
+    LIDAR_CHECKS,
+    SECOND_LOOK_CLEARS,
+    SECOND_LOOK_DOUBTS,
+    LidarCase,
+    LidarVerdict,
+    lidar_verdict,
+)
 from bevviz.calibration.verdicts.rule import (
     ANCHOR_MAX_DROP_Z,
     ANCHOR_MAX_OFFSET_DEG,
@@ -107,7 +115,8 @@ from bevviz.calibration.verdicts.rule import (
 __all__ = [
     "ACCUSED_DOUBTS", "ANCHOR_MAX_DROP_Z", "ANCHOR_MAX_OFFSET_DEG", "ANCHOR_MIN_Z", "CONFIDENCE", "FLAT_CONTRAST",
     "INCONCLUSIVE", "LIDAR_CHECKS", "MAX_MEDIAN_DEPTH_M", "MIN_ANCHORS", "MIN_CLUSTERS", "MIN_EDGE_POINTS",
-    "MIN_MEDIAN_DEPTH_M", "MIN_VERDICT_POINTS", "MISCALIBRATED", "OK", "PAIR_NOTE", "RULE", "SECOND_LOOK_RULE",
+    "MIN_MEDIAN_DEPTH_M", "MIN_VERDICT_POINTS", "MISCALIBRATED", "OK", "PAIR_NOTE", "RULE", "SECOND_LOOK_CLEARS",
+    "SECOND_LOOK_DOUBTS", "SECOND_LOOK_RULE",
     "SEAMS_FINE_RATIO", "SEAM_CHECKS", "SEAM_TRUST_COST", "STANDOUT_RATIO", "TOLERANCE_DEG", "VERDICTS", "Basis",
     "Doubt", "Judgement", "LidarCase", "LidarVerdict", "SeamVerdict", "VerdictRule", "Why", "anchors", "combine",
     "format_axes", "lidar_doubt", "lidar_verdict", "rig_doubt", "seam_verdict",

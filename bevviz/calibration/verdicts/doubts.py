@@ -166,13 +166,16 @@ def _accused_clause(w: Why) -> str:
 
 def _second_look_clause(w: Why) -> str:
     """"; seen on a second look ..." where ``w`` is a second look's (it carries the first
-    look's ``first_offset_deg``), else ""."""
-    if "first_offset_deg" not in w.figures:
+    look's doubt, ``first_doubt``), else ""."""
+    if "first_doubt" not in w.figures:
         return ""
-    return ("; seen on a second look, at image edges less their local mean: the first look's best "
-            f"alignment lay at the edge of its +-{w['first_radius_deg']:g} deg search "
-            f"({format_axes(w['first_offset_deg'])} deg), where a textured region (foliage, a tree line) "
-            "scores for its texture")
+    if "first_offset_deg" in w.figures:
+        first = (f"the first look's best alignment lay at the edge of its +-{w['first_radius_deg']:g} deg search "
+                 f"({format_axes(w['first_offset_deg'])} deg)")
+    else:
+        first = f"the first look was unsure ({Doubt(w['first_doubt']).value})"
+    return (f"; seen on a second look, at image edges less their local mean: {first}, where a textured region "
+            "(foliage, a tree line) scores for its texture")
 
 
 def lidar_sentence(camera: str, w: Why, own: str, support: str) -> str:
