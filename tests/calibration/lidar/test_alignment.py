@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 from bevviz.calibration import diagnose
-from bevviz.calibration.lidar import alignment
+from bevviz.calibration.lidar import alignment, evidence
 from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames, hypothesis_matrices, hypothesis_matrix
-from bevviz.calibration.lidar.evidence import CameraEvidence
 from bevviz.calibration.perturbations import perturb_camera, perturb_rig
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED, Doubt
 from bevviz.camera import Camera, Rig
@@ -80,7 +81,8 @@ def test_the_widened_search_finds_a_4_deg_turn_that_the_3_deg_search_leaves_at_i
     images = {"CAMERA_08": frame.images["CAMERA_08"]}
     with monkeypatch.context() as m:
         m.setattr(alignment, "MAX_RADIUS_DEG", alignment.SEARCH_RADIUS_DEG)  # no widening: the old search
-        m.setattr(CameraEvidence, "at_search_edge", property(lambda self: False))  # and no second look
+        first_look_only = functools.partial(evidence.camera_evidence, second_look=False)
+        m.setattr(evidence, "camera_evidence", first_look_only)  # and no second look
         (narrow,) = diagnose(pair, images, lidar=frame.scan)
     assert narrow.verdict == INCONCLUSIVE and narrow.doubt is Doubt.AT_SEARCH_EDGE
     (wide,) = diagnose(pair, images, lidar=frame.scan)
