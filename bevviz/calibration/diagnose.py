@@ -163,7 +163,10 @@ class CameraFinding:
         uncertainty_deg: Its bootstrap standard deviation per axis (degrees), or None.
         edge_points: LiDAR edge points supporting the offset (0 without LiDAR).
         witnesses: Witness name (``"lidar"``, ``"seams"``) -> its own verdict.
-        lidar: The full LiDAR evidence (profiles, projected edge points), or None.
+        lidar: The full LiDAR evidence (profiles, projected edge points) of the look the
+            verdict rests on (the second look where it decided), or None.
+        evidence: The camera's evidence as made (the first look, carrying its second look):
+            what a later diagnosis or refinement of the same images and scan reuses, or None.
     """
 
     camera: str
@@ -180,6 +183,7 @@ class CameraFinding:
     edge_points: int = 0
     witnesses: dict[str, str] = field(default_factory=dict)
     lidar: CameraEvidence | None = None
+    evidence: CameraEvidence | None = None
 
     @property
     def seam_ratios(self) -> dict[str, float]:
@@ -447,6 +451,7 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
         f.edge_points = ev.n_points
         f.lidar = ev.second_look if lv.second_look else ev  # the look the verdict is (its optimum, its profiles)
+        f.evidence = ev  # as made: judged again, it reads its second look where the verdict does
         f.score = float(np.max(np.abs(lv.residual_deg)))
         note = f"; {PAIR_NOTE}" if len(rig) == 1 else ""
         f.reason = f"{text} ({quick_text[cam]}){note}."

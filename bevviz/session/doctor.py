@@ -331,8 +331,8 @@ class Doctor:
             self._diagnosis = diagnose(self.rig, images, self.grid, None if evidence else lidar, settings=settings,
                                        evidence=evidence, ignore=ignore, progress=None if evidence else progress)
             for f in self._diagnosis:
-                if f.lidar is not None:
-                    self._store[self._key(f.camera)] = f.lidar
+                if f.evidence is not None:  # as made, not the look shown: a second look must stay second
+                    self._store[self._key(f.camera)] = f.evidence
         return self._diagnosis
 
     def _known_evidence(self) -> dict[str, CameraEvidence]:
@@ -409,10 +409,18 @@ class Doctor:
         return self._thorough
 
     def evidence(self) -> dict:
-        """Camera name -> its LiDAR evidence, as the diagnosis aligned it (empty without LiDAR)."""
+        """Camera name -> the LiDAR evidence its verdict rests on (the second look where that
+        decided), as the diagnosis aligned it (empty without LiDAR): what the page draws."""
         if self.lidar is None:
             return {}
         return {f.camera: f.lidar for f in self.diagnose() if f.lidar is not None}
+
+    def _made_evidence(self) -> dict:
+        """Camera name -> its evidence as made (first look with its second), for a refinement
+        to judge again exactly as the diagnosis did."""
+        if self.lidar is None:
+            return {}
+        return {f.camera: f.evidence for f in self.diagnose() if f.evidence is not None}
 
     def refine(self, camera: str, progress: Callable[[int, int, float], None] | None = None
                ) -> tuple[Rig, RefineHistory]:
@@ -435,7 +443,7 @@ class Doctor:
             raise InputError(f"field 'camera': not a camera of the rig ({', '.join(self.rig.names)}) "
                              f"(got {camera!r})", "camera", camera)
         images, lidar = self._witness_frames()
-        evidence = self.evidence() or None
+        evidence = self._made_evidence() or None
         return refine_extrinsics(self.rig, images, self.grid, camera, lidar, evidence=evidence,
                                  progress=progress, ignore=dict(self.scene.ignore))
 

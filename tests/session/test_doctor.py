@@ -32,7 +32,23 @@ def test_the_diagnosis_is_computed_once_and_refine_reuses_its_lidar_evidence(rea
     monkeypatch.setattr(doctor_module, "refine_extrinsics", refine)
     real_doctor.refine("CAM_FRONT")
     assert seen["camera"] == "CAM_FRONT" and seen["lidar"] is real_doctor.scene.lidar
-    assert all(seen["evidence"][n] is evidence[n] for n in evidence)  # not aligned again
+    assert all(seen["evidence"][f.camera] is f.evidence for f in found)  # not aligned again
+
+
+def test_a_verdict_on_a_second_look_draws_that_look_and_hands_on_the_evidence_as_made(real_doctor, monkeypatch):
+    """Where the verdict rests on a camera's second look, the page draws that look, but a
+    refinement (and a later doctor of the same images and scan) gets the evidence as made:
+    handed the second look in its place, it would judge it as a first look, with no second."""
+    found = real_doctor.diagnose()
+    f = found[0]
+    look = f.evidence.second_look
+    assert look is not None and f.lidar is f.evidence  # the clean keyframe: every verdict on a first look
+    monkeypatch.setattr(f, "lidar", look)  # as a verdict on the second look leaves it
+    assert real_doctor.evidence()[f.camera] is look
+    seen = {}
+    monkeypatch.setattr(doctor_module, "refine_extrinsics", lambda rig, *a, **k: seen.update(k) or (rig, None))
+    real_doctor.refine(f.camera)
+    assert seen["evidence"][f.camera] is f.evidence and seen["evidence"][f.camera].second_look is look
 
 
 def test_the_report_reads_the_same_diagnosis(real_doctor):
