@@ -415,13 +415,6 @@ class Doctor:
             return {}
         return {f.camera: f.lidar for f in self.diagnose() if f.lidar is not None}
 
-    def _made_evidence(self) -> dict:
-        """Camera name -> its evidence as made (first look with its second), for a refinement
-        to judge again exactly as the diagnosis did."""
-        if self.lidar is None:
-            return {}
-        return {f.camera: f.evidence for f in self.diagnose() if f.evidence is not None}
-
     def refine(self, camera: str, progress: Callable[[int, int, float], None] | None = None
                ) -> tuple[Rig, RefineHistory]:
         """Refine one camera's extrinsics; the rest of the rig is held fixed.
@@ -443,7 +436,9 @@ class Doctor:
             raise InputError(f"field 'camera': not a camera of the rig ({', '.join(self.rig.names)}) "
                              f"(got {camera!r})", "camera", camera)
         images, lidar = self._witness_frames()
-        evidence = self._made_evidence() or None
+        found = self.diagnose() if self.lidar is not None else []
+        made = {f.camera: f.evidence for f in found if f.evidence is not None}
+        evidence = made or None  # as made (first look with its second): judged again as the diagnosis did
         return refine_extrinsics(self.rig, images, self.grid, camera, lidar, evidence=evidence,
                                  progress=progress, ignore=dict(self.scene.ignore))
 
