@@ -74,6 +74,7 @@ __all__ = [
     "agreement_of",
     "camera_evidence",
     "lidar_evidence",
+    "with_second_looks",
 ]
 
 
@@ -224,10 +225,15 @@ def camera_evidence(camera: Camera, frames: Sequence[LidarFrame], replicates: in
     t0 = time.perf_counter()
     ev = _evidence(camera, EdgeAlignment(camera, frames) if alignment is None else alignment, replicates, seed, 1)
     if second_look and ev.n_points > 0:
-        lifted = EdgeAlignment(camera, frames, local_mean_rad=LOCAL_MEAN_RAD)
-        ev.second_look = _evidence(camera, lifted, replicates, seed, SECOND_LOOK_WALKS)
+        ev.second_look = _second_look(camera, frames, replicates, seed)
     ev.seconds = time.perf_counter() - t0
     return ev
+
+
+def _second_look(camera: Camera, frames: Sequence[LidarFrame], replicates: int, seed: int) -> CameraEvidence:
+    """The second look: the evidence on attraction maps less their local mean."""
+    return _evidence(camera, EdgeAlignment(camera, frames, local_mean_rad=LOCAL_MEAN_RAD), replicates, seed,
+                     SECOND_LOOK_WALKS)
 
 
 def _evidence(camera: Camera, al: EdgeAlignment, replicates: int, seed: int, walks: int) -> CameraEvidence:
@@ -274,7 +280,8 @@ def _evidence(camera: Camera, al: EdgeAlignment, replicates: int, seed: int, wal
 def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], lidar: object,
                    cameras: Sequence[str] | None = None, replicates: int = BOOTSTRAP,
                    progress: Callable[[int, int, str], None] | None = None,
-                   set_aside: bool = True, agreement: FrameAgreement | None = None) -> dict[str, CameraEvidence]:
+                   set_aside: bool = True, agreement: FrameAgreement | None = None,
+                   second_look: bool = True) -> dict[str, CameraEvidence]:
     """LiDAR evidence for every camera (or ``cameras``) of a rig.
 
     With three frames or more, a frame the cameras find at odds with the others
@@ -294,6 +301,8 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
         agreement: What was decided for these frames already (e.g. from the evidence of the
             rig's other cameras, :func:`agreement_of`): then not decided again on the
             cameras asked for, which may be too few to vote.
+        second_look: False for evidence without :attr:`CameraEvidence.second_look` (half
+            the cost); :func:`with_second_looks` adds them where wanted, the same as here.
 
     Returns:
         Camera name -> :class:`CameraEvidence`, in rig order.
@@ -321,13 +330,43 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
         report(len(names) + k, name)
         al = alignments.pop(name)  # each camera's maps are let go once its evidence is made
         if agreement.set_aside and len(al.scales) == len(frames):
-            ev = camera_evidence(rig[name], [frames[k] for k in kept], replicates, alignment=al.only(kept))
+            ev = camera_evidence(rig[name], [frames[k] for k in kept], replicates, alignment=al.only(kept),
+                                 second_look=second_look)
             aside = {"set_aside": agreement.set_aside, "set_aside_reason": agreement.reason}
             look = None if ev.second_look is None else replace(ev.second_look, **aside)
             out[name] = replace(ev, second_look=look, **aside)
         else:
-            out[name] = camera_evidence(rig[name], frames, replicates, alignment=al)
+            out[name] = camera_evidence(rig[name], frames, replicates, alignment=al, second_look=second_look)
     report(total, "")
+    return out
+
+
+def with_second_looks(rig: Rig, evidence: Mapping[str, CameraEvidence], frames: Sequence[LidarFrame],
+                      cameras: Sequence[str]) -> dict[str, CameraEvidence]:
+    """``evidence`` with a :attr:`CameraEvidence.second_look` for each of ``cameras`` that has
+    edge points and none yet: the very look :func:`lidar_evidence` makes (the same frames,
+    those set aside left out, as many replicates as the first look, the same seed), made only
+    where it is wanted.
+
+    Args:
+        rig: The rig the evidence is of.
+        evidence: Camera name -> :class:`CameraEvidence` made by :func:`lidar_evidence` on ``frames``.
+        frames: The :class:`LidarFrame` objects it was made from.
+        cameras: The cameras that want a second look.
+
+    Returns:
+        Camera name -> :class:`CameraEvidence`, every camera of ``evidence``.
+    """
+    out = dict(evidence)
+    for name in cameras:
+        ev = out[name]
+        if ev.second_look is not None or ev.n_points == 0:
+            continue
+        kept = [f for k, f in enumerate(frames) if k not in ev.set_aside]
+        look = _second_look(rig[name], kept, len(ev.replicates_deg), 0)
+        if ev.set_aside:
+            look = replace(look, set_aside=ev.set_aside, set_aside_reason=ev.set_aside_reason)
+        out[name] = replace(ev, second_look=look)
     return out
 
 

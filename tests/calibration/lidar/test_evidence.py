@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from bevviz.calibration import diagnose
-from bevviz.calibration.lidar.alignment import AXES, as_lidar_frames
-from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence
+from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, as_lidar_frames
+from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence, with_second_looks
 from bevviz.calibration.perturbations import perturb_camera, perturb_rig
 from bevviz.calibration.verdicts import MISCALIBRATED
 from bevviz.camera import Rig
@@ -102,6 +102,20 @@ def test_every_camera_with_edge_points_has_a_second_look(real_evidence):
         look = ev.second_look
         assert look is not None and look.second_look is None, name
         assert look.camera == name and look.n_points == ev.n_points and look.frames == ev.frames
+
+
+def test_a_second_look_made_later_is_the_one_made_with_the_evidence(real_sample, real_evidence):
+    """``with_second_looks`` makes, for the cameras asked, the very second look
+    ``lidar_evidence`` makes (same points, optimum and replicates), and none for the others."""
+    rig, images, scan = real_sample
+    frames = as_lidar_frames(images, scan)
+    bare = lidar_evidence(rig, None, frames, cameras=["CAM_FRONT", "CAM_BACK"], replicates=BOOTSTRAP, second_look=False)
+    assert all(ev.second_look is None for ev in bare.values())
+    filled = with_second_looks(rig, bare, frames, ["CAM_BACK"])
+    assert filled["CAM_FRONT"] is bare["CAM_FRONT"]
+    later, made = filled["CAM_BACK"].second_look, real_evidence["CAM_BACK"].second_look
+    assert later.n_points == made.n_points and np.array_equal(later.offset_deg, made.offset_deg)
+    assert np.array_equal(later.replicates_deg, made.replicates_deg)
 
 
 def test_a_cloud_denser_than_the_doctor_needs_is_thinned_evenly_and_read_without_rings(real_sample):

@@ -9,7 +9,7 @@ import pytest
 
 from bevviz.calibration import MISCALIBRATED, diagnose
 from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames
-from bevviz.calibration.lidar.evidence import agreement_of, lidar_evidence
+from bevviz.calibration.lidar.evidence import agreement_of, lidar_evidence, with_second_looks
 from bevviz.calibration.lidar.frame_agreement import FrameAgreement, frames_to_set_aside
 from bevviz.calibration.perturbations import perturb_rig
 from bevviz.calibration.verdicts import Doubt, lidar_verdict
@@ -101,5 +101,8 @@ def test_more_cameras_of_the_same_frames_keep_what_was_decided(tri_drive, corrup
     assert handed.set_aside == (1,) and handed.frames == 2 and handed.set_aside_reason == decided.reason
     look = handed.second_look  # judged in its place where the first look doubts its landscape: the same frames
     assert look.set_aside == (1,) and look.frames == 2 and look.set_aside_reason == decided.reason
+    bare = lidar_evidence(rig, None, pairs, cameras=["CAMERA_07"], replicates=2, agreement=decided, second_look=False)
+    later = with_second_looks(rig, bare, pairs, ["CAMERA_07"])["CAMERA_07"].second_look  # made where a verdict reads it
+    assert later.set_aside == (1,) and later.frames == 2 and np.array_equal(later.replicates_deg, look.replicates_deg)
     assert agreement_of({"CAMERA_07": handed}) == FrameAgreement((1,), reason=decided.reason)
     assert agreement_of({}) is None
