@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, as_lidar_frames
+from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
-from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence
+from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence, with_second_looks
 from bevviz.calibration.lidar.image_support import MIN_IMAGE_LIFT, MIN_IMAGE_SHARPNESS, image_support
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.sync import rig_timing
@@ -51,6 +51,7 @@ from bevviz.calibration.verdicts import (
     OK,
     PAIR_NOTE,
     RULE,
+    SECOND_LOOK_DOUBTS,
     STANDOUT_RATIO,
     VERDICTS,
     Doubt,
@@ -509,11 +510,16 @@ def judge_with_lidar(rig: Rig, images: Images, grid: BEVGrid | None = None, lida
     analyses = settings.analyses(rig, frames, grid) if analyses is None else analyses
     findings, med, quick_text, seam_v = _seam_findings(rig, analyses)
     motion_known = intensity_known = True
+    pairs: list[LidarFrame] = []
     if evidence is None:
         pairs = as_lidar_frames([p.images for p in frames], lidar, ignore_masks(rig, ignore))
         motion_known = any(len(fr.scan.exposure_from_keyframe) for fr in pairs)  # stated, whatever the container
         intensity_known = any(fr.ranks is not None for fr in pairs)
-        evidence = lidar_evidence(rig, None, pairs, replicates=settings.replicates, progress=progress)
+        evidence = lidar_evidence(rig, None, pairs, replicates=settings.replicates, progress=progress,
+                                  second_look=False)
+    if lidar is not None:
+        evidence = _second_looks_read(rig, evidence, lambda: pairs or as_lidar_frames(
+            [p.images for p in frames], lidar, ignore_masks(rig, ignore)), settings)
     consensus = _lidar_findings(rig, findings, evidence, seam_v, quick_text, settings.rule, motion_known,
                                 intensity_known)
     _null_test(rig, frames[0].images, findings, settings.rule.tolerance_deg)
@@ -521,6 +527,17 @@ def judge_with_lidar(rig: Rig, images: Images, grid: BEVGrid | None = None, lida
                          if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
     return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,
                      lidar_doubt=lidar_doubt(consensus))
+
+
+def _second_looks_read(rig: Rig, evidence: Mapping[str, CameraEvidence], pairs: Callable[[], list[LidarFrame]],
+                       settings: DiagnoseSettings) -> Mapping[str, CameraEvidence]:
+    """``evidence`` with a second look (made from ``pairs()``) for each camera whose first look
+    doubts its landscape (:data:`SECOND_LOOK_DOUBTS`): the only ones its verdict reads, so the
+    verdicts are those of :func:`lidar_evidence` with every second look, at half the cost."""
+    consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS)  # as _lidar_findings judges
+    wanted = [n for n in rig.names if evidence[n].second_look is None and evidence[n].n_points > 0
+              and lidar_verdict(evidence[n], consensus, rule=settings.rule).doubt in SECOND_LOOK_DOUBTS]
+    return with_second_looks(rig, evidence, pairs(), wanted) if wanted else evidence
 
 
 @on_one_thread

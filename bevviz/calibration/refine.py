@@ -61,7 +61,7 @@ from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment, LidarFrame, 
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar.edge_maps import LOCAL_MEAN_RAD
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
-from bevviz.calibration.lidar.evidence import CameraEvidence, camera_evidence, lidar_evidence
+from bevviz.calibration.lidar.evidence import CameraEvidence, camera_evidence, lidar_evidence, with_second_looks
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import camera_delta, perturb_camera
 from bevviz.calibration.seams.analysis import seam_grid
@@ -218,6 +218,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
                                 and all(isinstance(f, LidarFrame) for f in lidar) else as_lidar_frames(images, lidar))
     if evidence is None or any(n not in evidence for n in rig.names):
         evidence = lidar_evidence(rig, None, frames)
+    evidence = with_second_looks(rig, evidence, frames, rig.names)  # a diagnosis makes them only where it reads them
     if progress is not None:
         progress(1, 3, float("nan"))
     consensus = rig_consensus(rig, evidence, min_points=MIN_EDGE_POINTS, leave_out=camera)

@@ -325,10 +325,11 @@ class Doctor:
                 if missing:
                     known.update(lidar_evidence(self.rig, None, frames, cameras=missing,
                                                 replicates=self.settings.replicates, progress=progress,
-                                                agreement=agreement_of(known)))
+                                                agreement=agreement_of(known), second_look=False))
                 evidence = {n: known[n] for n in self.rig.names}
             settings = DiagnoseSettings(thorough=self.settings.thorough, replicates=self.settings.replicates)
-            self._diagnosis = diagnose(self.rig, images, self.grid, None if evidence else lidar, settings=settings,
+            # the scan goes along with the evidence: the diagnosis makes the second looks it reads from it
+            self._diagnosis = diagnose(self.rig, images, self.grid, lidar, settings=settings,
                                        evidence=evidence, ignore=ignore, progress=None if evidence else progress)
             for f in self._diagnosis:
                 if f.evidence is not None:  # as made, not the look shown: a second look must stay second

@@ -10,7 +10,7 @@ import pytest
 from bevviz.calibration import DiagnoseSettings, Doubt, camera_delta, diagnose, perturb_rig, refine, refine_extrinsics
 from bevviz.calibration.lidar.alignment import MIN_VERDICT_POINTS, EdgeAlignment, as_lidar_frames, hypothesis_matrix
 from bevviz.calibration.lidar.edges import REFLECTIVITY, view_edges
-from bevviz.calibration.lidar.evidence import camera_evidence
+from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence
 from bevviz.calibration.refine import FLOOR_MEDIAN_DEG, MIN_FLOOR_CAMERAS, placement_floor, refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS, lidar_doubt, rig_doubt
 from bevviz.lab.evaluate import QUICK_CASES, TIMING_SHIFTS_M, evaluate, summary
@@ -47,6 +47,28 @@ def test_diagnose_takes_the_scan_itself(real_sample):
     rig, images, scan = real_sample
     found = diagnose(rig, images, lidar=scan, settings=DiagnoseSettings(replicates=8))
     assert len(found) == len(rig) and all(f.lidar is not None for f in found)
+
+
+def test_second_looks_made_only_where_read_give_the_verdicts_of_every_second_look(real_sample, real_evidence):
+    """A diagnosis of the scan makes a camera's second look only where its first look doubts
+    its landscape, the only place a verdict reads one: every verdict and reason is that of
+    the evidence with every second look (here the keyframe with CAM_BACK turned 1.3 deg, a
+    turn (seed 1207 of the evaluation) its first look doubts and its second names), and so
+    are those of evidence handed in without its second looks together with the scan (what a
+    doctor that keeps evidence hands on)."""
+    rig, images, scan = real_sample
+    bad = perturb_rig(rig, "CAM_BACK", roll_deg=-0.941, pitch_deg=0.7, yaw_deg=-0.438)
+    frames = as_lidar_frames(images, scan)
+    every = dict(real_evidence, CAM_BACK=camera_evidence(bad["CAM_BACK"], frames))
+    words = [(f.camera, f.verdict, f.reason) for f in diagnose(bad, images, evidence=every)]
+    lazy = diagnose(bad, images, lidar=scan)
+    assert [(f.camera, f.verdict, f.reason) for f in lazy] == words
+    assert [f.camera for f in lazy if f.verdict == MISCALIBRATED] == ["CAM_BACK"] and "second look" in lazy[0].reason
+    made = [f.camera for f in lazy if f.evidence.second_look is not None]
+    assert "CAM_BACK" in made and len(made) < len(rig)
+    assert all(f.doubt is not None for f in lazy if f.camera in made and f.camera != "CAM_BACK")
+    bare = lidar_evidence(bad, None, frames, second_look=False)
+    assert [(f.camera, f.verdict, f.reason) for f in diagnose(bad, images, lidar=scan, evidence=bare)] == words
 
 
 def test_a_lidar_in_the_wrong_frame_accuses_no_camera(real_sample):

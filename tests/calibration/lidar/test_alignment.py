@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 
 from bevviz.calibration import diagnose
-from bevviz.calibration.lidar import alignment, evidence
+from bevviz.calibration.lidar import alignment
 from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames, hypothesis_matrices, hypothesis_matrix
+from bevviz.calibration.lidar.evidence import lidar_evidence
 from bevviz.calibration.perturbations import perturb_camera, perturb_rig
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED, Doubt
 from bevviz.camera import Camera, Rig
@@ -81,9 +80,8 @@ def test_the_widened_search_finds_a_4_deg_turn_that_the_3_deg_search_leaves_at_i
     images = {"CAMERA_08": frame.images["CAMERA_08"]}
     with monkeypatch.context() as m:
         m.setattr(alignment, "MAX_RADIUS_DEG", alignment.SEARCH_RADIUS_DEG)  # no widening: the old search
-        first_look_only = functools.partial(evidence.camera_evidence, second_look=False)
-        m.setattr(evidence, "camera_evidence", first_look_only)  # and no second look
-        (narrow,) = diagnose(pair, images, lidar=frame.scan)
+        first_look_only = lidar_evidence(pair, images, frame.scan, second_look=False)  # and no second look
+        (narrow,) = diagnose(pair, images, evidence=first_look_only)
     assert narrow.verdict == INCONCLUSIVE and narrow.doubt is Doubt.AT_SEARCH_EDGE
     (wide,) = diagnose(pair, images, lidar=frame.scan)
     assert wide.verdict == MISCALIBRATED, wide.reason
