@@ -331,12 +331,11 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
         al = alignments.pop(name)  # each camera's maps are let go once its evidence is made
         if agreement.set_aside and len(al.scales) == len(frames):
             ev = camera_evidence(rig[name], [frames[k] for k in kept], replicates, alignment=al.only(kept),
-                                 second_look=second_look)
-            aside = {"set_aside": agreement.set_aside, "set_aside_reason": agreement.reason}
-            look = None if ev.second_look is None else replace(ev.second_look, **aside)
-            out[name] = replace(ev, second_look=look, **aside)
+                                 second_look=False)
+            ev = replace(ev, set_aside=agreement.set_aside, set_aside_reason=agreement.reason)
         else:
-            out[name] = camera_evidence(rig[name], frames, replicates, alignment=al, second_look=second_look)
+            ev = camera_evidence(rig[name], frames, replicates, alignment=al, second_look=False)
+        out[name] = with_second_looks(rig, {name: ev}, frames, [name])[name] if second_look else ev
     report(total, "")
     return out
 
