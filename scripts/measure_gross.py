@@ -17,8 +17,9 @@ any frame folders given: per camera its clean best alternative (against its stor
 at its best small rotation), and every camera in turn with its optical centre moved 1, 1.5
 or 2 m along an ego axis, its focal lengths scaled by 0.85, 0.9, 1.1 or 1.15, or turned 2 deg
 (a fault for the fine search, which must not be named a position or focal error): what the
-screen names, counted as right (the camera and the kind), wrong (another camera or kind)
-and, on the clean rigs, false alarms.
+screen names, counted as right (the camera and the kind; "fixed" where its fix also puts the
+camera back within 0.25 m and 3 % of the truth), wrong (another camera or kind) and, on the
+clean rigs, false alarms.
 """
 
 from __future__ import annotations
@@ -90,12 +91,20 @@ def measure_pose(extra: list[str]) -> None:
                 counts[f"{kind} faults"] += 1
                 if (cam, kind) in hits:
                     counts[f"{kind} named"] += 1
+                    counts[f"{kind} fixed"] += bool(s.fixed is not None and _fixed(s.fixed[cam], rig[cam]))
                 if any(h != (cam, kind) for h in hits):
                     counts["wrong"] += 1
                     print(f"   {cam} {label}: WRONG {named(s)}")
         print(f"   {dict(counts)}")
         total.update(counts)
     print(f"total: {dict(total)}")
+
+
+def _fixed(fixed, truth) -> bool:
+    """Whether the screen's fix puts a camera back within a quarter metre of its true
+    position and 3 % of its true focal lengths (a named fault of the right size)."""
+    moved = np.linalg.norm(fixed.ego_from_cam[:3, 3] - truth.ego_from_cam[:3, 3])
+    return bool(moved <= 0.25 and np.allclose(np.diag(fixed.K)[:2], np.diag(truth.K)[:2], rtol=0.03))
 
 
 def named(screen) -> str:
