@@ -139,30 +139,67 @@ def identical_images(images: Mapping[str, np.ndarray], views: Mapping[str, EdgeV
     return out
 
 
-def rotated_best(view: EdgeView, lid: np.ndarray) -> np.ndarray:
-    """The values (:meth:`EdgeView.values`, (M,)) of the stored pose at its best small rotation
-    (a pattern search of the mean lift from 1 deg steps down to 1/8 deg), ``lid`` (4, 4) the
-    LiDAR's correction in the camera's frame."""
+#: The stored pose's best small rotation (:func:`rotated_best`) starts from the best of a grid
+#: of pitch and yaw turns within +-``ROTATION_GRID_DEG`` (``ROTATION_GRID_STEP_DEG`` apart; a
+#: pattern search from zero stopped 2 deg short of a nuScenes camera turned 2 deg in yaw, whose
+#: edges lie outside the attraction at every 1 deg step) ...
+ROTATION_GRID_DEG = 3.0
+ROTATION_GRID_STEP_DEG = 0.5
+#: ... and a pattern search on every axis then walks from this step down to the last.
+ROTATION_STEPS_DEG = (0.25, 0.0625)
+
+
+def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, size: tuple[int, int] | None = None,
+                 grid: bool = True) -> np.ndarray:
+    """The values (:meth:`EdgeView.values`, (M,)) of a pose at its best small rotation.
+
+    Args:
+        view: The camera's evidence.
+        pre: (4, 4) the pose relative to the stored camera frame before the rotation: the
+            LiDAR's correction in the camera's frame, times an alternative's ``alt_from_cam``.
+        K: The pose's intrinsics (3, 3); the stored camera's when None.
+        size: The pose's calibrated (W, H); the stored camera's when None.
+        grid: Start from the best of the pitch-yaw grid (``ROTATION_GRID_DEG``; the stored
+            pose's rotation, free to walk a few degrees), or from the pose itself (an
+            alternative's rotation, which only the small walk of ``ROTATION_STEPS_DEG`` adjusts).
+
+    Convention:
+        The rotation ``d`` = (roll, pitch, yaw) deg of :func:`hypothesis_matrix` turns the
+        pose's camera frame: the values are taken at ``turn(d) @ pre``.
+    """
     cam = view.camera
+    K = cam.K if K is None else K
+    size = cam.size if size is None else size
 
     def values(d: np.ndarray) -> np.ndarray:
         turn = np.eye(4)
         turn[:3, :3] = hypothesis_matrix(d)
-        return view.values(turn @ lid, cam.K, cam.size, view.channels, view.sideways)
+        return view.values(turn @ pre, K, size, view.channels, view.sideways)
 
     d, best_v = np.zeros(3), values(np.zeros(3))
     seen = int(np.count_nonzero(~np.isnan(best_v)))
+    enough = max(MIN_SCREEN_EDGES, 0.8 * seen)
     best = float(np.nanmean(best_v)) if seen else float("-inf")
-    step = 1.0
-    while step >= 0.125:
+
+    def better(trial: np.ndarray) -> bool:
+        nonlocal d, best, best_v
+        v = values(trial)
+        if int(np.count_nonzero(~np.isnan(v))) >= enough and float(np.nanmean(v)) > best:
+            d, best, best_v = trial, float(np.nanmean(v)), v
+            return True
+        return False
+
+    if grid:
+        g = np.arange(-ROTATION_GRID_DEG, ROTATION_GRID_DEG + 1e-9, ROTATION_GRID_STEP_DEG)
+        for pitch, yaw in itertools.product(g, g):
+            better(np.array([0.0, pitch, yaw]))
+    step, last = ROTATION_STEPS_DEG
+    while step >= last:
         moved = False
         for ax, sign in itertools.product(range(3), (1.0, -1.0)):
             trial = d.copy()
             trial[ax] += sign * step
-            v = values(trial)
-            n = int(np.count_nonzero(~np.isnan(v)))
-            if n >= max(MIN_SCREEN_EDGES, 0.8 * seen) and float(np.nanmean(v)) > best:
-                d, best, best_v, moved = trial, float(np.nanmean(v)), v, True
+            moved |= better(trial)
         if not moved:
             step /= 2
     return best_v
