@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from bevviz.calibration.gross import GROSS_T, LIDAR_SENSOR, screen_gross_errors, swapped_images
+from bevviz.calibration.gross.screen import IMAGE_SHARPNESS_T
 from bevviz.calibration.gross.views import edge_views, rotated_best
 from bevviz.calibration.lidar.alignment import hypothesis_matrix
 from bevviz.calibration.perturbations import perturb_camera
@@ -200,6 +201,21 @@ def test_a_small_turn_is_left_to_the_fine_search(dev_frames):
         rig, images, scan = dev_frames[frame]
         turned = rig.replace(perturb_camera(rig[cam], yaw_deg=2.0))
         assert screen_gross_errors(turned, images, scan).errors == []
+
+
+@pytest.mark.parametrize("camera, d", [("CAMERA_09", [0.0, -1.0, 0.0]), ("CAMERA_07", [0.0, 0.0, 1.5])])
+def test_a_moved_camera_is_not_given_a_textured_image_of_another(dev_frames, camera, d):
+    """TRI CAMERA_01's textured image fitted these moved cameras' misplaced edges better than
+    their own images did (by 2-6 standard errors), but no better than beside their poses:
+    the camera is not called "given CAMERA_01's image" (whose sharpness at a clean camera's
+    own pose is what a swap shows)."""
+    rig, images, scan = dev_frames["real_tri"]
+    screen = screen_gross_errors(rig.replace(_moved(rig[camera], d)), images, scan)
+    assert all(e.kind in ("position", "focal") and e.sensor == camera for e in screen.errors), screen.errors
+    views = edge_views(rig, images, scan)
+    own = views["CAMERA_05"]
+    v = own.values(np.eye(4), own.camera.K, own.camera.size, own.channels, own.sideways)
+    assert own.sharpness(np.eye(4), own.channels, v) >= IMAGE_SHARPNESS_T
 
 
 def test_the_stored_pose_is_given_its_best_rotation_beyond_the_attraction(dev_frames):

@@ -28,8 +28,10 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    is no reference and the screen names no camera (a note says so).
 2. *Turns about the optical axis* (+90, 180, -90 deg).
 3. *Images*: every other camera's image at this camera's pose (stretched to its calibrated
-   size). Two cameras whose images fit each other's pose better are *swapped*; one image
-   given under two names belongs to the camera whose view it fits (the other is named).
+   size), where it also fits that pose better than beside it (``IMAGE_SHARPNESS_T``: a
+   textured image lifts misplaced edges about as much anywhere). Two cameras whose images
+   fit each other's pose better are *swapped*; one image given under two names belongs to
+   the camera whose view it fits (the other is named).
 4. *Position and focal length* (cameras nothing above named): the optical centre moved a
    metre or two along an ego axis (``POSITION_MOVES_M``), the focal lengths scaled by
    10-20 % (``FOCAL_SCALES``). A small rotation mimics a position change (a metre at 30 m
@@ -118,6 +120,15 @@ MIN_LIFT = 0.06
 #: ... and it gains this much lift on the stored pose (two near-identical maps differ by
 #: tiny amounts with a tiny spread: many standard errors, no evidence).
 MIN_GAIN = 0.03
+#: An image of another camera wins only where it fits this camera's pose better than the pose
+#: turned 2 deg in pitch or yaw by this many standard errors
+#: (:meth:`~bevviz.calibration.gross.views.EdgeView.sharpness`): TRI CAMERA_01's image, a
+#: textured view, fitted other TRI cameras moved 1-2 m better than their own by up to 7
+#: standard errors, but no better than beside their poses (sharpness -2.7 to 0.9); each clean
+#: camera's own image at its pose 0.7 (TRI CAMERA_01) and 2.0 to 7.9 on the other 17 (nuScenes,
+#: TRI embedded frame and t1). A swap is named from either of its two cameras, so the one
+#: camera below it does not hide a swap.
+IMAGE_SHARPNESS_T = 1.5
 #: LiDAR moves searched along each ego axis (metres), then refined on every axis from
 #: ``LIDAR_STEP_M`` halving to an eighth of it.
 LIDAR_MOVES_M = (-2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0)
@@ -434,7 +445,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                 v = view.values(lid, cam.K, cam.size, ov.channels, view.sideways)
                 c = view.compare(v0, v)
                 image_t[n, other] = c[0]
-                if c[0] > best[1]:
+                if c[0] > best[1] and (not _wins(*c) or view.sharpness(lid, ov.channels, v) >= IMAGE_SHARPNESS_T):
                     best, v_best = ("image", *c, other, None), v
         kind, t, lift, gain, what, alt = best
         screen.best[n] = (kind if kind != "image" else f"image of {what}", t)

@@ -26,14 +26,16 @@ from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan
 from bevviz.projection import inside_image
 
-__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "EdgeView", "edge_views", "identical_images",
-           "relative_pose", "rotated_best"]
+__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "edge_views",
+           "identical_images", "relative_pose", "rotated_best"]
 
 #: Fewest edges an alternative must bring into view to be scored (and the fewest a camera
 #: needs to be screened at all).
 MIN_SCREEN_EDGES = 60
 #: ... and at least this share of the edges the stored pose brings in.
 MIN_SHARE_OF_STORED = 0.2
+#: The turn (deg, pitch or yaw) :meth:`EdgeView.sharpness` compares a pose with.
+SHARPNESS_TURN_DEG = 2.0
 
 
 def relative_pose(camera: Camera, alt: Camera) -> np.ndarray:
@@ -76,6 +78,25 @@ class EdgeView:
             if m.any():
                 out[m] = cv2.remap(channels[c], u[m][None], v[m][None], cv2.INTER_LINEAR,
                                    borderMode=cv2.BORDER_CONSTANT, borderValue=0)[0]
+        return out
+
+    def sharpness(self, pre: np.ndarray, channels: np.ndarray, v: np.ndarray) -> float:
+        """How much an image fits the stored pose better than the same pose turned
+        ``SHARPNESS_TURN_DEG`` in pitch or in yaw: the least of the four :meth:`compare` t
+        values. An image that belongs to the pose fits it and not beside it; a textured image
+        of another camera lifts the edges about as much anywhere.
+
+        Args:
+            pre: (4, 4) the pose relative to the stored camera frame (the LiDAR's correction).
+            channels: The image's attraction (2, h, w).
+            v: :meth:`values` of the pose with this image, (M,).
+        """
+        cam = self.camera
+        out = float("inf")
+        for d in ((0.0, 1.0, 0.0), (0.0, -1.0, 0.0), (0.0, 0.0, 1.0), (0.0, 0.0, -1.0)):
+            turn = np.eye(4)
+            turn[:3, :3] = hypothesis_matrix(np.array(d) * SHARPNESS_TURN_DEG)
+            out = min(out, self.compare(self.values(turn @ pre, cam.K, cam.size, channels, self.sideways), v)[0])
         return out
 
     def compare(self, v0: np.ndarray, va: np.ndarray) -> tuple[float, float, float]:
