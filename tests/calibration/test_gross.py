@@ -194,6 +194,18 @@ def test_a_camera_off_by_a_metre_or_its_focal_length_is_named_and_fixed(dev_fram
     assert np.allclose(fixed.K, rig[camera].K, rtol=0.011)
 
 
+def test_a_move_whose_size_the_edges_do_not_pin_says_so(dev_frames):
+    """nuScenes CAM_FRONT_LEFT moved 1.5 m sideways: a move of 2 m the same way fits about as
+    well (within GROSS_T), so the message names the span and asks for the fix to be checked;
+    CAM_BACK_LEFT's 1.5 m move is pinned and its message carries no such remark."""
+    rig, images, scan = dev_frames["real-nuscenes"]
+    screen = screen_gross_errors(rig.replace(_moved(rig["CAM_FRONT_LEFT"], [0.0, 1.5, 0.0])), images, scan)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAM_FRONT_LEFT", "position")]
+    assert "1.5 to 2 m fit about as well, so how far is not pinned" in screen.errors[0].message
+    screen = screen_gross_errors(rig.replace(_moved(rig["CAM_BACK_LEFT"], [0.0, 1.5, 0.0])), images, scan)
+    assert "not pinned" not in screen.errors[0].message
+
+
 def test_a_small_turn_is_left_to_the_fine_search(dev_frames):
     """A camera turned 2 deg (a metre at 30 m) is not called moved: its position and focal
     alternatives are compared with its best small rotation."""

@@ -262,6 +262,32 @@ def _best_pose(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.nda
     return best
 
 
+def _sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_alt: np.ndarray) -> list[float]:
+    """The sizes of the alternatives of ``kind`` in ``alt``'s direction (a move along the same
+    axis and sign, or a focal scale on the same side of 1) that fit about as well as ``alt``
+    at their own best small rotation (within ``GROSS_T`` standard errors of ``v_alt`` (M,)),
+    ``alt``'s own included: metres, or focal scales; sorted. More than one: the edges do not
+    pin the size. ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
+    cam = view.camera
+
+    def offset(a: Camera) -> np.ndarray:
+        if kind == "position":
+            return a.ego_from_cam[:3, 3] - cam.ego_from_cam[:3, 3]
+        return np.array([a.K[0, 0] / cam.K[0, 0] - 1.0])
+
+    d0 = offset(alt)
+    out = []
+    for k, _, a in _pose_alternatives(cam):
+        d = offset(a)
+        if k != kind or np.dot(d, d0) < np.linalg.norm(d) * np.linalg.norm(d0) * (1 - 1e-9):
+            continue  # another kind, or not the same direction
+        same = np.allclose(d, d0)
+        v = v_alt if same else rotated_best(view, relative_pose(cam, a) @ lid, a.K, a.size, grid=False)
+        if same or view.compare(v_alt, v)[0] > -GROSS_T:
+            out.append(float(np.linalg.norm(d)) if kind == "position" else float(d[0] + 1.0))
+    return sorted(out)
+
+
 def _wins(t: float, lift: float, gain: float) -> bool:
     """Whether an alternative's :meth:`EdgeView.compare` beats the stored pose (``GROSS_T``,
     ``MIN_LIFT``, ``MIN_GAIN``)."""
@@ -480,7 +506,13 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             screen.errors.append(GrossError(n, "wrong image", f"{n}'s image is {other}'s (it fits {other}'s "
                                             f"view better than its own by {t:.1f} standard errors)", t, (other,)))
     if len(pose_wins) == 1 and len(views) >= POSE_MIN_CAMERAS:
-        (n, (kind, t, _, _, words, alt, _)), = pose_wins.items()
+        (n, (kind, t, _, _, words, alt, v_alt)), = pose_wins.items()
+        cam = views[n].camera
+        sizes = _sizes_that_fit(views[n], cam.cam_from_ego @ lidar_move @ cam.ego_from_cam, kind, alt, v_alt)
+        if len(sizes) > 1:
+            span = (f"{sizes[0]:g} to {sizes[-1]:g} m" if kind == "position"
+                    else f"fx and fy x {sizes[0]:g} to x {sizes[-1]:g}")
+            words += f"; {span} fit about as well, so how far is not pinned: check the fix"
         screen.errors.append(GrossError(n, kind, f"{n}{words}", t))
         fixed[n] = alt
     elif pose_wins:
