@@ -38,8 +38,8 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    is 2 deg), so each alternative is compared with the stored position at its own best
    rotation within a few degrees (a pitch-yaw grid, then a finer walk), the alternatives
    that fit best at their own best small rotation (``POSE_REFINED``), with stricter
-   thresholds (``POSE_T``, ``POSE_MIN_GAIN``), and named only where one camera alone of a rig of at least
-   ``POSE_MIN_CAMERAS`` prefers one (several at once point at the LiDAR).
+   thresholds (``POSE_T``, ``POSE_MIN_GAIN``), and named only where one camera alone of a
+   rig of at least ``POSE_MIN_CAMERAS`` prefers one (several at once point at the LiDAR).
 
 What the thresholds were chosen on, the margins measured and what the screen does not try
 (turns that point a camera elsewhere; a position or focal length of a one-camera rig):
@@ -202,6 +202,12 @@ def _turned(camera: Camera, T: np.ndarray) -> Camera:
     return camera.replace(cam_from_ego=make_transform(T, np.zeros(3)) @ camera.cam_from_ego)
 
 
+def _in_camera(camera: Camera, M: np.ndarray) -> np.ndarray:
+    """A LiDAR correction ``M`` (4, 4; ``p_ego = M @ p_scan``) in ``camera``'s frame, (4, 4):
+    the pose relative to the stored camera frame that :meth:`EdgeView.values` takes."""
+    return camera.cam_from_ego @ M @ camera.ego_from_cam
+
+
 def _rolls(camera: Camera) -> list[tuple[str, Camera]]:
     """(words, the camera turned) for the three turns about the optical axis."""
     out = []
@@ -248,14 +254,13 @@ def _best_pose(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.nda
     (:meth:`EdgeView.compare`). With ``lid`` (4, 4; the LiDAR's correction in the camera's
     frame) the ``POSE_REFINED`` alternatives that fit best as they are are compared at their
     own best small rotation instead (:func:`rotated_best` without its grid)."""
-    scored = sorted(((view.compare(reference, v)[0], kind, words, alt, v) for kind, words, alt, v in alternatives),
-                    key=lambda a: -a[0])
     if lid is not None:
-        scored = [(0.0, kind, words, alt, rotated_best(view, relative_pose(view.camera, alt) @ lid, alt.K, alt.size,
-                                                       grid=False))
-                  for _, kind, words, alt, _ in scored[:POSE_REFINED]]
+        ranked = sorted(alternatives, key=lambda a: -view.compare(reference, a[3])[0])
+        alternatives = [(kind, words, alt, rotated_best(view, relative_pose(view.camera, alt) @ lid, alt.K, alt.size,
+                                                        grid=False))
+                        for kind, words, alt, _ in ranked[:POSE_REFINED]]
     best: tuple = ("", float("-inf"), 0.0, 0.0, "", view.camera, reference)
-    for _, kind, words, alt, v in scored:
+    for kind, words, alt, v in alternatives:
         c = view.compare(reference, v)
         if c[0] > best[1]:
             best = (kind, *c, words, alt, v)
@@ -307,7 +312,7 @@ def _lidar_correction(views: Mapping[str, EdgeView], forward_and_up: bool = Fals
     def moved(t: np.ndarray) -> list[tuple[float, float, float]]:
         M = np.eye(4)
         M[:3, 3] = t
-        return [v.compare(base[n], v.values(v.camera.cam_from_ego @ M @ v.camera.ego_from_cam, v.camera.K,
+        return [v.compare(base[n], v.values(_in_camera(v.camera, M), v.camera.K,
                                             v.camera.size, v.channels, v.sideways))
                 for n, v in views.items()]
 
@@ -350,7 +355,7 @@ def _with_edges(views: Mapping[str, EdgeView]) -> int:
 def _aligned(views: Mapping[str, EdgeView], M: np.ndarray) -> int:
     """How many cameras see the scan's edges under the LiDAR move ``M`` (4, 4): mean lift at
     least ``MIN_LIFT``."""
-    lifts = [np.nanmean(v.values(v.camera.cam_from_ego @ M @ v.camera.ego_from_cam, v.camera.K, v.camera.size,
+    lifts = [np.nanmean(v.values(_in_camera(v.camera, M), v.camera.K, v.camera.size,
                                  v.channels, v.sideways)) for v in views.values()]
     return int(sum(np.nan_to_num(lift) >= MIN_LIFT for lift in lifts))
 
@@ -454,7 +459,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         if n in duplicated:  # its image is another's: nothing of its own to screen
             continue
         cam = view.camera
-        lid = cam.cam_from_ego @ lidar_move @ cam.ego_from_cam  # the LiDAR's correction in this camera's frame
+        lid = _in_camera(cam, lidar_move)
         v0 = view.values(lid, cam.K, cam.size, view.channels, view.sideways)
         best: tuple[str, float, float, float, str, Camera | None] = ("stored", float("-inf"), 0.0, 0.0, "", None)
         # the turns about the optical axis (a quarter turn of a wide image keeps its centre only)
@@ -507,8 +512,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                                             f"view better than its own by {t:.1f} standard errors)", t, (other,)))
     if len(pose_wins) == 1 and len(views) >= POSE_MIN_CAMERAS:
         (n, (kind, t, _, _, words, alt, v_alt)), = pose_wins.items()
-        cam = views[n].camera
-        sizes = _sizes_that_fit(views[n], cam.cam_from_ego @ lidar_move @ cam.ego_from_cam, kind, alt, v_alt)
+        sizes = _sizes_that_fit(views[n], _in_camera(views[n].camera, lidar_move), kind, alt, v_alt)
         if len(sizes) > 1:
             span = (f"{sizes[0]:g} to {sizes[-1]:g} m" if kind == "position"
                     else f"fx and fy x {sizes[0]:g} to x {sizes[-1]:g}")
