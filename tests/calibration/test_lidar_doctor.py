@@ -187,12 +187,15 @@ def test_the_ci_subset_of_the_evaluation_meets_the_safety_targets(real_sample):
     closing notes): the faulty camera named, never a wrong one, never worse after refine."""
     # The seam refinement is left out (it took 27 of the test's 66 s): on a real frame seams
     # alone never confirm a correction (test_seams_alone_cannot_confirm_a_correction_on_a_real_frame).
-    cases, timings = evaluate(cases=list(QUICK_CASES), seams_refine=False, log=None)
-    assert len(cases) == 1 + len(QUICK_CASES) + len(TIMING_SHIFTS_M)
+    # Of the timing cases, the largest both ways and the smallest behind (the CLI's full run has
+    # all six; +0.3 and +0.8 m are tests of their own in lidar/test_sync.py): three diagnoses fewer.
+    shifts = (TIMING_SHIFTS_M[0], -0.3, TIMING_SHIFTS_M[-1])
+    cases, timings = evaluate(cases=list(QUICK_CASES), seams_refine=False, log=None, timing=shifts)
+    assert len(cases) == 1 + len(QUICK_CASES) + len(shifts)
     rows, _ = summary(cases, timings)
     timed, cases = cases[1 + len(QUICK_CASES):], cases[:1 + len(QUICK_CASES)]
     # the calibration untouched, the LiDAR displaced along the car's axis: no camera accused
-    assert [c.axis for c in timed] == ["timing"] * len(TIMING_SHIFTS_M)
+    assert [c.axis for c in timed] == ["timing"] * len(shifts)
     assert all(c.lidar_named == [] for c in timed), [c.lidar_reason for c in timed]
     assert any(r.startswith("PASS  LiDAR on the unperturbed rigs with the LiDAR displaced") for r in rows)
     # The verdict says "inconclusive" rather than guess: a fault may go unnamed when one image
