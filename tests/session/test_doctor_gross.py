@@ -42,9 +42,10 @@ def test_a_lidar_two_metres_low_is_named_and_no_camera_is_flagged(real_sample):
 
 
 def test_a_lidar_the_screen_cannot_place_flags_no_camera_by_its_height(sample_data):
-    """TRI's scan 1.2 m up: the gross-error screen does not name it, but the cameras sit at
-    plausible heights above z = 0 and not above that LiDAR's ground: the heights are judged
-    from z = 0 and the note names the LiDAR's height, not six cameras."""
+    """TRI's scan 1.2 m up, judged by the heights alone (the gross-error screen also names this
+    LiDAR; a LiDAR it cannot place takes this road): the cameras sit at plausible heights
+    above z = 0 and not above that LiDAR's ground, so the heights are judged from z = 0 and
+    the note names the LiDAR's height, not six cameras."""
     if not (sample_data / "real_tri" / "rig.json").is_file():
         pytest.skip("sample_data/real_tri is missing")
     scene = load_scene(str(sample_data / "real_tri"))

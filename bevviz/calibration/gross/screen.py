@@ -19,7 +19,9 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
 1. *The LiDAR* (first): the scan moved along an ego axis by up to 2 m, then refined on every
    axis to maximise the cameras' mean lift; a move of at least ``LIDAR_MIN_MOVE_M`` that most
    cameras (``LIDAR_MAJORITY``, at least two) prefer on their own names the LiDAR, no camera
-   is blamed for it, and the cameras are screened with the LiDAR corrected. When most cameras
+   is blamed for it, and the cameras are screened with the LiDAR corrected. A camera's edges
+   are those it sees from where the scan lies, so after a move that large the edges are chosen
+   again from the moved scan, and the search and the vote run once more from there. When most cameras
    whose images have edges see none of the scan's (mean lift below ``MIN_LIFT``), the scan is
    also tried turned about the vertical (``LIDAR_TURNS_DEG``: a scan in its sensor's frame;
    each turn costs the evidence again, 1-2 s; moves forward and up are searched together,
@@ -108,8 +110,8 @@ POSE_MIN_GAIN = 0.04
 POSE_REFINED = 4
 #: Fewest screened cameras of a rig for a position or focal error to be named, and only one
 #: camera of them may prefer such an alternative: a LiDAR (or an ego frame) off moves every
-#: camera's evidence alike (TRI's scan 1.2 m up, which the LiDAR test does not place, made
-#: five of six cameras prefer a position alternative); a one-camera rig cannot tell its
+#: camera's evidence alike (TRI's scan 1.2 m up, before the LiDAR test placed it, made five
+#: of six cameras prefer a position alternative); a one-camera rig cannot tell its
 #: camera's position from its LiDAR's.
 POSE_MIN_CAMERAS = 3
 #: An alternative wins when its edges' lift beats the stored pose's by this many standard
@@ -299,15 +301,22 @@ def _wins(t: float, lift: float, gain: float) -> bool:
     return t >= GROSS_T and lift >= MIN_LIFT and gain >= MIN_GAIN
 
 
-def _lidar_correction(views: Mapping[str, EdgeView], forward_and_up: bool = False) -> tuple[np.ndarray, int]:
+def _lidar_correction(views: Mapping[str, EdgeView], forward_and_up: bool = False,
+                      given: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """The LiDAR move (a translation) that best fits the rig, and how many cameras prefer it
     on their own (``GROSS_T`` and ``MIN_LIFT``): (ego_from_scan (4, 4), that count).
 
     The search starts from the best move along one ego axis (``LIDAR_MOVES_M``), or with
     ``forward_and_up`` from the best on the grid of forward and vertical moves together (a
     scan in its sensor's frame is off by the mounting, forward and up at once: from a move
-    along one axis the refinement stalled on TRI, (0.88, 0.12, 0.25) m for (0.94, 0, 1.84))."""
-    base = {n: v.values(np.eye(4), v.camera.K, v.camera.size, v.channels, v.sideways) for n, v in views.items()}
+    along one axis the refinement stalled on TRI, (0.88, 0.12, 0.25) m for (0.94, 0, 1.84)).
+
+    ``given`` (4, 4; a translation): where the scan was given, relative to the views' scan
+    (the views of a scan already moved: :func:`_replaced_lidar`); each camera's vote compares
+    the move with that place, and the move counted is from there. Identity when None."""
+    given = np.eye(4) if given is None else given
+    base = {n: v.values(_in_camera(v.camera, given), v.camera.K, v.camera.size, v.channels, v.sideways)
+            for n, v in views.items()}
 
     def moved(t: np.ndarray) -> list[tuple[float, float, float]]:
         M = np.eye(4)
@@ -341,10 +350,35 @@ def _lidar_correction(views: Mapping[str, EdgeView], forward_and_up: bool = Fals
             step /= 2
     M = np.eye(4)
     M[:3, 3] = t
-    if np.linalg.norm(t) < LIDAR_MIN_MOVE_M:
+    if np.linalg.norm(t - given[:3, 3]) < LIDAR_MIN_MOVE_M:
         return M, 0
     agree = sum(_wins(*c) for c in moved(t))
     return M, int(agree)
+
+
+def _moved_scan(scan: LidarScan, M: np.ndarray) -> LidarScan:
+    """``scan`` with its points moved by ``M`` (4, 4): ``p = M @ p_scan``."""
+    pts = np.array(scan.points)
+    pts[:, :3] = pts[:, :3] @ M[:3, :3].T + M[:3, 3]
+    return dataclasses.replace(scan, points=pts)
+
+
+def _replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, M: np.ndarray,
+                    views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], np.ndarray, int]:
+    """The LiDAR search again, from the scan moved by ``M`` (4, 4; the first search's move).
+
+    A camera's edges are the scan's edges it sees from its own place: a scan a metre or more
+    off hides some from a camera and shows others it does not see (TRI's scan 1.2 m up: the
+    first search went 2.06 m down, and there only two of six cameras' edges lifted enough to
+    vote). From where the first search put it, the edges are chosen again and the search and
+    the vote run on them, each camera comparing the place found with the place the scan was
+    given. Returns (those views, the move found relative to them (4, 4), how many cameras
+    prefer it on their own); the views reuse the images' lift maps of ``views``."""
+    placed = edge_views(rig, images, _moved_scan(scan, M), {n: v.channels for n, v in views.items()})
+    placed = {n: v for n, v in placed.items() if n in views and len(v.points) >= MIN_SCREEN_EDGES}
+    given = np.linalg.inv(M)
+    M2, agree = _lidar_correction(placed, given=given)
+    return placed, M2, agree
 
 
 def _with_edges(views: Mapping[str, EdgeView]) -> int:
@@ -419,10 +453,15 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     majority = max(2, int(np.ceil(LIDAR_MAJORITY * len(views))))
     if len(views) >= 2:
         M, agree = _lidar_correction(views)
+        move = M  # relative to the views' scan; M from the scan as given
+        if np.linalg.norm(M[:3, 3]) >= LIDAR_MIN_MOVE_M:  # seen from where it fits, the scan shows other edges
+            placed, M2, agree2 = _replaced_lidar(rig, images, scan, M, views)
+            if agree2 >= majority and len(placed) == len(views):
+                views, move, agree, M = placed, M2, agree2, M2 @ M
         screen.lidar_agree = agree
         if agree >= majority:
             screen.errors.append(GrossError(LIDAR_SENSOR, "lidar", _lidar_words(M), float(agree)))
-            screen.lidar_from_scan = lidar_move = M
+            screen.lidar_from_scan, lidar_move = M, move
         elif 2 * _aligned(views, np.eye(4)) < len(views) and _with_edges(views) >= majority:
             # images with edges, and most show none of the LiDAR's: is the LiDAR turned?
             turned = _turned_lidar(rig, images, scan, majority, {n: v.channels for n, v in views.items()})
