@@ -61,10 +61,13 @@ def gross_screen(doc: Doctor) -> None:
         screen = doc.gross()
     if screen is None:
         return
+    pooled = f" ({screen.frames} frames, their edges pooled)" if screen.frames > 1 else ""
     if not screen.errors:
-        st.caption("Gross-error screen: no camera turned or swapped, the LiDAR where the cameras put it.")
+        st.caption(f"Gross-error screen{pooled}: no camera turned or swapped, the LiDAR where the cameras put it.")
         return
     st.subheader("Gross errors")
+    if pooled:
+        st.caption(f"The cameras were screened on {screen.frames} frames, their edges pooled.")
     for fault in screen.errors:
         st.warning(esc(fault.message))
     if (fixed := doc.fixed_rig()) is not None:

@@ -130,7 +130,7 @@ def _print_check(report: CheckReport, strict: bool) -> None:
         lidar += f", {src['frames']} frame{'s' if src['frames'] != 1 else ''}"
     click.echo(f"bevviz check: {where}  ({lidar}, {report.runtime_s:.1f} s)")
     for fault in report.faults:
-        click.echo(f"FAULT: {fault.message}")
+        click.echo(f"FAULT: {fault.message}" + (f" ({fault.frames} frames)" if fault.frames > 1 else ""))
     head = (f"{'camera':<17} {'verdict':<13} {'score':>7} {'frames':>6}  {'roll':>12} {'pitch':>12} {'yaw':>12}  "
             f"{'witnesses':<38} sanity")
     click.echo(head)

@@ -13,8 +13,10 @@ mounted at (0.94, 0, 1.84) m); N seeds of uniform noise and black / grey / white
 budget: at most 2 s for 6 cameras on this machine).
 
 ``--pose`` measures the position and focal alternatives instead, on the embedded frames and
-any frame folders given: per camera its clean best alternative (against its stored position
-at its best small rotation), and every camera in turn with its optical centre moved 1, 1.5
+any frame folders given (with ``--drive D ...``: on each drive D, a folder of frame folders of
+one rig, screened with its frames pooled, instead of the embedded frames): per camera its
+clean best alternative (against its stored position at its best small rotation), and every
+camera in turn with its optical centre moved 1, 1.5
 or 2 m along an ego axis, its focal lengths scaled by 0.85, 0.9, 1.1 or 1.15, or turned 2 deg
 (a fault for the fine search, which must not be named a position or focal error): what the
 screen names, counted as right (the camera and the kind; "fixed" where its fix also puts the
@@ -67,22 +69,34 @@ def pose_faults(camera):
         yield f"turned 2 deg ({axis[:-4]})", None, perturb_camera(camera, **{axis: 2.0})
 
 
-def measure_pose(extra: list[str]) -> None:
-    """The ``--pose`` measurement (module docstring)."""
-    frame_list = list(frames())
+def drive_frames(folder: str) -> tuple[str, object, dict, object, list]:
+    """(name, rig, images, scan, more_frames) of a drive: a folder of frame folders of one rig,
+    the first (in name order) screened with the others as ``more_frames``."""
+    folders = sorted(p for p in Path(folder).iterdir() if (p / "rig.json").is_file())
+    loaded = [load_frame_folder(p) for p in folders]
+    first = loaded[0]
+    return (f"{folder} ({len(loaded)} frames pooled)", first.rig, first.images, first.scan,
+            [(f.images, f.scan) for f in loaded[1:]])
+
+
+def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
+    """The ``--pose`` measurement (module docstring); ``drives``: folders of frame folders,
+    each screened as one drive (its frames pooled) instead of the embedded frames."""
+    frame_list = [(*frame, []) for frame in frames()] if not drives else []
     for p in extra:
         f = load_frame_folder(p)
-        frame_list.append((p, f.rig, f.images, f.scan))
+        frame_list.append((p, f.rig, f.images, f.scan, []))
+    frame_list += [drive_frames(d) for d in drives]
     total = Counter()
-    for name, rig, images, scan in frame_list:
-        clean = screen_gross_errors(rig, images, scan)
+    for name, rig, images, scan, more in frame_list:
+        clean = screen_gross_errors(rig, images, scan, more)
         total["false alarms"] += len(clean.errors)
         print(f"== {name}: clean: {named(clean)}; best position/focal alternative per camera: "
               + ", ".join(f"{c} {k} {t:+.1f}" for c, (k, t) in clean.pose_best.items()))
         counts = Counter()
         for cam in rig.names:
             for label, kind, bad in pose_faults(rig[cam]):
-                s = screen_gross_errors(rig.replace(bad), images, scan)
+                s = screen_gross_errors(rig.replace(bad), images, scan, more)
                 hits = [(e.sensor, e.kind) for e in s.errors]
                 if kind is None:
                     counts["turn named position/focal"] += any(k in ("position", "focal") for _, k in hits)
@@ -116,9 +130,12 @@ def main() -> None:
     ap.add_argument("--noise", type=int, default=5, help="noise seeds per frame")
     ap.add_argument("--swaps", action="store_true", help="every pair of images swapped")
     ap.add_argument("--pose", nargs="*", metavar="FRAME_FOLDER", help="measure the position and focal alternatives")
+    ap.add_argument("--drive", nargs="+", default=[], metavar="DRIVE_FOLDER",
+                    help="with --pose: screen these drives (folders of frame folders), their frames pooled, "
+                         "instead of the embedded frames")
     args = ap.parse_args()
     if args.pose is not None:
-        measure_pose(args.pose)
+        measure_pose(args.pose, args.drive)
         return
     for name, rig, images, scan in frames():
         t0 = time.perf_counter()

@@ -271,14 +271,15 @@ class Doctor:
         return self._sanity
 
     def gross(self) -> GrossScreen | None:
-        """The gross-error screen of the scene's frame (:func:`bevviz.calibration.gross.screen_gross_errors`),
-        or None without a LiDAR scan or without every camera's image (computed once).
+        """The gross-error screen (:func:`bevviz.calibration.gross.screen_gross_errors`) of the scene's
+        frames with every image and a scan (a drive's pooled), or None without them (computed once).
 
         When it names the LiDAR (its points metres off the cameras), :meth:`sanity` measures
         heights from the road where the cameras put it, not where that LiDAR sees it."""
         if self._gross is None:
             ok = self.lidar is not None and self.scene.has_all_images
-            self._gross = (screen_gross_errors(self.rig, self.scene.images, self.lidar) if ok else None,)
+            more = [(f.images, f.lidar) for f in self.scene.complete_frames if f.lidar is not None]
+            self._gross = (screen_gross_errors(self.rig, self.scene.images, self.lidar, more) if ok else None,)
             if self._gross[0] is not None and self._gross[0].lidar_from_scan is not None:
                 self._sanity = None  # measured again from the corrected road
         return self._gross[0]
@@ -524,7 +525,7 @@ class Doctor:
         notes = [*self.scene.notes, *self.scene.warnings]  # image conversions (grey, 16-bit, CMYK, alpha) too
         conv = self.conventions()
         screen = self.gross()  # first: a LiDAR it names moves the road the sanity measures from
-        faults = () if screen is None else tuple(SensorFault(e.sensor, e.kind, e.message, e.others)
+        faults = () if screen is None else tuple(SensorFault(e.sensor, e.kind, e.message, e.others, e.frames)
                                                  for e in screen.errors)
         if screen is not None:
             notes.extend(screen.notes)

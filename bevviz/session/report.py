@@ -107,12 +107,14 @@ class SensorFault:
         kind: ``"turned"``, ``"swapped"``, ``"wrong image"``, ``"position"``, ``"focal"`` or ``"lidar"``.
         message: One sentence ("CAM_FRONT is upside down: 180 deg about its optical axis").
         others: Other sensors it involves (the camera whose image was swapped in).
+        frames: Frames whose edges the screen pooled to find it (a drive's), 1 for one frame.
     """
 
     sensor: str
     kind: str
     message: str
     others: tuple[str, ...] = ()
+    frames: int = 1
 
 
 @dataclass(frozen=True)

@@ -96,3 +96,13 @@ def test_a_rig_in_a_sensors_frame_without_a_lidar_is_a_note_not_a_fault(sample_d
 def test_without_a_lidar_nothing_is_screened(real_sample, settings):
     rig, images, scan = real_sample
     assert _doctor(rig, images, scan, settings).gross() is None
+
+
+def test_a_drive_is_screened_on_all_its_frames(sample_data):
+    """A drive (a folder of frame folders): the screen pools the edges of every frame with a scan."""
+    if not (sample_data / "real_tri_drive" / "t2" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri_drive is missing")
+    scene = load_scene(str(sample_data / "real_tri_drive"))
+    screen = Doctor(scene, FAST).gross()
+    assert screen is not None and screen.frames == 1 + len(scene.complete_frames) == 3
+    assert screen.errors == []

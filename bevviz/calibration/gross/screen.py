@@ -1,6 +1,7 @@
 """The gross-error screen: a camera turned a quarter or half turn about its optical axis, two
 cameras' images swapped or one image under the wrong name, a LiDAR a metre or more off the
-cameras, from one frame.
+cameras, a camera a metre or more off its position or 10-20 % off its focal length, from one
+frame or a drive (its frames' edges pooled for steps 2-4 below).
 
 The doctor's fine search (:mod:`~bevviz.calibration.lidar.alignment`) looks within a few degrees of
 the stored pose; an error of the first day (a camera mounted upside down, two cables swapped)
@@ -16,18 +17,19 @@ region does not attract any pose. An alternative wins when, on the edges both br
 view, its lift beats the stored pose's by ``GROSS_T`` standard errors (paired, edge by edge),
 by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
 
-1. *The LiDAR* (first): the scan moved along an ego axis by up to 2 m, then refined on every
-   axis to maximise the cameras' mean lift; a move of at least ``LIDAR_MIN_MOVE_M`` that most
-   cameras (``LIDAR_MAJORITY``, at least two) prefer on their own names the LiDAR, no camera
-   is blamed for it, and the cameras are screened with the LiDAR corrected. A camera's edges
-   are those it sees from where the scan lies, so after a move that large the edges are chosen
-   again from the moved scan, and the search and the vote run once more from there. When most cameras
-   whose images have edges see none of the scan's (mean lift below ``MIN_LIFT``), the scan is
-   also tried turned about the vertical (``LIDAR_TURNS_DEG``: a scan in its sensor's frame;
-   each turn costs the evidence again, 1-2 s; moves forward and up are searched together,
-   and a LiDAR named turned leaves the cameras unscreened, as it is placed only roughly);
-   if no move makes most cameras see it, the LiDAR
-   is no reference and the screen names no camera (a note says so).
+1. *The LiDAR* (first; :mod:`~bevviz.calibration.gross.lidar_placement`): the scan moved
+   along an ego axis by up to 2 m, then refined on every axis to maximise the cameras' mean
+   lift; a move of at least ``LIDAR_MIN_MOVE_M`` that most cameras (``LIDAR_MAJORITY``, at
+   least two) prefer on their own names the LiDAR, no camera is blamed for it, and the
+   cameras are screened with the LiDAR corrected. A camera's edges are those it sees from
+   where the scan lies, so after a move that large the edges are chosen again from the moved
+   scan, and the search and the vote run once more from there. When most cameras whose
+   images have edges see none of the scan's (mean lift below ``MIN_LIFT``), the scan is also
+   tried turned about the vertical (``LIDAR_TURNS_DEG``: a scan in its sensor's frame; each
+   turn costs the evidence again, 1-2 s; moves forward and up are searched together, and a
+   LiDAR named turned leaves the cameras unscreened, as it is placed only roughly); if no
+   move makes most cameras see it, the LiDAR is no reference and the screen names no camera
+   (a note says so).
 2. *Turns about the optical axis* (+90, 180, -90 deg).
 3. *Images*: every other camera's image at this camera's pose (stretched to its calibrated
    size), where it also fits that pose better than beside it (``IMAGE_SHARPNESS_T``: a
@@ -58,27 +60,42 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from bevviz.calibration.gross.lidar_placement import (
+    LIDAR_MAJORITY,
+    LIDAR_MIN_MOVE_M,
+    aligned,
+    lidar_correction,
+    lidar_words,
+    replaced_lidar,
+    turned_lidar,
+    with_edges,
+)
 from bevviz.calibration.gross.views import (
+    GROSS_T,
+    MIN_GAIN,
+    MIN_LIFT,
     MIN_SCREEN_EDGES,
     EdgeView,
     edge_views,
     identical_images,
+    in_camera,
+    pooled_views,
     relative_pose,
     rotated_best,
+    wins,
 )
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
-from bevviz.lidar import LidarScan, as_lidar_scan
+from bevviz.lidar import as_lidar_scan
 from bevviz.rotations import make_transform
 
 __all__ = [
-    "GROSS_T",
     "LIDAR_SENSOR",
     "GrossError",
     "GrossScreen",
@@ -114,14 +131,6 @@ POSE_REFINED = 4
 #: of six cameras prefer a position alternative); a one-camera rig cannot tell its
 #: camera's position from its LiDAR's.
 POSE_MIN_CAMERAS = 3
-#: An alternative wins when its edges' lift beats the stored pose's by this many standard
-#: errors (paired, edge by edge; see the module docstring for the margins measured) ...
-GROSS_T = 1.5
-#: ... its own mean lift shows an alignment at all (structureless images give none) ...
-MIN_LIFT = 0.06
-#: ... and it gains this much lift on the stored pose (two near-identical maps differ by
-#: tiny amounts with a tiny spread: many standard errors, no evidence).
-MIN_GAIN = 0.03
 #: An image of another camera wins only where it fits this camera's pose better than the pose
 #: turned 2 deg in pitch or yaw by this many standard errors
 #: (:meth:`~bevviz.calibration.gross.views.EdgeView.sharpness`): TRI CAMERA_01's image, a
@@ -131,16 +140,6 @@ MIN_GAIN = 0.03
 #: TRI embedded frame and t1). A swap is named from either of its two cameras, so the one
 #: camera below it does not hide a swap.
 IMAGE_SHARPNESS_T = 1.5
-#: LiDAR moves searched along each ego axis (metres), then refined on every axis from
-#: ``LIDAR_STEP_M`` halving to an eighth of it.
-LIDAR_MOVES_M = (-2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0)
-LIDAR_STEP_M = 0.5
-#: Turns about the ego vertical tried (degrees) when most cameras see none of the scan's edges.
-LIDAR_TURNS_DEG = (90.0, 180.0, 270.0)
-#: Share of the screened cameras that must prefer the LiDAR's correction on their own ...
-LIDAR_MAJORITY = 0.5
-#: ... and the least correction (metres) the screen names: a gross error, not a fine one.
-LIDAR_MIN_MOVE_M = 0.75
 
 
 @dataclass(frozen=True)
@@ -156,6 +155,7 @@ class GrossError:
             how many cameras prefer its correction; for one image under two names, by how
             much mean lift it fits the other's view better.
         others: Other sensors the error involves (the swapped camera).
+        frames: How many frames' edges named it (a camera's error on a drive: pooled; the LiDAR: 1).
     """
 
     sensor: str
@@ -163,6 +163,7 @@ class GrossError:
     message: str
     margin: float
     others: tuple[str, ...] = ()
+    frames: int = 1
 
 
 @dataclass
@@ -180,6 +181,7 @@ class GrossScreen:
         fixed: The rig with every named camera error corrected, or None when none is.
         lidar_from_scan: The LiDAR correction found (4, 4) when the LiDAR is named, else None.
         notes: Why a camera could not be screened.
+        frames: How many frames the cameras were screened on (their edges pooled).
 
     Convention:
         ``lidar_from_scan`` maps the scan's points to where the cameras put them: ``p = M @ p_scan``.
@@ -192,6 +194,7 @@ class GrossScreen:
     fixed: Rig | None = None
     lidar_from_scan: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    frames: int = 1
 
     @property
     def sensors(self) -> list[str]:
@@ -202,12 +205,6 @@ class GrossScreen:
 def _turned(camera: Camera, T: np.ndarray) -> Camera:
     """``camera`` turned by ``T`` (3, 3) in its own frame about its optical centre."""
     return camera.replace(cam_from_ego=make_transform(T, np.zeros(3)) @ camera.cam_from_ego)
-
-
-def _in_camera(camera: Camera, M: np.ndarray) -> np.ndarray:
-    """A LiDAR correction ``M`` (4, 4; ``p_ego = M @ p_scan``) in ``camera``'s frame, (4, 4):
-    the pose relative to the stored camera frame that :meth:`EdgeView.values` takes."""
-    return camera.cam_from_ego @ M @ camera.ego_from_cam
 
 
 def _rolls(camera: Camera) -> list[tuple[str, Camera]]:
@@ -295,144 +292,20 @@ def _sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_a
     return sorted(out)
 
 
-def _wins(t: float, lift: float, gain: float) -> bool:
-    """Whether an alternative's :meth:`EdgeView.compare` beats the stored pose (``GROSS_T``,
-    ``MIN_LIFT``, ``MIN_GAIN``)."""
-    return t >= GROSS_T and lift >= MIN_LIFT and gain >= MIN_GAIN
-
-
-def _lidar_correction(views: Mapping[str, EdgeView], forward_and_up: bool = False,
-                      given: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """The LiDAR move (a translation) that best fits the rig, and how many cameras prefer it
-    on their own (``GROSS_T`` and ``MIN_LIFT``): (ego_from_scan (4, 4), that count).
-
-    The search starts from the best move along one ego axis (``LIDAR_MOVES_M``), or with
-    ``forward_and_up`` from the best on the grid of forward and vertical moves together (a
-    scan in its sensor's frame is off by the mounting, forward and up at once: from a move
-    along one axis the refinement stalled on TRI, (0.88, 0.12, 0.25) m for (0.94, 0, 1.84)).
-
-    ``given`` (4, 4; a translation): where the scan was given, relative to the views' scan
-    (the views of a scan already moved: :func:`_replaced_lidar`); each camera's vote compares
-    the move with that place, and the move counted is from there. Identity when None."""
-    given = np.eye(4) if given is None else given
-    base = {n: v.values(_in_camera(v.camera, given), v.camera.K, v.camera.size, v.channels, v.sideways)
-            for n, v in views.items()}
-
-    def moved(t: np.ndarray) -> list[tuple[float, float, float]]:
-        M = np.eye(4)
-        M[:3, 3] = t
-        return [v.compare(base[n], v.values(_in_camera(v.camera, M), v.camera.K,
-                                            v.camera.size, v.channels, v.sideways))
-                for n, v in views.items()]
-
-    def rig_score(t: np.ndarray) -> float:
-        return float(np.mean([lift for _, lift, _ in moved(t)]))
-
-    t = np.zeros(3)
-    best = rig_score(t)
-    starts = [np.eye(3)[ax] * h for h in LIDAR_MOVES_M for ax in range(3)]
-    if forward_and_up:
-        starts += [np.array([hx, 0.0, hz]) for hx in LIDAR_MOVES_M for hz in LIDAR_MOVES_M]
-    for trial in starts:
-        s = rig_score(trial)
-        if s > best:
-            t, best = trial, s
-    step = LIDAR_STEP_M
-    while step >= LIDAR_STEP_M / 8:
-        better = False
-        for ax, sign in itertools.product(range(3), (1.0, -1.0)):
-            trial = t.copy()
-            trial[ax] += sign * step
-            s = rig_score(trial)
-            if s > best:
-                t, best, better = trial, s, True
-        if not better:
-            step /= 2
-    M = np.eye(4)
-    M[:3, 3] = t
-    if np.linalg.norm(t - given[:3, 3]) < LIDAR_MIN_MOVE_M:
-        return M, 0
-    agree = sum(_wins(*c) for c in moved(t))
-    return M, int(agree)
-
-
-def _moved_scan(scan: LidarScan, M: np.ndarray) -> LidarScan:
-    """``scan`` with its points moved by ``M`` (4, 4): ``p = M @ p_scan``."""
-    pts = np.array(scan.points)
-    pts[:, :3] = pts[:, :3] @ M[:3, :3].T + M[:3, 3]
-    return dataclasses.replace(scan, points=pts)
-
-
-def _replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, M: np.ndarray,
-                    views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], np.ndarray, int]:
-    """The LiDAR search again, from the scan moved by ``M`` (4, 4; the first search's move).
-
-    A camera's edges are the scan's edges it sees from its own place: a scan a metre or more
-    off hides some from a camera and shows others it does not see (TRI's scan 1.2 m up: the
-    first search went 2.06 m down, and there only two of six cameras' edges lifted enough to
-    vote). From where the first search put it, the edges are chosen again and the search and
-    the vote run on them, each camera comparing the place found with the place the scan was
-    given. Returns (those views, the move found relative to them (4, 4), how many cameras
-    prefer it on their own); the views reuse the images' lift maps of ``views``."""
-    placed = edge_views(rig, images, _moved_scan(scan, M), {n: v.channels for n, v in views.items()})
-    placed = {n: v for n, v in placed.items() if n in views and len(v.points) >= MIN_SCREEN_EDGES}
-    given = np.linalg.inv(M)
-    M2, agree = _lidar_correction(placed, given=given)
-    return placed, M2, agree
-
-
-def _with_edges(views: Mapping[str, EdgeView]) -> int:
-    """How many cameras' images have any edge at all (a flat image has none)."""
-    return int(sum(float(np.ptp(v.channels)) > 0 for v in views.values()))
-
-
-def _aligned(views: Mapping[str, EdgeView], M: np.ndarray) -> int:
-    """How many cameras see the scan's edges under the LiDAR move ``M`` (4, 4): mean lift at
-    least ``MIN_LIFT``."""
-    lifts = [np.nanmean(v.values(_in_camera(v.camera, M), v.camera.K, v.camera.size,
-                                 v.channels, v.sideways)) for v in views.values()]
-    return int(sum(np.nan_to_num(lift) >= MIN_LIFT for lift in lifts))
-
-
-def _turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, majority: int,
-                  lifts: Mapping[str, np.ndarray]) -> tuple[dict[str, EdgeView], np.ndarray, np.ndarray] | None:
-    """The scan turned a quarter, a half or three quarters about the ego vertical (a scan in
-    its sensor's frame) when most cameras see its edges then and not before: (the views of
-    the turned scan, its move (4, 4), the turn (4, 4)), or None. ``lifts``: the images'
-    lift channels of the untouched scan's views (the images are the same)."""
-    best = None
-    for yaw in LIDAR_TURNS_DEG:
-        a = np.radians(yaw)
-        turn = np.eye(4)
-        turn[:2, :2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
-        pts = np.array(scan.points)
-        pts[:, :3] = pts[:, :3] @ turn[:3, :3].T
-        views = edge_views(rig, images, dataclasses.replace(scan, points=pts), lifts)
-        if len(views) < majority:
-            continue
-        M, _ = _lidar_correction(views, forward_and_up=True)
-        n = _aligned(views, M)
-        if n >= majority and (best is None or n > best[0]):
-            best = (n, views, M, turn)
-    return None if best is None else best[1:]
-
-
-def _lidar_words(M: np.ndarray) -> str:
-    t = M[:3, 3]
-    yaw = float(np.degrees(np.arctan2(M[1, 0], M[0, 0]))) % 360
-    turned = f"turned {yaw:.0f} deg about the vertical (a scan in its sensor's frame?) and " if yaw > 1 else ""
-    return (f"the LiDAR is {turned}off the cameras by ({-t[0]:+.2f}, {-t[1]:+.2f}, {-t[2]:+.2f}) m (forward, left, "
-            "up): the cameras agree with each other on where it should be, so no camera is blamed")
-
-
-def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: object) -> GrossScreen:
-    """Screen one frame of a rig for gross errors (see the module docstring).
+def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: object,
+                        more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]] = ()) -> GrossScreen:
+    """Screen one frame of a rig for gross errors (see the module docstring), or a drive.
 
     Args:
         rig: The rig as stored.
         images: Camera name -> uint8 RGB image (H, W, 3) (any size; stretched to the calibrated one).
         lidar: The frame's scan: a :class:`~bevviz.lidar.LidarScan` or an (N, 3) / (N, 4) array
             in the ego frame (see :func:`bevviz.lidar.as_lidar_scan`).
+        more_frames: Other frames of the same rig and calibration (a drive), as (images, scan)
+            pairs, each scan in its own frame's ego frame. The LiDAR is judged on the first
+            frame; where it is not named, the cameras are screened on the edges of every frame
+            that holds each screened camera's image, pooled (``GrossScreen.frames`` says how
+            many): a metre at 30 m is 2 deg, and one frame's edges often cannot tell them apart.
 
     Returns:
         :class:`GrossScreen`.
@@ -452,35 +325,37 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     lidar_move = np.eye(4)
     majority = max(2, int(np.ceil(LIDAR_MAJORITY * len(views))))
     if len(views) >= 2:
-        M, agree = _lidar_correction(views)
+        M, agree = lidar_correction(views)
         move = M  # relative to the views' scan; M from the scan as given
         if np.linalg.norm(M[:3, 3]) >= LIDAR_MIN_MOVE_M:  # seen from where it fits, the scan shows other edges
-            placed, M2, agree2 = _replaced_lidar(rig, images, scan, M, views)
+            placed, M2, agree2 = replaced_lidar(rig, images, scan, M, views)
             if agree2 >= majority and len(placed) == len(views):
                 views, move, agree, M = placed, M2, agree2, M2 @ M
         screen.lidar_agree = agree
         if agree >= majority:
-            screen.errors.append(GrossError(LIDAR_SENSOR, "lidar", _lidar_words(M), float(agree)))
+            screen.errors.append(GrossError(LIDAR_SENSOR, "lidar", lidar_words(M), float(agree)))
             screen.lidar_from_scan, lidar_move = M, move
-        elif 2 * _aligned(views, np.eye(4)) < len(views) and _with_edges(views) >= majority:
+        elif 2 * aligned(views, np.eye(4)) < len(views) and with_edges(views) >= majority:
             # images with edges, and most show none of the LiDAR's: is the LiDAR turned?
-            turned = _turned_lidar(rig, images, scan, majority, {n: v.channels for n, v in views.items()})
+            turned = turned_lidar(rig, images, scan, majority, {n: v.channels for n, v in views.items()})
             if turned is not None:
                 views, lidar_move, turn = turned
                 screen.lidar_from_scan = lidar_move @ turn
-                screen.errors.append(GrossError(LIDAR_SENSOR, "lidar", _lidar_words(screen.lidar_from_scan),
-                                                float(_aligned(views, lidar_move))))
-                screen.lidar_agree = _aligned(views, lidar_move)
+                screen.errors.append(GrossError(LIDAR_SENSOR, "lidar", lidar_words(screen.lidar_from_scan),
+                                                float(aligned(views, lidar_move))))
+                screen.lidar_agree = aligned(views, lidar_move)
                 # a turned scan is placed only roughly (TRI: 0.3 m short of its mounting height), and
                 # against it a clean TRI camera's image fit another's better by 1.9 standard errors
                 screen.notes.append("the cameras are not screened against a LiDAR the screen had to turn: "
                                     "correct the LiDAR and check again")
                 return screen
-    if len(views) >= 2 and screen.lidar_from_scan is None and 2 * _aligned(views, lidar_move) < len(views):
+    if len(views) >= 2 and screen.lidar_from_scan is None and 2 * aligned(views, lidar_move) < len(views):
         screen.notes.append("fewer than half the cameras see the LiDAR's edges at their stored poses and no move of "
                             "the LiDAR makes them: the LiDAR (or the images) cannot be a reference, so the "
                             "gross-error screen names no camera")
         return screen
+    if more_frames and screen.lidar_from_scan is None:
+        views, screen.frames = pooled_views(rig, images, scan, more_frames, views)
     fixed = {n: rig[n] for n in rig.names}
     duplicated = set()
     for n, other, gain in identical_images(images, views):
@@ -498,7 +373,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         if n in duplicated:  # its image is another's: nothing of its own to screen
             continue
         cam = view.camera
-        lid = _in_camera(cam, lidar_move)
+        lid = in_camera(cam, lidar_move)
         v0 = view.values(lid, cam.K, cam.size, view.channels, view.sideways)
         best: tuple[str, float, float, float, str, Camera | None] = ("stored", float("-inf"), 0.0, 0.0, "", None)
         # the turns about the optical axis (a quarter turn of a wide image keeps its centre only)
@@ -515,7 +390,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                 v = view.values(lid, cam.K, cam.size, ov.channels, view.sideways)
                 c = view.compare(v0, v)
                 image_t[n, other] = c[0]
-                if c[0] > best[1] and (not _wins(*c) or view.sharpness(lid, ov.channels, v) >= IMAGE_SHARPNESS_T):
+                if c[0] > best[1] and (not wins(*c) or view.sharpness(lid, ov.channels, v) >= IMAGE_SHARPNESS_T):
                     best, v_best = ("image", *c, other, None), v
         kind, t, lift, gain, what, alt = best
         screen.best[n] = (kind if kind != "image" else f"image of {what}", t)
@@ -524,8 +399,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         # alternative too (TRI, 1-2 m or 10-15 %: 71 of 594 such faults were named a wrong image
         # or a quarter turn without this)
         alternatives = _pose_values(view, lid)
-        explained = _wins(t, lift, gain) and view.compare(_best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
-        if not _wins(t, lift, gain) or explained:
+        explained = wins(t, lift, gain) and view.compare(_best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
+        if not wins(t, lift, gain) or explained:
             # each alternative against the stored position at its best small rotation
             pose = _best_pose(view, alternatives, rotated_best(view, lid), lid)
             screen.pose_best[n] = (pose[0], pose[1])
@@ -551,7 +426,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                                             f"view better than its own by {t:.1f} standard errors)", t, (other,)))
     if len(pose_wins) == 1 and len(views) >= POSE_MIN_CAMERAS:
         (n, (kind, t, _, _, words, alt, v_alt)), = pose_wins.items()
-        sizes = _sizes_that_fit(views[n], _in_camera(views[n].camera, lidar_move), kind, alt, v_alt)
+        sizes = _sizes_that_fit(views[n], in_camera(views[n].camera, lidar_move), kind, alt, v_alt)
         if len(sizes) > 1:
             span = (f"{sizes[0]:g} to {sizes[-1]:g} m" if kind == "position"
                     else f"fx and fy x {sizes[0]:g} to x {sizes[-1]:g}")
@@ -566,6 +441,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                             f"length ({why}); no camera named for it")
     if any(e.kind not in ("lidar", "swapped", "wrong image") for e in screen.errors):
         screen.fixed = Rig([fixed[n] for n in rig.names])
+    screen.errors = [e if e.kind == "lidar" else dataclasses.replace(e, frames=screen.frames) for e in screen.errors]
     return screen
 
 

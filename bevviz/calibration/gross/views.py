@@ -1,5 +1,6 @@
 """The evidence the gross-error screen scores poses with: each camera's LiDAR edges and its
-image's *lift* map (:class:`EdgeView`), built from the doctor's own edge alignment.
+image's *lift* map (:class:`EdgeView`), built from the doctor's own edge alignment, over one
+frame or several frames of one rig (a drive: their edges pooled).
 
 A pose's score is the lift at each edge it brings into the image: the attraction less its
 local mean (:data:`bevviz.calibration.lidar.image_support.LOCAL_RAD`), so that a textured
@@ -13,7 +14,7 @@ Convention:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -23,7 +24,7 @@ from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames, h
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.lidar.image_support import LOCAL_RAD, local_mean
 from bevviz.camera import Camera, Rig
-from bevviz.lidar import LidarScan
+from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
 
 __all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "edge_views",
@@ -37,6 +38,27 @@ MIN_SHARE_OF_STORED = 0.2
 #: The turn (deg, pitch or yaw) :meth:`EdgeView.sharpness` compares a pose with.
 SHARPNESS_TURN_DEG = 2.0
 
+#: An alternative wins when its edges' lift beats the stored pose's by this many standard
+#: errors (paired, edge by edge; see the module docstring for the margins measured) ...
+GROSS_T = 1.5
+#: ... its own mean lift shows an alignment at all (structureless images give none) ...
+MIN_LIFT = 0.06
+#: ... and it gains this much lift on the stored pose (two near-identical maps differ by
+#: tiny amounts with a tiny spread: many standard errors, no evidence).
+MIN_GAIN = 0.03
+
+
+def wins(t: float, lift: float, gain: float) -> bool:
+    """Whether an alternative's :meth:`EdgeView.compare` beats the stored pose (``GROSS_T``,
+    ``MIN_LIFT``, ``MIN_GAIN``)."""
+    return t >= GROSS_T and lift >= MIN_LIFT and gain >= MIN_GAIN
+
+
+def in_camera(camera: Camera, M: np.ndarray) -> np.ndarray:
+    """A LiDAR correction ``M`` (4, 4; ``p_ego = M @ p_scan``) in ``camera``'s frame, (4, 4):
+    the pose relative to the stored camera frame that :meth:`EdgeView.values` takes."""
+    return camera.cam_from_ego @ M @ camera.ego_from_cam
+
 
 def relative_pose(camera: Camera, alt: Camera) -> np.ndarray:
     """``alt_from_cam`` (4, 4): from the stored camera's frame to an alternative pose's."""
@@ -45,23 +67,35 @@ def relative_pose(camera: Camera, alt: Camera) -> np.ndarray:
 
 @dataclass
 class EdgeView:
-    """One camera's evidence: its LiDAR edges (stored camera frame at its exposure) and image map."""
+    """One camera's evidence over one or more frames: its LiDAR edges (stored camera frame at
+    its exposure in each frame) and each frame's image map.
+
+    Attributes:
+        camera: The camera as stored.
+        points: Edge points of every frame, (M, 3), stored camera frame.
+        orient: Each edge's orientation channel (0 or 1), (M,).
+        channels: Per frame, the image's lift channels (2, h, w).
+        sideways: Whether the stored pose's view rows are image columns (:func:`view_axes`).
+        frame: Each edge's frame (an index into ``channels``), (M,).
+    """
 
     camera: Camera
     points: np.ndarray
     orient: np.ndarray
-    channels: np.ndarray
+    channels: tuple[np.ndarray, ...]
     sideways: bool
+    frame: np.ndarray
 
-    def values(self, alt_from_cam: np.ndarray, K: np.ndarray, size: tuple[int, int], channels: np.ndarray,
-               sideways: bool) -> np.ndarray:
+    def values(self, alt_from_cam: np.ndarray, K: np.ndarray, size: tuple[int, int],
+               channels: tuple[np.ndarray, ...], sideways: bool) -> np.ndarray:
         """Attraction at each edge under a pose relative to the stored one, (M,), NaN outside the image.
 
         Args:
             alt_from_cam: (4, 4) from the stored camera frame to the pose's.
             K: The pose's intrinsics, (3, 3).
             size: The calibrated (W, H) the image is stretched to.
-            channels: The image's attraction (2, h, w).
+            channels: Per frame, an image's attraction (2, h, w) (this camera's own, or
+                another camera's images of the same frames).
             sideways: Whether the pose's view rows are image columns (:func:`view_axes`).
         """
         pc = self.points @ alt_from_cam[:3, :3].T + alt_from_cam[:3, 3]
@@ -69,15 +103,17 @@ class EdgeView:
         uv = (pc @ K.T)[:, :2] / np.maximum(z, 1e-6)[:, None]
         keep = (z > 1.0) & inside_image(uv[:, 0], uv[:, 1], size[0], size[1])
         out = np.full(len(pc), np.nan)
-        sx, sy = channels.shape[2] / size[0], channels.shape[1] / size[1]
-        u = ((uv[:, 0] + 0.5) * sx - 0.5).astype(np.float32)
-        v = ((uv[:, 1] + 0.5) * sy - 0.5).astype(np.float32)
         channel = self.orient ^ int(sideways != self.sideways)
-        for c in (0, 1):
-            m = keep & (channel == c)
-            if m.any():
-                out[m] = cv2.remap(channels[c], u[m][None], v[m][None], cv2.INTER_LINEAR,
-                                   borderMode=cv2.BORDER_CONSTANT, borderValue=0)[0]
+        for f, maps in enumerate(channels):
+            sx, sy = maps.shape[2] / size[0], maps.shape[1] / size[1]
+            u = ((uv[:, 0] + 0.5) * sx - 0.5).astype(np.float32)
+            v = ((uv[:, 1] + 0.5) * sy - 0.5).astype(np.float32)
+            in_frame = keep & (self.frame == f)
+            for c in (0, 1):
+                m = in_frame & (channel == c)
+                if m.any():
+                    out[m] = cv2.remap(maps[c], u[m][None], v[m][None], cv2.INTER_LINEAR,
+                                       borderMode=cv2.BORDER_CONSTANT, borderValue=0)[0]
         return out
 
     def sharpness(self, pre: np.ndarray, channels: np.ndarray, v: np.ndarray) -> float:
@@ -88,7 +124,7 @@ class EdgeView:
 
         Args:
             pre: (4, 4) the pose relative to the stored camera frame (the LiDAR's correction).
-            channels: The image's attraction (2, h, w).
+            channels: Per frame, the image's attraction (2, h, w).
             v: :meth:`values` of the pose with this image, (M,).
         """
         cam = self.camera
@@ -120,27 +156,32 @@ class EdgeView:
         return float(d.mean() / max(d.std() / np.sqrt(n), 1e-9)), float(va[both].mean()), float(d.mean())
 
 
-def edge_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
-           lifts: Mapping[str, np.ndarray] | None = None) -> dict[str, EdgeView]:
+def edge_views(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
+               scan: LidarScan | Sequence[LidarScan],
+               lifts: Mapping[str, tuple[np.ndarray, ...]] | None = None) -> dict[str, EdgeView]:
     """Each camera's :class:`EdgeView`, from the doctor's own edge alignment (its edges, their
     visibility and its finest attraction map, less its local mean: the *lift*).
 
-    ``lifts`` (camera -> its image's lift channels, (2, h, w), from an earlier call on the
-    same images) spares making the images' maps again: only the scan's edges are new."""
+    ``images`` and ``scan`` are one frame, or lists of frames of one rig (a drive: each
+    scan in its own frame's ego frame), every camera's image in every frame; a camera
+    without an image in some frame gets no view. ``lifts`` (camera -> its images' lift
+    channels, one (2, h, w) per frame, from an earlier call on the same images) spares making
+    the images' maps again: only the scan's edges are new."""
     frames = as_lidar_frames(images, scan)
     out = {}
     for n in rig.names:
-        if n not in images:
+        if not all(n in fr.images for fr in frames):
             continue
         known = lifts.get(n) if lifts is not None else None
         ea = EdgeAlignment(rig[n], frames, maps=known is None)
         if not len(ea):
             continue
         if known is None:
-            att = ea.maps[0][ea.levels - 1]
-            sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1]) * ea.scales[0]
-            known = np.stack([c - local_mean(c, sigma) for c in att])
-        out[n] = EdgeView(rig[n], ea.points, ea.orient.astype(np.int64), known, bool(view_axes(rig[n])[0, 0] == 0))
+            sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1])
+            known = tuple(np.stack([c - local_mean(c, sigma * scale) for c in maps[ea.levels - 1]])
+                          for maps, scale in zip(ea.maps, ea.scales))
+        out[n] = EdgeView(rig[n], ea.points, ea.orient.astype(np.int64), known, bool(view_axes(rig[n])[0, 0] == 0),
+                          np.asarray(ea.frame, dtype=np.int64))
     return out
 
 
@@ -224,3 +265,20 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
         if not moved:
             step /= 2
     return best_v
+
+
+def pooled_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
+                  more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
+                  views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], int]:
+    """The screened cameras' views over this frame and ``more_frames`` ((images, scan) pairs
+    of the same rig; those without every screened camera's image left out), and how many
+    frames they hold; ``views`` (this frame's) and 1 when no other frame can be added or a
+    screened camera sees no edge in them."""
+    frames = [(f_images, as_lidar_scan(f_scan, "more_frames")) for f_images, f_scan in more_frames
+              if all(n in f_images for n in views)]
+    if not frames:
+        return dict(views), 1
+    pooled = edge_views(rig, [images, *(f for f, _ in frames)], [scan, *(s for _, s in frames)])
+    if not all(n in pooled for n in views):
+        return dict(views), 1
+    return {n: pooled[n] for n in views}, 1 + len(frames)
