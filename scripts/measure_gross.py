@@ -1,6 +1,6 @@
 """Measure the gross-error screen on the embedded development frames (a measurement, not a test).
 
-Usage: ``python scripts/measure_gross.py [--noise N] [--swaps] [--pose [FRAME_FOLDER ...]]``
+Usage: ``python scripts/measure_gross.py [--noise N] [--swaps] [--pose | --turns [FRAME_FOLDER ...]] [--drive D ...]``
 
 For the embedded real nuScenes keyframe, TRI frame and KITTI frame it prints: each clean
 camera's best alternative (in standard errors; the screen names one from
@@ -11,6 +11,11 @@ mounted at (0.94, 0, 1.84) m); N seeds of uniform noise and black / grey / white
 ``--swaps`` every pair of images swapped. Last, the screen's time per frame and its ratio to
 ``diagnose(rig, images, lidar=scan)`` of the same frame measured in the same run (the issue's
 budget: at most 2 s for 6 cameras on this machine).
+
+``--turns [FRAME_FOLDER ...]`` turns every camera of the embedded frames and the folders given
+(or, with ``--drive``, of the drives) 90, -90 and 180 deg about its optical axis and counts
+those named, and those whose message says a move or refocus fits about as well
+(``TURN_RIVAL_T``).
 
 ``--pose`` measures the position and focal alternatives instead, on the embedded frames and
 any frame folders given (with ``--drive D ...``: on each drive D, a folder of frame folders of
@@ -114,6 +119,32 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
     print(f"total: {dict(total)}")
 
 
+def measure_turns(extra: list[str], drives: list[str] = ()) -> None:
+    """The ``--turns`` measurement (module docstring)."""
+    frame_list = [(*frame, []) for frame in frames()] if not drives else []
+    for p in extra:
+        f = load_frame_folder(p)
+        frame_list.append((p, f.rig, f.images, f.scan, []))
+    frame_list += [drive_frames(d) for d in drives]
+    total = Counter()
+    for name, rig, images, scan, more in frame_list:
+        counts = Counter()
+        for cam, (label, turn) in itertools.product(rig.names, {**TURNS, "-90": TURNS["90"].T}.items()):
+            M = np.eye(4)
+            M[:3, :3] = turn
+            s = screen_gross_errors(rig.replace(rig[cam].replace(cam_from_ego=M @ rig[cam].cam_from_ego)), images,
+                                    scan, more)
+            counts["turns"] += 1
+            if [(e.sensor, e.kind) for e in s.errors] == [(cam, "turned")]:
+                counts["named"] += 1
+                counts["named, a move or refocus fits as well"] += "fits about as well" in s.errors[0].message
+            else:
+                print(f"   {cam} turned {label}: {named(s)}")
+        print(f"== {name}: {dict(counts)}")
+        total.update(counts)
+    print(f"total: {dict(total)}")
+
+
 def _fixed(fixed, truth) -> bool:
     """Whether the screen's fix puts a camera back within a quarter metre of its true
     position and 3 % of its true focal lengths (a named fault of the right size)."""
@@ -131,9 +162,14 @@ def main() -> None:
     ap.add_argument("--swaps", action="store_true", help="every pair of images swapped")
     ap.add_argument("--pose", nargs="*", metavar="FRAME_FOLDER", help="measure the position and focal alternatives")
     ap.add_argument("--drive", nargs="+", default=[], metavar="DRIVE_FOLDER",
-                    help="with --pose: screen these drives (folders of frame folders), their frames pooled, "
+                    help="with --pose or --turns: screen these drives (folders of frame folders), their frames pooled, "
                          "instead of the embedded frames")
+    ap.add_argument("--turns", nargs="*", metavar="FRAME_FOLDER",
+                    help="every camera turned 90, -90 and 180 deg: named, and said to fit a move about as well")
     args = ap.parse_args()
+    if args.turns is not None:
+        measure_turns(args.turns, args.drive)
+        return
     if args.pose is not None:
         measure_pose(args.pose, args.drive)
         return
