@@ -77,21 +77,30 @@ def pose_faults(camera):
 def drive_frames(folder: str) -> tuple[str, object, dict, object, list]:
     """(name, rig, images, scan, more_frames) of a drive: a folder of frame folders of one rig,
     the first (in name order) screened with the others as ``more_frames``."""
-    folders = sorted(p for p in Path(folder).iterdir() if (p / "rig.json").is_file())
+    folders = sorted(p for p in Path(folder).iterdir() if (p / "rig.json").is_file()) if Path(folder).is_dir() else []
+    if len(folders) < 2:
+        raise SystemExit(f"--drive {folder}: not a drive (a folder holding two or more frame folders)")
     loaded = [load_frame_folder(p) for p in folders]
     first = loaded[0]
     return (f"{folder} ({len(loaded)} frames pooled)", first.rig, first.images, first.scan,
             [(f.images, f.scan) for f in loaded[1:]])
 
 
+def screened(extra: list[str], drives: list[str]) -> list[tuple]:
+    """(name, rig, images, scan, more_frames) of what ``--pose`` and ``--turns`` screen: the
+    embedded frames and the frame folders ``extra``, or with ``drives`` those folders and each
+    drive (its frames pooled) instead of the embedded frames."""
+    out = [(*frame, []) for frame in frames()] if not drives else []
+    for p in extra:
+        f = load_frame_folder(p)
+        out.append((p, f.rig, f.images, f.scan, []))
+    return out + [drive_frames(d) for d in drives]
+
+
 def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
     """The ``--pose`` measurement (module docstring); ``drives``: folders of frame folders,
     each screened as one drive (its frames pooled) instead of the embedded frames."""
-    frame_list = [(*frame, []) for frame in frames()] if not drives else []
-    for p in extra:
-        f = load_frame_folder(p)
-        frame_list.append((p, f.rig, f.images, f.scan, []))
-    frame_list += [drive_frames(d) for d in drives]
+    frame_list = screened(extra, drives)
     total = Counter()
     for name, rig, images, scan, more in frame_list:
         clean = screen_gross_errors(rig, images, scan, more)
@@ -121,11 +130,7 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
 
 def measure_turns(extra: list[str], drives: list[str] = ()) -> None:
     """The ``--turns`` measurement (module docstring)."""
-    frame_list = [(*frame, []) for frame in frames()] if not drives else []
-    for p in extra:
-        f = load_frame_folder(p)
-        frame_list.append((p, f.rig, f.images, f.scan, []))
-    frame_list += [drive_frames(d) for d in drives]
+    frame_list = screened(extra, drives)
     total = Counter()
     for name, rig, images, scan, more in frame_list:
         counts = Counter()
