@@ -371,7 +371,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                             "gross-error screen names no camera")
         return screen
     if more_frames and screen.lidar_from_scan is None:
-        views, screen.frames = pooled_views(rig, images, scan, more_frames, views)
+        views, screen.frames = pooled_views(rig, more_frames, views)
     fixed = {n: rig[n] for n in rig.names}
     duplicated = set()
     for n, other, gain in identical_images(images, views):

@@ -267,18 +267,23 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
     return best_v
 
 
-def pooled_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
-                  more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
-                  views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], int]:
-    """The screened cameras' views over this frame and ``more_frames`` ((images, scan) pairs
-    of the same rig; those without every screened camera's image left out), and how many
-    frames they hold; ``views`` (this frame's) and 1 when no other frame can be added or a
-    screened camera sees no edge in them."""
+def pooled_views(rig: Rig, more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
+                 views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], int]:
+    """The screened cameras' ``views`` (one frame's) extended by ``more_frames`` ((images,
+    scan) pairs of the same rig; those without every screened camera's image left out: only
+    their edges and maps are made), and how many frames they hold; ``views`` and 1 when no
+    other frame can be added or a screened camera sees no edge in one."""
     frames = [(f_images, as_lidar_scan(f_scan, "more_frames")) for f_images, f_scan in more_frames
               if all(n in f_images for n in views)]
-    if not frames:
+    per_frame = [edge_views(rig, f_images, f_scan) for f_images, f_scan in frames]
+    if not per_frame or not all(n in v for v in per_frame for n in views):
         return dict(views), 1
-    pooled = edge_views(rig, [images, *(f for f, _ in frames)], [scan, *(s for _, s in frames)])
-    if not all(n in pooled for n in views):
-        return dict(views), 1
-    return {n: pooled[n] for n in views}, 1 + len(frames)
+    return {n: _joined([views[n], *(v[n] for v in per_frame)]) for n in views}, 1 + len(per_frame)
+
+
+def _joined(parts: Sequence[EdgeView]) -> EdgeView:
+    """One camera's views of several frames as one view over all of them (frames in order)."""
+    offsets = np.cumsum([0] + [len(p.channels) for p in parts[:-1]])
+    return EdgeView(parts[0].camera, np.concatenate([p.points for p in parts]),
+                    np.concatenate([p.orient for p in parts]), tuple(c for p in parts for c in p.channels),
+                    parts[0].sideways, np.concatenate([p.frame + o for p, o in zip(parts, offsets)]))
