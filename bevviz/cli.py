@@ -224,7 +224,8 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     With a LiDAR a gross-error screen runs first: a camera turned 90 or 180 deg about its
     optical axis, two cameras' images swapped or one image under two names, a LiDAR a metre or
     more off the cameras, one camera's position a metre or more off or its focal length 10-20 %
-    off are named (FAULT lines) with the sensor at fault.
+    off are named (FAULT lines) with the sensor at fault; several frames (a drive, --frames N)
+    are screened together, and a FAULT line found on several says how many.
 
     \b
     EXIT STATUS
