@@ -164,6 +164,8 @@ def turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, ma
 
 
 def lidar_words(M: np.ndarray) -> str:
+    """The sentence that names the LiDAR, from its correction ``M`` (4, 4; ``p_ego = M @ p_scan``):
+    the scan's offset from where the cameras put it (the correction reversed), and its turn."""
     t = M[:3, 3]
     yaw = float(np.degrees(np.arctan2(M[1, 0], M[0, 0]))) % 360
     turned = f"turned {yaw:.0f} deg about the vertical (a scan in its sensor's frame?) and " if yaw > 1 else ""
