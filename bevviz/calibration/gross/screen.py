@@ -134,9 +134,9 @@ POSE_MIN_CAMERAS = 3
 #: A named turn says that a position or focal alternative fits about as well where the best of
 #: them, at its own best small rotation, stands above the turn's fit by more than this many
 #: standard errors (-0.5: within half a standard error below it). On nuScenes and TRI t0-t2 the
-#: six vertical moves of 1-2 m named a turn stood at -0.28 to +2.44; of the 69 turns named
-#: right, four stood above (-0.09 to +0.71: TRI CAMERA_01, 06 and 08 upside down) and the
-#: next at -0.59. The fix is still offered: a look at the image tells which it is.
+#: six vertical moves of 1-2 m named a turn stood at -0.28 to +2.44; of the 72 turns named
+#: right (with KITTI's), four stood above (-0.09 to +0.71: TRI CAMERA_01, 06 and 08 upside
+#: down) and the next at -0.59. The fix is still offered: a look at the image tells which it is.
 TURN_RIVAL_T = -0.5
 #: An image of another camera wins only where it fits this camera's pose better than the pose
 #: turned 2 deg in pitch or yaw by this many standard errors
