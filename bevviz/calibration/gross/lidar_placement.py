@@ -121,8 +121,9 @@ def replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, 
     the vote run on them, each camera comparing the place found with the place the scan was
     given. Returns (those views, the move found relative to them (4, 4), how many cameras
     prefer it on their own); the views reuse the images' lift maps of ``views``."""
-    placed = edge_views(rig, images, moved_scan(scan, M), {n: v.channels for n, v in views.items()})
-    placed = {n: v for n, v in placed.items() if n in views and len(v.points) >= MIN_SCREEN_EDGES}
+    placed = edge_views(Rig([rig[n] for n in views]), images, moved_scan(scan, M),
+                        {n: v.channels for n, v in views.items()})
+    placed = {n: v for n, v in placed.items() if len(v.points) >= MIN_SCREEN_EDGES}
     given = np.linalg.inv(M)
     M2, agree = lidar_correction(placed, given=given)
     return placed, M2, agree

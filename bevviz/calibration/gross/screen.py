@@ -244,11 +244,19 @@ def _pose_alternatives(camera: Camera) -> list[tuple[str, str, Camera]]:
     return out
 
 
+def _offset(camera: Camera, kind: str, alt: Camera) -> np.ndarray:
+    """How a position or focal alternative differs from ``camera``: its optical centre's move
+    (3,; ego metres) for ``kind`` "position", else its focal scale less 1 (1,)."""
+    if kind == "position":
+        return alt.position - camera.position
+    return np.array([alt.K[0, 0] / camera.K[0, 0] - 1.0])
+
+
 def _short_words(camera: Camera, kind: str, alt: Camera) -> str:
     """A position or focal alternative in a few words: "the camera 1.5 m higher", "fx and fy x 0.9"."""
+    d = _offset(camera, kind, alt)
     if kind == "focal":
-        return f"fx and fy x {alt.K[0, 0] / camera.K[0, 0]:.2g}"
-    d = np.asarray(alt.position, dtype=float) - np.asarray(camera.position, dtype=float)
+        return f"fx and fy x {d[0] + 1.0:.2g}"
     ax = int(np.argmax(np.abs(d)))
     return f"the camera {abs(d[ax]):g} m {_AXIS_WORDS[ax][0 if d[ax] > 0 else 1]}"
 
@@ -289,16 +297,10 @@ def _sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_a
     ``alt``'s own included: metres, or focal scales; sorted. More than one: the edges do not
     pin the size. ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
     cam = view.camera
-
-    def offset(a: Camera) -> np.ndarray:
-        if kind == "position":
-            return a.ego_from_cam[:3, 3] - cam.ego_from_cam[:3, 3]
-        return np.array([a.K[0, 0] / cam.K[0, 0] - 1.0])
-
-    d0 = offset(alt)
+    d0 = _offset(cam, kind, alt)
     out = []
     for k, _, a in _pose_alternatives(cam):
-        d = offset(a)
+        d = _offset(cam, kind, a)
         if k != kind or np.dot(d, d0) < np.linalg.norm(d) * np.linalg.norm(d0) * (1 - 1e-9):
             continue  # another kind, or not the same direction
         same = np.allclose(d, d0)

@@ -156,32 +156,30 @@ class EdgeView:
         return float(d.mean() / max(d.std() / np.sqrt(n), 1e-9)), float(va[both].mean()), float(d.mean())
 
 
-def edge_views(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-               scan: LidarScan | Sequence[LidarScan],
+def edge_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
                lifts: Mapping[str, tuple[np.ndarray, ...]] | None = None) -> dict[str, EdgeView]:
-    """Each camera's :class:`EdgeView`, from the doctor's own edge alignment (its edges, their
-    visibility and its finest attraction map, less its local mean: the *lift*).
+    """Each camera's :class:`EdgeView` of one frame, from the doctor's own edge alignment (its
+    edges, their visibility and its finest attraction map, less its local mean: the *lift*);
+    :func:`pooled_views` joins several frames' views.
 
-    ``images`` and ``scan`` are one frame, or lists of frames of one rig (a drive: each
-    scan in its own frame's ego frame), every camera's image in every frame; a camera
-    without an image in some frame gets no view. ``lifts`` (camera -> its images' lift
-    channels, one (2, h, w) per frame, from an earlier call on the same images) spares making
-    the images' maps again: only the scan's edges are new."""
+    ``lifts`` (camera -> its image's lift channels as :attr:`EdgeView.channels` holds them,
+    from an earlier call on the same images) spares making the images' maps again: only the
+    scan's edges are new."""
     frames = as_lidar_frames(images, scan)
     out = {}
     for n in rig.names:
-        if not all(n in fr.images for fr in frames):
+        if n not in images:
             continue
         known = lifts.get(n) if lifts is not None else None
         ea = EdgeAlignment(rig[n], frames, maps=known is None)
         if not len(ea):
             continue
         if known is None:
-            sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1])
-            known = tuple(np.stack([c - local_mean(c, sigma * scale) for c in maps[ea.levels - 1]])
-                          for maps, scale in zip(ea.maps, ea.scales))
+            att = ea.maps[0][ea.levels - 1]
+            sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1]) * ea.scales[0]
+            known = (np.stack([c - local_mean(c, sigma) for c in att]),)
         out[n] = EdgeView(rig[n], ea.points, ea.orient.astype(np.int64), known, bool(view_axes(rig[n])[0, 0] == 0),
-                          np.asarray(ea.frame, dtype=np.int64))
+                          np.zeros(len(ea.points), dtype=np.int64))
     return out
 
 
@@ -273,9 +271,9 @@ def pooled_views(rig: Rig, more_frames: Sequence[tuple[Mapping[str, np.ndarray],
     scan) pairs of the same rig; those without every screened camera's image left out: only
     their edges and maps are made), and how many frames they hold; ``views`` and 1 when no
     other frame can be added or a screened camera sees no edge in one."""
-    frames = [(f_images, as_lidar_scan(f_scan, "more_frames")) for f_images, f_scan in more_frames
-              if all(n in f_images for n in views)]
-    per_frame = [edge_views(rig, f_images, f_scan) for f_images, f_scan in frames]
+    screened = Rig([rig[n] for n in views])  # the others' views would be dropped
+    per_frame = [edge_views(screened, f_images, as_lidar_scan(f_scan, "more_frames"))
+                 for f_images, f_scan in more_frames if all(n in f_images for n in views)]
     if not per_frame or not all(n in v for v in per_frame for n in views):
         return dict(views), 1
     return {n: _joined([views[n], *(v[n] for v in per_frame)]) for n in views}, 1 + len(per_frame)
