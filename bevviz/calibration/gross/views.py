@@ -27,9 +27,11 @@ from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
 
-__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "edge_views",
-           "identical_images", "relative_pose", "rotated_best"]
+__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "Frame", "edge_views",
+           "identical_images", "pooled_views", "relative_pose", "rotated_best", "seen_from"]
 
+#: One frame of a drive: camera name -> image (H, W, 3), and its scan.
+Frame = tuple[Mapping[str, np.ndarray], LidarScan]
 #: Fewest edges an alternative must bring into view to be scored (and the fewest a camera
 #: needs to be screened at all).
 MIN_SCREEN_EDGES = 60
@@ -202,7 +204,8 @@ def identical_images(images: Mapping[str, np.ndarray], views: Mapping[str, EdgeV
 #: The stored pose's best small rotation (:func:`rotated_best`) starts from the best of a grid
 #: of pitch and yaw turns within +-``ROTATION_GRID_DEG`` (``ROTATION_GRID_STEP_DEG`` apart; a
 #: pattern search from zero stopped 2 deg short of a nuScenes camera turned 2 deg in yaw, whose
-#: edges lie outside the attraction at every 1 deg step) ...
+#: edges lie outside the attraction at every 1 deg step), then the roll line through it (the
+#: walk alone left TRI CAMERA_01 turned 2 deg in roll short: a position fitted it better) ...
 ROTATION_GRID_DEG = 3.0
 ROTATION_GRID_STEP_DEG = 0.5
 #: ... and a pattern search on every axis then walks from this step down to the last.
@@ -253,6 +256,9 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
         g = np.arange(-ROTATION_GRID_DEG, ROTATION_GRID_DEG + 1e-9, ROTATION_GRID_STEP_DEG)
         for pitch, yaw in itertools.product(g, g):
             better(np.array([0.0, pitch, yaw]))
+        at = d.copy()
+        for roll in g:  # then the roll line through the best of them
+            better(np.array([roll, at[1], at[2]]))
     step, last = ROTATION_STEPS_DEG
     while step >= last:
         moved = False
@@ -266,17 +272,37 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
 
 
 def pooled_views(rig: Rig, more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
-                 views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], int]:
+                 views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], list[Frame]]:
     """The screened cameras' ``views`` (one frame's) extended by ``more_frames`` ((images,
     scan) pairs of the same rig; those without every screened camera's image left out: only
-    their edges and maps are made), and how many frames they hold; ``views`` and 1 when no
-    other frame can be added or a screened camera sees no edge in one."""
+    their edges and maps are made), and the frames of ``more_frames`` they hold (in order,
+    scans as :class:`~bevviz.lidar.LidarScan`); ``views`` and none when no other frame can be
+    added or a screened camera sees no edge in one."""
     screened = Rig([rig[n] for n in views])  # the others' views would be dropped
-    per_frame = [edge_views(screened, f_images, as_lidar_scan(f_scan, "more_frames"))
-                 for f_images, f_scan in more_frames if all(n in f_images for n in views)]
+    used = [(f_images, as_lidar_scan(f_scan, "more_frames")) for f_images, f_scan in more_frames
+            if all(n in f_images for n in views)]
+    per_frame = [edge_views(screened, f_images, f_scan) for f_images, f_scan in used]
     if not per_frame or not all(n in v for v in per_frame for n in views):
-        return dict(views), 1
-    return {n: _joined([views[n], *(v[n] for v in per_frame)]) for n in views}, 1 + len(per_frame)
+        return dict(views), []
+    return {n: _joined([views[n], *(v[n] for v in per_frame)]) for n in views}, used
+
+
+def seen_from(view: EdgeView, camera: Camera, frames: Sequence[Frame]) -> EdgeView | None:
+    """``view``'s evidence with its edges chosen from ``camera``'s place instead (an
+    alternative pose of ``view.camera``, same name): the scans' edges that camera sees, in its
+    frame, scored on ``view``'s image maps (``frames``: the (images, scan) pairs ``view``
+    holds, in its order). None where a frame shows that camera no edge.
+
+    Which edges a camera sees (the silhouettes between near and far, what hides what)
+    depends on where it stands, so edges chosen from one place favour that place (see
+    ``screen.POSE_T``)."""
+    parts = []
+    for f, (images, scan) in enumerate(frames):
+        v = edge_views(Rig([camera]), images, scan, {camera.name: (view.channels[f],)})
+        if camera.name not in v:
+            return None
+        parts.append(v[camera.name])
+    return _joined(parts)
 
 
 def _joined(parts: Sequence[EdgeView]) -> EdgeView:
