@@ -14,11 +14,10 @@ import pytest
 from bevviz.calibration.gross import GROSS_T, LIDAR_SENSOR, lidar_placement, screen_gross_errors, swapped_images
 from bevviz.calibration.gross import screen as screen_module
 from bevviz.calibration.gross.screen import IMAGE_SHARPNESS_T
-from bevviz.calibration.gross.views import edge_views, relative_pose, rotated_best, seen_from
-from bevviz.calibration.lidar.alignment import hypothesis_matrix
+from bevviz.calibration.gross.views import edge_views, frame_views, relative_pose, rotated_best, seen_from
+from bevviz.calibration.lidar.alignment import as_lidar_frames, hypothesis_matrix
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
-from bevviz.lidar import as_lidar_scan
 
 ROLL_180 = np.diag([-1.0, -1.0, 1.0])
 ROLL_90 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
@@ -223,13 +222,13 @@ def test_the_edges_seen_from_the_stored_place_are_the_views_own(dev_frames):
     """The second look's edges (seen_from) from the stored place itself are the view's own,
     scored on the same image maps; from a metre higher most are other edges (TRI CAMERA_05)."""
     rig, images, scan = dev_frames["real_tri"]
-    scan = as_lidar_scan(scan)
-    view = edge_views(rig, images, scan)["CAMERA_05"]
-    again = seen_from(view, view.camera, [(images, scan)])
+    frames = as_lidar_frames(images, scan)
+    view = frame_views(rig, frames[0])["CAMERA_05"]
+    again = seen_from(view, view.camera, frames)
     assert np.array_equal(again.points, view.points) and np.array_equal(again.orient, view.orient)
     assert again.channels[0] is view.channels[0]
     up = _moved(view.camera, [0.0, 0.0, 1.0])
-    higher = seen_from(view, up, [(images, scan)])
+    higher = seen_from(view, up, frames)
     T = relative_pose(up, view.camera)  # stored_from_up
     in_stored = higher.points @ T[:3, :3].T + T[:3, 3]
     near = np.min(np.linalg.norm(in_stored[:, None, :] - view.points[None, :, :], axis=2), axis=1) < 0.05

@@ -85,8 +85,7 @@ from bevviz.calibration.gross.views import (
     MIN_LIFT,
     MIN_SCREEN_EDGES,
     EdgeView,
-    Frame,
-    edge_views,
+    frame_views,
     identical_images,
     in_camera,
     pooled_views,
@@ -95,6 +94,7 @@ from bevviz.calibration.gross.views import (
     seen_from,
     wins,
 )
+from bevviz.calibration.lidar.alignment import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
@@ -306,12 +306,12 @@ def _pose_wins(pose: tuple) -> bool:
     return pose[1] >= POSE_T and pose[2] >= MIN_LIFT and pose[3] >= POSE_MIN_GAIN
 
 
-def _second_look(view: EdgeView, pose: tuple, frames: Sequence[Frame]) -> tuple:
+def _second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame]) -> tuple:
     """The best position or focal alternative (``pose``, as :func:`_best_pose` returns it)
     judged once more on the edges seen from its own place (:func:`seen_from`), and both looks
     averaged: ``pose`` with its ``(t, lift, gain)`` the mean of the two looks' (``t`` -inf where
-    the alternative's place shows too few edges). ``frames``: the (images, scan) pairs the
-    view holds, each scan where the cameras put it.
+    the alternative's place shows too few edges). ``frames``: the frames the view holds, each
+    scan where the cameras put it.
 
     A camera's edges are chosen from where it stands: edges chosen from the stored place
     favour the stored place, those chosen from the alternative's favour the alternative (TRI
@@ -370,7 +370,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     """
     scan = as_lidar_scan(lidar)
     screen = GrossScreen()
-    views = edge_views(rig, images, scan)
+    first = as_lidar_frames(images, scan)[0]
+    views = frame_views(rig, first)
     for n in rig.names:
         if n not in views or len(views[n].points) < MIN_SCREEN_EDGES:
             screen.notes.append(f"{n}: too few LiDAR edges in view; not screened")
@@ -410,7 +411,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                             "gross-error screen names no camera")
         return screen
     # the frames the views hold, each scan where the cameras put it (the second look chooses edges again)
-    frames = [(images, scan if screen.lidar_from_scan is None else moved_scan(scan, screen.lidar_from_scan))]
+    frames = [first if screen.lidar_from_scan is None else
+              as_lidar_frames(images, moved_scan(scan, screen.lidar_from_scan))[0]]
     if more_frames and screen.lidar_from_scan is None:
         views, more = pooled_views(rig, more_frames, views)
         frames += more
@@ -461,12 +463,11 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         explained = wins(t, lift, gain) and view.compare(_best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
         if not wins(t, lift, gain) or explained:
             # each alternative against the stored position at its best small rotation
-            first = _best_pose(view, alternatives, rotated_best(view, lid), lid)
-            looks = [first, _second_look(view, first, frames)] if first[1] >= SECOND_LOOK_T else [first]
-            pose = max(looks, key=lambda p: p[1])
-            screen.pose_best[n] = (pose[0], pose[1])
-            if any(_pose_wins(p) for p in looks):
-                pose_wins[n] = next(p for p in looks if _pose_wins(p))
+            pose = _best_pose(view, alternatives, rotated_best(view, lid), lid)
+            looks = [pose, _second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
+            screen.pose_best[n] = (pose[0], max(p[1] for p in looks))
+            if (winner := next((p for p in looks if _pose_wins(p)), None)) is not None:
+                pose_wins[n] = winner
             continue
         if kind == "image":
             swaps[n] = (what, t)

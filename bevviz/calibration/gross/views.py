@@ -20,18 +20,16 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames, hypothesis_matrix
+from bevviz.calibration.lidar.alignment import EdgeAlignment, LidarFrame, as_lidar_frames, hypothesis_matrix
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.lidar.image_support import LOCAL_RAD, local_mean
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
 
-__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "Frame", "edge_views",
+__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "edge_views", "frame_views",
            "identical_images", "pooled_views", "relative_pose", "rotated_best", "seen_from"]
 
-#: One frame of a drive: camera name -> image (H, W, 3), and its scan.
-Frame = tuple[Mapping[str, np.ndarray], LidarScan]
 #: Fewest edges an alternative must bring into view to be scored (and the fewest a camera
 #: needs to be screened at all).
 MIN_SCREEN_EDGES = 60
@@ -167,13 +165,20 @@ def edge_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
     ``lifts`` (camera -> its image's lift channels as :attr:`EdgeView.channels` holds them,
     from an earlier call on the same images) spares making the images' maps again: only the
     scan's edges are new."""
-    frames = as_lidar_frames(images, scan)
+    return frame_views(rig, as_lidar_frames(images, scan)[0], lifts)
+
+
+def frame_views(rig: Rig, frame: LidarFrame, lifts: Mapping[str, tuple[np.ndarray, ...]] | None = None
+                ) -> dict[str, EdgeView]:
+    """:func:`edge_views` of a frame already paired with its scan
+    (:func:`~bevviz.calibration.lidar.alignment.as_lidar_frames`: the scan's rings, ring edges
+    and intensity ranks made once, whichever camera looks at it)."""
     out = {}
     for n in rig.names:
-        if n not in images:
+        if n not in frame.images:
             continue
         known = lifts.get(n) if lifts is not None else None
-        ea = EdgeAlignment(rig[n], frames, maps=known is None)
+        ea = EdgeAlignment(rig[n], [frame], maps=known is None)
         if not len(ea):
             continue
         if known is None:
@@ -272,33 +277,33 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
 
 
 def pooled_views(rig: Rig, more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
-                 views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], list[Frame]]:
+                 views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], list[LidarFrame]]:
     """The screened cameras' ``views`` (one frame's) extended by ``more_frames`` ((images,
     scan) pairs of the same rig; those without every screened camera's image left out: only
-    their edges and maps are made), and the frames of ``more_frames`` they hold (in order,
-    scans as :class:`~bevviz.lidar.LidarScan`); ``views`` and none when no other frame can be
-    added or a screened camera sees no edge in one."""
+    their edges and maps are made), and the frames of ``more_frames`` they hold (in order, each
+    paired with its scan); ``views`` and none when no other frame can be added or a screened
+    camera sees no edge in one."""
     screened = Rig([rig[n] for n in views])  # the others' views would be dropped
-    used = [(f_images, as_lidar_scan(f_scan, "more_frames")) for f_images, f_scan in more_frames
+    used = [as_lidar_frames(f_images, as_lidar_scan(f_scan, "more_frames"))[0] for f_images, f_scan in more_frames
             if all(n in f_images for n in views)]
-    per_frame = [edge_views(screened, f_images, f_scan) for f_images, f_scan in used]
+    per_frame = [frame_views(screened, f) for f in used]
     if not per_frame or not all(n in v for v in per_frame for n in views):
         return dict(views), []
     return {n: _joined([views[n], *(v[n] for v in per_frame)]) for n in views}, used
 
 
-def seen_from(view: EdgeView, camera: Camera, frames: Sequence[Frame]) -> EdgeView | None:
+def seen_from(view: EdgeView, camera: Camera, frames: Sequence[LidarFrame]) -> EdgeView | None:
     """``view``'s evidence with its edges chosen from ``camera``'s place instead (an
     alternative pose of ``view.camera``, same name): the scans' edges that camera sees, in its
-    frame, scored on ``view``'s image maps (``frames``: the (images, scan) pairs ``view``
-    holds, in its order). None where a frame shows that camera no edge.
+    frame, scored on ``view``'s image maps (``frames``: the frames ``view`` holds, in its
+    order). None where a frame shows that camera no edge.
 
     Which edges a camera sees (the silhouettes between near and far, what hides what)
     depends on where it stands, so edges chosen from one place favour that place (see
     ``screen.POSE_T``)."""
     parts = []
-    for f, (images, scan) in enumerate(frames):
-        v = edge_views(Rig([camera]), images, scan, {camera.name: (view.channels[f],)})
+    for f, frame in enumerate(frames):
+        v = frame_views(Rig([camera]), frame, {camera.name: (view.channels[f],)})
         if camera.name not in v:
             return None
         parts.append(v[camera.name])
