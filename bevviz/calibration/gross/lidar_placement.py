@@ -7,7 +7,7 @@ there (:func:`replaced_lidar`: a camera's edges are those it sees from where the
 and tried turned about the vertical when most cameras see none of its edges
 (:func:`turned_lidar`). A move most cameras prefer on their own names the LiDAR
 (``LIDAR_MAJORITY``, at least ``LIDAR_MIN_MOVE_M``). What the constants were chosen on:
-docs/calibration.md (the tuning table).
+docs/gross_errors.md (the tuning table).
 
 Convention:
     Ego frame x forward, y left, z up, metres. A LiDAR correction ``M`` (4, 4) moves the scan:

@@ -38,7 +38,8 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    the camera whose view it fits (the other is named).
 4. *Position and focal length* (cameras nothing above named): the optical centre moved a
    metre or two along an ego axis (``POSITION_MOVES_M``), the focal lengths scaled by
-   10-20 % (``FOCAL_SCALES``). A small rotation mimics a position change (a metre at 30 m
+   10-20 % (``FOCAL_SCALES``, and next to the best of them the scales between its steps:
+   ``FOCAL_FINE_STEP``). A small rotation mimics a position change (a metre at 30 m
    is 2 deg), so each alternative is compared with the stored position at its own best
    rotation within a few degrees (a pitch-yaw grid and a roll line, then a finer walk), the
    alternatives that fit best at their own best small rotation (``POSE_REFINED``), with
@@ -50,7 +51,7 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
 
 What the thresholds were chosen on, the margins measured and what the screen does not try
 (turns that point a camera elsewhere; a position or focal length of a one-camera rig):
-docs/calibration.md (the tuning table; ``python scripts/measure_gross.py`` measures them again).
+docs/gross_errors.md (the tuning table; ``python scripts/measure_gross.py`` measures them again).
 
 Convention:
     Ego frame x forward, y left, z up, metres; camera RDF; pixels at centres. A turn ``T`` is
@@ -116,6 +117,12 @@ LIDAR_SENSOR = "LIDAR"
 #: the position and focal alternatives (step 4 of the module docstring).
 POSITION_MOVES_M = (1.0, 1.5, 2.0)
 FOCAL_SCALES = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
+#: Between those steps, next to the focal scale that fits best: scales ``FOCAL_FINE_STEP``
+#: apart within ``FOCAL_FINE_REACH`` of it, none nearer 1 than ``FOCAL_MIN_OFF`` (a focal
+#: length 10 % off wants x 0.909 or x 1.111): :func:`_finer_focal`.
+FOCAL_FINE_STEP = 0.01
+FOCAL_FINE_REACH = 0.02
+FOCAL_MIN_OFF = 0.09
 #: A position or focal alternative wins when, at its own best small rotation (the
 #: ``POSE_REFINED`` alternatives that fit best as they are), it beats the stored position *at
 #: its best rotation* (a grid of turns within 3 deg, then a finer walk: :func:`rotated_best`)
@@ -124,7 +131,7 @@ FOCAL_SCALES = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
 #: looks: those edges and the edges seen from the alternative's place (:func:`_second_look`,
 #: made where the first look gives the alternative at least ``SECOND_LOOK_T``). A metre at
 #: 30 m is 2 deg: against the stored pose itself a camera turned 2 deg preferred a position
-#: alternative by up to 4.2. What the values were chosen on: docs/calibration.md (the tuning
+#: alternative by up to 4.2. What the values were chosen on: docs/gross_errors.md (the tuning
 #: table).
 POSE_T = 3.0
 SECOND_LOOK_T = 0.0
@@ -247,10 +254,38 @@ def _pose_alternatives(camera: Camera) -> list[tuple[str, str, Camera]]:
         words = (f"'s position is off by about {h:g} m: the LiDAR's edges fit it {h:g} m "
                  f"{_AXIS_WORDS[ax][0 if sign > 0 else 1]} (ego {'+' if sign > 0 else '-'}{'xyz'[ax]})")
         out.append(("position", words, alt))
-    for s in FOCAL_SCALES:
-        words = (f"'s focal length is off by about {abs(1 - s):.0%}: the LiDAR's edges fit fx and fy x {s:g} "
-                 f"(the stored ones are too {'long' if s < 1 else 'short'})")
-        out.append(("focal", words, perturb_camera(camera, fx_scale=s, fy_scale=s)))
+    return out + [_focal_alternative(camera, s) for s in FOCAL_SCALES]
+
+
+def _focal_alternative(camera: Camera, s: float) -> tuple[str, str, Camera]:
+    """("focal", words, ``camera`` with fx and fy scaled by ``s``, principal point kept)."""
+    words = (f"'s focal length is off by about {abs(1 / s - 1):.0%}: the LiDAR's edges fit fx and fy x {s:g} "
+             f"(the stored ones are too {'long' if s < 1 else 'short'})")
+    return "focal", words, perturb_camera(camera, fx_scale=s, fy_scale=s)
+
+
+def _finer_focal(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.ndarray]], reference: np.ndarray,
+                 lid: np.ndarray) -> list[tuple[str, str, Camera, np.ndarray]]:
+    """Focal alternatives between the steps of ``FOCAL_SCALES``, next to the one that fits best
+    against ``reference`` (values (M,)): scales ``FOCAL_FINE_STEP`` apart within
+    ``FOCAL_FINE_REACH`` of it, on its side of 1 and at least ``FOCAL_MIN_OFF`` from 1, with
+    their values (M,), as :func:`_pose_values` gives them. A focal length 15 % too long wants
+    x 0.87, half-way between two steps: 3.7 standard errors where x 0.85 gave 2.5 (nuScenes
+    CAM_FRONT). ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
+    cam = view.camera
+    focal = [a for a in alternatives if a[0] == "focal"]
+    if not focal:
+        return []
+    s0 = 1.0 + float(_offset(cam, "focal", max(focal, key=lambda a: view.compare(reference, a[3])[0])[2])[0])
+    have = {round(1.0 + float(_offset(cam, "focal", a[2])[0]), 4) for a in focal}
+    reach = int(round(FOCAL_FINE_REACH / FOCAL_FINE_STEP))
+    scales = [round(s0 + k * FOCAL_FINE_STEP, 4) for k in range(-reach, reach + 1)]
+    scales = [s for s in scales if s not in have and (s - 1.0) * (s0 - 1.0) > 0 and abs(s - 1.0) >= FOCAL_MIN_OFF]
+    out = []
+    for s in scales:
+        kind, words, alt = _focal_alternative(cam, s)
+        out.append((kind, words, alt, view.values(relative_pose(cam, alt) @ lid, alt.K, alt.size, view.channels,
+                                                  view.sideways)))
     return out
 
 
@@ -266,7 +301,7 @@ def _short_words(camera: Camera, kind: str, alt: Camera) -> str:
     """A position or focal alternative in a few words: "the camera 1.5 m higher", "fx and fy x 0.9"."""
     d = _offset(camera, kind, alt)
     if kind == "focal":
-        return f"fx and fy x {d[0] + 1.0:.2g}"
+        return f"fx and fy x {d[0] + 1.0:.3g}"
     ax = int(np.argmax(np.abs(d)))
     return f"the camera {abs(d[ax]):g} m {_AXIS_WORDS[ax][0 if d[ax] > 0 else 1]}"
 
@@ -288,6 +323,7 @@ def _best_pose(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.nda
     frame) the ``POSE_REFINED`` alternatives that fit best as they are are compared at their
     own best small rotation instead (:func:`rotated_best` without its grid)."""
     if lid is not None:
+        alternatives = alternatives + _finer_focal(view, alternatives, reference, lid)
         ranked = sorted(alternatives, key=lambda a: -view.compare(reference, a[3])[0])
         alternatives = [(kind, words, alt, rotated_best(view, relative_pose(view.camera, alt) @ lid, alt.K, alt.size,
                                                         grid=False))
@@ -334,16 +370,19 @@ def _sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_a
     ``alt``'s own included: metres, or focal scales; sorted. More than one: the edges do not
     pin the size. ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
     cam = view.camera
+
+    def size(d: np.ndarray) -> float:
+        return float(np.linalg.norm(d)) if kind == "position" else float(d[0] + 1.0)
+
     d0 = _offset(cam, kind, alt)
-    out = []
+    out = [size(d0)]
     for k, _, a in _pose_alternatives(cam):
         d = _offset(cam, kind, a)
-        if k != kind or np.dot(d, d0) < np.linalg.norm(d) * np.linalg.norm(d0) * (1 - 1e-9):
-            continue  # another kind, or not the same direction
-        same = np.allclose(d, d0)
-        v = v_alt if same else rotated_best(view, relative_pose(cam, a) @ lid, a.K, a.size, grid=False)
-        if same or view.compare(v_alt, v)[0] > -GROSS_T:
-            out.append(float(np.linalg.norm(d)) if kind == "position" else float(d[0] + 1.0))
+        if k != kind or np.allclose(d, d0) or np.dot(d, d0) < np.linalg.norm(d) * np.linalg.norm(d0) * (1 - 1e-9):
+            continue  # another kind, ``alt`` itself, or not the same direction
+        v = rotated_best(view, relative_pose(cam, a) @ lid, a.K, a.size, grid=False)
+        if view.compare(v_alt, v)[0] > -GROSS_T:
+            out.append(size(d))
     return sorted(out)
 
 
