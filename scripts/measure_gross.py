@@ -25,8 +25,9 @@ camera in turn with its optical centre moved 1, 1.5
 or 2 m along an ego axis, its focal lengths scaled by 0.85, 0.9, 1.1 or 1.15, or turned 2 deg
 (a fault for the fine search, which must not be named a position or focal error): what the
 screen names, counted as right (the camera and the kind; "fixed" where its fix also puts the
-camera back within 0.25 m and 3 % of the truth), wrong (another camera or kind) and, on the
-clean rigs, false alarms.
+camera back within 0.25 m and 3 % of the truth), the right camera named with two readings (a
+turn, or a move or refocus) and no fix, wrong (another camera or kind) and, on the clean rigs,
+false alarms.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.io.nuscenes import load_lidar, load_sample  # noqa: E402
 from bevviz.session.embedded import sample_path  # noqa: E402
 
+#: What a named turn says when a move fits about as well and no fix is offered.
+NO_FIX = "no fix is offered"
 TURNS = {"180": np.diag([-1.0, -1.0, 1.0]), "90": np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])}
 
 
@@ -121,6 +124,9 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
                     counts[f"{kind} named"] += 1
                     counts[f"{kind} fixed"] += bool(s.fixed is not None and _fixed(s.fixed[cam], rig[cam]))
                 if any(h != (cam, kind) for h in hits):
+                    if all(e.sensor == cam and NO_FIX in e.message for e in s.errors):
+                        counts["right camera, two readings, no fix"] += 1
+                        continue
                     counts["wrong"] += 1
                     print(f"   {cam} {label}: WRONG {named(s)}")
         print(f"   {dict(counts)}")
@@ -143,6 +149,7 @@ def measure_turns(extra: list[str], drives: list[str] = ()) -> None:
             if [(e.sensor, e.kind) for e in s.errors] == [(cam, "turned")]:
                 counts["named"] += 1
                 counts["named, a move or refocus fits as well"] += "fits about as well" in s.errors[0].message
+                counts["named, two readings, no fix"] += NO_FIX in s.errors[0].message
             else:
                 print(f"   {cam} turned {label}: {named(s)}")
         print(f"== {name}: {dict(counts)}")

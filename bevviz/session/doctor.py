@@ -271,15 +271,15 @@ class Doctor:
         return self._sanity
 
     def gross(self) -> GrossScreen | None:
-        """The gross-error screen (:func:`bevviz.calibration.gross.screen_gross_errors`) of the scene's
-        frames with every image and a scan (a drive's pooled), or None without them (computed once).
-
-        When it names the LiDAR (its points metres off the cameras), :meth:`sanity` measures
-        heights from the road where the cameras put it, not where that LiDAR sees it."""
+        """The gross-error screen (:func:`bevviz.calibration.gross.screen_gross_errors`) of the scene's frames
+        with every image and a scan (a drive's pooled; its ignore polygons), or None without (computed once).
+        When it names the LiDAR (metres off the cameras), :meth:`sanity` measures heights from the road
+        where the cameras put it, not where that LiDAR sees it."""
         if self._gross is None:
             ok = self.lidar is not None and self.scene.has_all_images
             more = [(f.images, f.lidar) for f in self.scene.complete_frames if f.lidar is not None]
-            self._gross = (screen_gross_errors(self.rig, self.scene.images, self.lidar, more) if ok else None,)
+            args = (self.rig, self.scene.images, self.lidar, more, dict(self.scene.ignore))
+            self._gross = (screen_gross_errors(*args) if ok else None,)
             if self._gross[0] is not None and self._gross[0].lidar_from_scan is not None:
                 self._sanity = None  # measured again from the corrected road
         return self._gross[0]

@@ -14,10 +14,20 @@ import pytest
 from bevviz.calibration.gross import GROSS_T, LIDAR_SENSOR, lidar_placement, screen_gross_errors, swapped_images
 from bevviz.calibration.gross import screen as screen_module
 from bevviz.calibration.gross.screen import IMAGE_SHARPNESS_T
-from bevviz.calibration.gross.views import edge_views, frame_views, relative_pose, rotated_best, seen_from
+from bevviz.calibration.gross.views import (
+    MIN_GAIN,
+    MIN_LIFT,
+    edge_views,
+    frame_views,
+    relative_pose,
+    rotated_best,
+    seen_from,
+)
 from bevviz.calibration.lidar.alignment import as_lidar_frames, hypothesis_matrix
+from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
+from bevviz.errors import InputError
 
 ROLL_180 = np.diag([-1.0, -1.0, 1.0])
 ROLL_90 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
@@ -341,3 +351,66 @@ def test_a_move_named_a_turn_says_a_move_fits_about_as_well(dev_frames):
     assert [(e.sensor, e.kind) for e in screen.errors] == [("CAM_FRONT_RIGHT", "turned")]
     assert screen.errors[0].message == (f"CAM_FRONT_RIGHT {UPSIDE_DOWN}; but a position error fits about as well "
                                         f"(the camera 1.5 m higher){HEDGE}")
+
+
+def test_a_turn_needs_less_lift_of_its_own_than_an_image():
+    """TRI's images lift the scan's edges weakly: a camera turned 90 or 180 deg is named with
+    ``TURN_MIN_LIFT`` at its true pose (TRI t1 CAMERA_06 turned 90 deg: 0.055), while another
+    camera's image still needs ``MIN_LIFT``; the standard errors and gain are asked of both."""
+    between = 0.5 * (screen_module.TURN_MIN_LIFT + MIN_LIFT)
+    assert screen_module.TURN_MIN_LIFT < MIN_LIFT
+    assert screen_module._roll_or_image_wins("turned", GROSS_T, between, MIN_GAIN)
+    assert not screen_module._roll_or_image_wins("image", GROSS_T, between, MIN_GAIN)
+    assert not screen_module._roll_or_image_wins("turned", GROSS_T, 0.9 * screen_module.TURN_MIN_LIFT, MIN_GAIN)
+    assert not screen_module._roll_or_image_wins("turned", 0.9 * GROSS_T, between, MIN_GAIN)
+    assert not screen_module._roll_or_image_wins("turned", GROSS_T, between, 0.9 * MIN_GAIN)
+
+
+def test_a_turn_a_move_explains_as_well_names_the_camera_without_a_fix(dev_frames):
+    """TRI CAMERA_07 moved 1 m down: its edges fit it upside down, but a move held at the stored
+    rotation fits them at least as well, and no move wins on its own. The camera is named with
+    both readings and no fix (a turn's fix would turn a camera that was never turned)."""
+    rig, images, scan = dev_frames["real_tri"]
+    moved = rig.replace(perturb_camera(rig["CAMERA_07"], translation=np.array([0.0, 0.0, -1.0])))
+    screen = screen_gross_errors(moved, images, scan)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAMERA_07", "turned")]
+    assert "or a position error" in screen.errors[0].message
+    assert "no fix is offered" in screen.errors[0].message
+    assert screen.fixed is None
+
+
+def _lower_third(rig: Rig) -> dict[str, list]:
+    """Every camera's lower third as one ignore polygon (a car's bonnet, exaggerated)."""
+    return {n: [[(-0.5, rig[n].height * 2 / 3), (rig[n].width, rig[n].height * 2 / 3),
+                 (rig[n].width, rig[n].height), (-0.5, rig[n].height)]] for n in rig.names}
+
+
+def test_pixels_marked_ignored_hold_no_edge_under_any_pose(dev_frames):
+    """An ignore polygon hides its pixels from the screen: no edge is chosen there, an edge an
+    alternative pose puts there is out of view, a clean rig stays clean and an upside-down
+    camera is still named."""
+    rig, images, scan = dev_frames["real-nuscenes"]
+    ignore = _lower_third(rig)
+    masks = ignore_masks(rig, ignore)
+    view = frame_views(rig, as_lidar_frames(images, scan, masks)[0])["CAM_FRONT"]
+    cam = view.camera
+    uv = view.points @ cam.K.T
+    assert np.all(uv[:, 1] / uv[:, 2] < cam.height * 2 / 3), "an edge was chosen on ignored pixels"
+    lowered = np.eye(4)
+    lowered[:3, :3] = hypothesis_matrix(np.array([0.0, -8.0, 0.0]))  # the view tilted: edges move down
+    v = view.values(lowered, cam.K, cam.size, view.channels, view.sideways)
+    pc = view.points @ lowered[:3, :3].T
+    below = (pc @ cam.K.T)[:, 1] / pc[:, 2] > cam.height * 2 / 3 + 2
+    assert below.any() and np.isnan(v[below]).all()
+    assert screen_gross_errors(rig, images, scan, ignore=ignore).errors == []
+    turned = rig.replace(rig["CAM_FRONT"].replace(cam_from_ego=np.diag([-1.0, -1.0, 1.0, 1.0]) @
+                                                  rig["CAM_FRONT"].cam_from_ego))
+    screen = screen_gross_errors(turned, images, scan, ignore=ignore)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAM_FRONT", "turned")]
+
+
+def test_a_malformed_ignore_polygon_is_a_named_input_error(dev_frames):
+    rig, images, scan = dev_frames["real-nuscenes"]
+    with pytest.raises(InputError) as err:
+        screen_gross_errors(rig, images, scan, ignore={"CAM_NOWHERE": [[(0, 0), (1, 0), (1, 1)]]})
+    assert err.value.field == "ignore" and "CAM_NOWHERE" in str(err.value)

@@ -111,7 +111,8 @@ def moved_scan(scan: LidarScan, M: np.ndarray) -> LidarScan:
 
 
 def replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, M: np.ndarray,
-                   views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], np.ndarray, int]:
+                   views: Mapping[str, EdgeView], ignore: Mapping[str, np.ndarray] | None = None
+                   ) -> tuple[dict[str, EdgeView], np.ndarray, int]:
     """The LiDAR search again, from the scan moved by ``M`` (4, 4; the first search's move).
 
     A camera's edges are the scan's edges it sees from its own place: a scan a metre or more
@@ -120,9 +121,10 @@ def replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, 
     vote). From where the first search put it, the edges are chosen again and the search and
     the vote run on them, each camera comparing the place found with the place the scan was
     given. Returns (those views, the move found relative to them (4, 4), how many cameras
-    prefer it on their own); the views reuse the images' lift maps of ``views``."""
+    prefer it on their own); the views reuse the images' lift maps of ``views``. ``ignore``:
+    camera -> (H, W) bool mask of the pixels that do not show the world (:func:`edge_views`)."""
     placed = edge_views(Rig([rig[n] for n in views]), images, moved_scan(scan, M),
-                        {n: v.channels for n, v in views.items()})
+                        {n: v.channels for n, v in views.items()}, ignore)
     placed = {n: v for n, v in placed.items() if len(v.points) >= MIN_SCREEN_EDGES}
     given = np.linalg.inv(M)
     M2, agree = lidar_correction(placed, given=given)
@@ -131,7 +133,7 @@ def replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, 
 
 def with_edges(views: Mapping[str, EdgeView]) -> int:
     """How many cameras' images have any edge at all (a flat image has none)."""
-    return int(sum(max(float(np.ptp(c)) for c in v.channels) > 0 for v in views.values()))
+    return int(sum(max(float(np.ptp(np.nan_to_num(c))) for c in v.channels) > 0 for v in views.values()))
 
 
 def aligned(views: Mapping[str, EdgeView], M: np.ndarray) -> int:
@@ -143,18 +145,19 @@ def aligned(views: Mapping[str, EdgeView], M: np.ndarray) -> int:
 
 
 def turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, majority: int,
-                 lifts: Mapping[str, tuple[np.ndarray, ...]]
+                 lifts: Mapping[str, tuple[np.ndarray, ...]], ignore: Mapping[str, np.ndarray] | None = None
                  ) -> tuple[dict[str, EdgeView], np.ndarray, np.ndarray] | None:
     """The scan turned a quarter, a half or three quarters about the ego vertical (a scan in
     its sensor's frame) when most cameras see its edges then and not before: (the views of
     the turned scan, its move (4, 4), the turn (4, 4)), or None. ``lifts``: the images'
-    lift channels of the untouched scan's views (the images are the same)."""
+    lift channels of the untouched scan's views (the images are the same); ``ignore`` as
+    :func:`edge_views` takes it."""
     best = None
     for yaw in LIDAR_TURNS_DEG:
         a = np.radians(yaw)
         turn = np.eye(4)
         turn[:2, :2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
-        views = edge_views(rig, images, moved_scan(scan, turn), lifts)
+        views = edge_views(rig, images, moved_scan(scan, turn), lifts, ignore)
         if len(views) < majority:
             continue
         M, _ = lidar_correction(views, forward_and_up=True)

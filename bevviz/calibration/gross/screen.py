@@ -97,6 +97,7 @@ from bevviz.calibration.gross.views import (
 )
 from bevviz.calibration.lidar.alignment import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.edges import view_axes
+from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import as_lidar_scan
@@ -154,6 +155,15 @@ POSE_MIN_CAMERAS = 3
 #: right (with KITTI's), four stood above (-0.09 to +0.71: TRI CAMERA_01, 06 and 08 upside
 #: down) and the next at -0.59. The fix is still offered: a look at the image tells which it is.
 TURN_RIVAL_T = -0.5
+#: A turn about the optical axis wins with a mean lift of its own of this much (every other
+#: alternative needs ``MIN_LIFT``, 0.06): the camera's own image at its true pose. TRI's images
+#: lift the scan's edges weakly, and three TRI cameras turned 90 or 180 deg (t1 CAMERA_06 +-90,
+#: t2 CAMERA_01 180) beat their stored poses by 2.2-2.5 standard errors with lifts of
+#: 0.046-0.056; uniform noise images gave no alternative that passed ``GROSS_T`` and
+#: ``MIN_GAIN`` at all (50 screens), and their lift stays under 0.022. A turn whose lift is
+#: under ``MIN_LIFT`` yields to a position or focal alternative that wins (on the TRI drive a
+#: camera moved 2 m down was named turned without that).
+TURN_MIN_LIFT = 0.04
 #: An image of another camera wins only where it fits this camera's pose better than the pose
 #: turned 2 deg in pitch or yaw by this many standard errors
 #: (:meth:`~bevviz.calibration.gross.views.EdgeView.sharpness`): TRI CAMERA_01's image, a
@@ -200,7 +210,8 @@ class GrossScreen:
         pose_best: Camera -> (``"position"`` or ``"focal"``, by how many standard errors its
             best such alternative fits better than the stored position at its best small
             rotation: the better of the first look and the two looks' mean), for the cameras
-            no turn or image named.
+            no turn or image settled (a turn of little lift, or one a move fits as well, waits
+            for it).
         lidar_agree: How many cameras prefer the best LiDAR correction on their own.
         fixed: The rig with every named camera error corrected, or None when none is.
         lidar_from_scan: The LiDAR correction found (4, 4) when the LiDAR is named, else None.
@@ -336,6 +347,15 @@ def _best_pose(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.nda
     return best
 
 
+def _roll_or_image_wins(kind: str, t: float, lift: float, gain: float) -> bool:
+    """Whether a turn (``kind`` "turned") or another camera's image ("image"), compared as
+    :meth:`EdgeView.compare` gives ``(t, lift, gain)``, beats the stored pose: :func:`wins`, with
+    ``TURN_MIN_LIFT`` in place of ``MIN_LIFT`` for a turn."""
+    if kind == "turned":
+        return t >= GROSS_T and lift >= TURN_MIN_LIFT and gain >= MIN_GAIN
+    return wins(t, lift, gain)
+
+
 def _pose_wins(pose: tuple) -> bool:
     """Whether a position or focal alternative (as :func:`_best_pose` returns it) beats the
     stored position by ``POSE_T`` standard errors and ``POSE_MIN_GAIN``, and shows ``MIN_LIFT``."""
@@ -387,7 +407,8 @@ def _sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_a
 
 
 def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: object,
-                        more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]] = ()) -> GrossScreen:
+                        more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]] = (),
+                        ignore: Mapping[str, object] | None = None) -> GrossScreen:
     """Screen one frame of a rig for gross errors (see the module docstring), or a drive.
 
     Args:
@@ -400,16 +421,21 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             frame; where it is not named, the cameras are screened on the edges of every frame
             that holds each screened camera's image, pooled (``GrossScreen.frames`` says how
             many): a metre at 30 m is 2 deg, and one frame's edges often cannot tell them apart.
+        ignore: Optional camera name -> polygons of (u, v) pixels of the calibrated image that
+            do not show the world (the car's own body; as :func:`bevviz.calibration.diagnose`
+            takes them): no edge is chosen there, and an edge that lands there under any pose
+            is out of view.
 
     Returns:
         :class:`GrossScreen`.
 
     Raises:
-        InputError: naming ``lidar`` or an image when it is malformed.
+        InputError: naming ``lidar``, an image or ``ignore`` when it is malformed.
     """
     scan = as_lidar_scan(lidar)
+    masks = ignore_masks(rig, ignore)
     screen = GrossScreen()
-    first = as_lidar_frames(images, scan)[0]
+    first = as_lidar_frames(images, scan, masks)[0]
     views = frame_views(rig, first)
     for n in rig.names:
         if n not in views or len(views[n].points) < MIN_SCREEN_EDGES:
@@ -423,7 +449,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         M, agree = lidar_correction(views)
         move = M  # relative to the views' scan; M from the scan as given
         if np.linalg.norm(M[:3, 3]) >= LIDAR_MIN_MOVE_M:  # seen from where it fits, the scan shows other edges
-            placed, M2, agree2 = replaced_lidar(rig, images, scan, M, views)
+            placed, M2, agree2 = replaced_lidar(rig, images, scan, M, views, masks)
             if agree2 >= majority and len(placed) == len(views):
                 views, move, agree, M = placed, M2, agree2, M2 @ M
         screen.lidar_agree = agree
@@ -432,7 +458,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             screen.lidar_from_scan, lidar_move = M, move
         elif 2 * aligned(views, np.eye(4)) < len(views) and with_edges(views) >= majority:
             # images with edges, and most show none of the LiDAR's: is the LiDAR turned?
-            turned = turned_lidar(rig, images, scan, majority, {n: v.channels for n, v in views.items()})
+            turned = turned_lidar(rig, images, scan, majority, {n: v.channels for n, v in views.items()}, masks)
             if turned is not None:
                 views, lidar_move, turn = turned
                 screen.lidar_from_scan = lidar_move @ turn
@@ -451,9 +477,9 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         return screen
     # the frames the views hold, each scan where the cameras put it (the second look chooses edges again)
     frames = [first if screen.lidar_from_scan is None else
-              as_lidar_frames(images, moved_scan(scan, screen.lidar_from_scan))[0]]
+              as_lidar_frames(images, moved_scan(scan, screen.lidar_from_scan), masks)[0]]
     if more_frames and screen.lidar_from_scan is None:
-        views, more = pooled_views(rig, more_frames, views)
+        views, more = pooled_views(rig, more_frames, views, masks)
         frames += more
         screen.frames = len(frames)
     fixed = {n: rig[n] for n in rig.names}
@@ -499,22 +525,34 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         # alternative too (TRI, 1-2 m or 10-15 %: 71 of 594 such faults were named a wrong image
         # or a quarter turn without this)
         alternatives = _pose_values(view, lid)
-        explained = wins(t, lift, gain) and view.compare(_best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
-        if not wins(t, lift, gain) or explained:
+        won = _roll_or_image_wins(kind, t, lift, gain)
+        explained = won and view.compare(_best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
+        weak = won and kind == "turned" and lift < MIN_LIFT  # a move or refocus that wins goes first
+        if not won or explained or weak:
             # each alternative against the stored position at its best small rotation
             pose = _best_pose(view, alternatives, rotated_best(view, lid), lid)
             looks = [pose, _second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
             screen.pose_best[n] = (pose[0], max(p[1] for p in looks))
             if (winner := next((p for p in looks if _pose_wins(p)), None)) is not None:
                 pose_wins[n] = winner
-            continue
+            if not (won and kind == "turned" and winner is None):
+                continue
+            # a turn that a move held at the stored rotation explains, or one of little lift, where
+            # no move or refocus wins: named, the first with both readings and no fix (a gross
+            # error missed costs more than a camera named without a fix)
         if kind == "image":
             swaps[n] = (what, t)
             continue
         # a move or refocus free to turn a little may fit about as well as the turn (``TURN_RIVAL_T``)
         rival = _best_pose(view, alternatives, v_best, lid)
-        words = (f"; but a {rival[0]} error fits about as well ({_short_words(view.camera, rival[0], rival[5])}): "
-                 "look at the image before applying the fix" if rival[1] > TURN_RIVAL_T else "")
+        rival_words = _short_words(view.camera, rival[0], rival[5])
+        if explained:  # the LiDAR's edges cannot tell the turn from a move: no fix
+            screen.errors.append(GrossError(n, kind, f"{n} {what}, or a {rival[0]} error ({rival_words}): the "
+                                            "LiDAR's edges fit both about as well, so no fix is offered: look at "
+                                            "the image", t))
+            continue
+        words = (f"; but a {rival[0]} error fits about as well ({rival_words}): look at the image before applying "
+                 "the fix" if rival[1] > TURN_RIVAL_T else "")
         screen.errors.append(GrossError(n, kind, f"{n} {what}{words}", t))
         fixed[n] = alt
     done: set[str] = set(duplicated)
@@ -544,7 +582,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                "position from the LiDAR's")
         screen.notes.append(f"{', '.join(pose_wins)} fit the LiDAR's edges better moved or with another focal "
                             f"length ({why}); no camera named for it")
-    if any(e.kind not in ("lidar", "swapped", "wrong image") for e in screen.errors):
+    if any(fixed[n] is not rig[n] for n in rig.names):
         screen.fixed = Rig([fixed[n] for n in rig.names])
     screen.errors = [e if e.kind == "lidar" else dataclasses.replace(e, frames=screen.frames) for e in screen.errors]
     return screen

@@ -157,15 +157,18 @@ class EdgeView:
 
 
 def edge_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
-               lifts: Mapping[str, tuple[np.ndarray, ...]] | None = None) -> dict[str, EdgeView]:
+               lifts: Mapping[str, tuple[np.ndarray, ...]] | None = None,
+               ignore: Mapping[str, np.ndarray] | None = None) -> dict[str, EdgeView]:
     """Each camera's :class:`EdgeView` of one frame, from the doctor's own edge alignment (its
     edges, their visibility and its finest attraction map, less its local mean: the *lift*);
     :func:`pooled_views` joins several frames' views.
 
     ``lifts`` (camera -> its image's lift channels as :attr:`EdgeView.channels` holds them,
     from an earlier call on the same images) spares making the images' maps again: only the
-    scan's edges are new."""
-    return frame_views(rig, as_lidar_frames(images, scan)[0], lifts)
+    scan's edges are new. ``ignore``: camera -> (H, W) bool mask, calibrated size, of the
+    pixels that do not show the world (:func:`~bevviz.calibration.lidar.masks.ignore_masks`):
+    no edge is chosen or scored there."""
+    return frame_views(rig, as_lidar_frames(images, scan, ignore)[0], lifts)
 
 
 def frame_views(rig: Rig, frame: LidarFrame, lifts: Mapping[str, tuple[np.ndarray, ...]] | None = None
@@ -184,9 +187,22 @@ def frame_views(rig: Rig, frame: LidarFrame, lifts: Mapping[str, tuple[np.ndarra
         if known is None:
             att = ea.maps[0][ea.levels - 1]
             sigma = LOCAL_RAD * 0.5 * (rig[n].K[0, 0] + rig[n].K[1, 1]) * ea.scales[0]
-            known = (np.stack([c - local_mean(c, sigma) for c in att]),)
+            known = (_hide(np.stack([c - local_mean(c, sigma) for c in att]), frame.ignore.get(n)),)
         out[n] = EdgeView(rig[n], ea.points, ea.orient.astype(np.int64), known, bool(view_axes(rig[n])[0, 0] == 0),
                           np.zeros(len(ea.points), dtype=np.int64))
+    return out
+
+
+def _hide(channels: np.ndarray, ignore: np.ndarray | None) -> np.ndarray:
+    """Lift ``channels`` (2, h, w) with the pixels ``ignore`` (H, W) bool, calibrated size,
+    marks (the car's own body) set to NaN: an edge that lands on or next to them under any
+    pose, the stored one or an alternative, is out of view (:meth:`EdgeView.values`)."""
+    if ignore is None or not ignore.any():
+        return channels
+    h, w = channels.shape[1:]
+    hidden = cv2.resize(ignore.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+    out = channels.astype(np.float32, copy=True)
+    out[:, hidden] = np.nan
     return out
 
 
@@ -277,14 +293,16 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
 
 
 def pooled_views(rig: Rig, more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
-                 views: Mapping[str, EdgeView]) -> tuple[dict[str, EdgeView], list[LidarFrame]]:
+                 views: Mapping[str, EdgeView], ignore: Mapping[str, np.ndarray] | None = None
+                 ) -> tuple[dict[str, EdgeView], list[LidarFrame]]:
     """The screened cameras' ``views`` (one frame's) extended by ``more_frames`` ((images,
     scan) pairs of the same rig; those without every screened camera's image left out: only
     their edges and maps are made), and the frames of ``more_frames`` they hold (in order, each
     paired with its scan); ``views`` and none when no other frame can be added or a screened
-    camera sees no edge in one."""
+    camera sees no edge in one. ``ignore``: as :func:`edge_views` takes it, for every frame."""
     screened = Rig([rig[n] for n in views])  # the others' views would be dropped
-    used = [as_lidar_frames(f_images, as_lidar_scan(f_scan, "more_frames"))[0] for f_images, f_scan in more_frames
+    used = [as_lidar_frames(f_images, as_lidar_scan(f_scan, "more_frames"), ignore)[0]
+            for f_images, f_scan in more_frames
             if all(n in f_images for n in views)]
     per_frame = [frame_views(screened, f) for f in used]
     if not per_frame or not all(n in v for v in per_frame for n in views):
