@@ -281,17 +281,18 @@ def _finer_focal(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.n
     against ``reference`` (values (M,)): scales ``FOCAL_FINE_STEP`` apart within
     ``FOCAL_FINE_REACH`` of it, on its side of 1 and at least ``FOCAL_MIN_OFF`` from 1, with
     their values (M,), as :func:`_pose_values` gives them. A focal length 15 % too long wants
-    x 0.87, half-way between two steps: 3.7 standard errors where x 0.85 gave 2.5 (nuScenes
-    CAM_FRONT). ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
+    x 0.87, half-way between two steps: 3.4 standard errors (at x 0.88) where its best step
+    gave 2.5 (nuScenes CAM_FRONT). ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
     cam = view.camera
     focal = [a for a in alternatives if a[0] == "focal"]
     if not focal:
         return []
-    s0 = 1.0 + float(_offset(cam, "focal", max(focal, key=lambda a: view.compare(reference, a[3])[0])[2])[0])
-    have = {round(1.0 + float(_offset(cam, "focal", a[2])[0]), 4) for a in focal}
+    best = max(focal, key=lambda a: view.compare(reference, a[3])[0])[2]
+    s0 = round(1.0 + float(_offset(cam, "focal", best)[0]), 4)
     reach = int(round(FOCAL_FINE_REACH / FOCAL_FINE_STEP))
     scales = [round(s0 + k * FOCAL_FINE_STEP, 4) for k in range(-reach, reach + 1)]
-    scales = [s for s in scales if s not in have and (s - 1.0) * (s0 - 1.0) > 0 and abs(s - 1.0) >= FOCAL_MIN_OFF]
+    scales = [s for s in scales
+              if s not in FOCAL_SCALES and (s - 1.0) * (s0 - 1.0) > 0 and abs(s - 1.0) >= FOCAL_MIN_OFF]
     out = []
     for s in scales:
         kind, words, alt = _focal_alternative(cam, s)
@@ -351,9 +352,7 @@ def _roll_or_image_wins(kind: str, t: float, lift: float, gain: float) -> bool:
     """Whether a turn (``kind`` "turned") or another camera's image ("image"), compared as
     :meth:`EdgeView.compare` gives ``(t, lift, gain)``, beats the stored pose: :func:`wins`, with
     ``TURN_MIN_LIFT`` in place of ``MIN_LIFT`` for a turn."""
-    if kind == "turned":
-        return t >= GROSS_T and lift >= TURN_MIN_LIFT and gain >= MIN_GAIN
-    return wins(t, lift, gain)
+    return wins(t, lift, gain, TURN_MIN_LIFT if kind == "turned" else MIN_LIFT)
 
 
 def _pose_wins(pose: tuple) -> bool:

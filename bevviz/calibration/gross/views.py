@@ -48,10 +48,10 @@ MIN_LIFT = 0.06
 MIN_GAIN = 0.03
 
 
-def wins(t: float, lift: float, gain: float) -> bool:
+def wins(t: float, lift: float, gain: float, min_lift: float = MIN_LIFT) -> bool:
     """Whether an alternative's :meth:`EdgeView.compare` beats the stored pose (``GROSS_T``,
-    ``MIN_LIFT``, ``MIN_GAIN``)."""
-    return t >= GROSS_T and lift >= MIN_LIFT and gain >= MIN_GAIN
+    ``min_lift``, ``MIN_GAIN``)."""
+    return t >= GROSS_T and lift >= min_lift and gain >= MIN_GAIN
 
 
 def in_camera(camera: Camera, M: np.ndarray) -> np.ndarray:
