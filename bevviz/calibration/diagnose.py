@@ -445,8 +445,8 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
                 NO_MOTION_NOTE if intensity_known else NO_EVIDENCE_NOTE)
             f.verdict = INCONCLUSIVE
             f.doubt = Doubt.SCAN_WITHOUT_MOTION if intensity_known else Doubt.SCAN_WITHOUT_INTENSITY_OR_MOTION
-        if ev.set_aside and f.doubt is not Doubt.FRAME_SET_ASIDE:  # what the verdict rests on, said
-            text = f"{text}; {ev.set_aside_reason}"
+        said = [ev.set_aside_reason] if ev.set_aside and f.doubt is not Doubt.FRAME_SET_ASIDE else []
+        text = "; ".join([text, *said, *([ev.repeats_reason] if ev.repeats else [])])  # what the verdict rests on
         f.witnesses = judged.witnesses
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}

@@ -225,7 +225,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     ev = evidence[camera]
     verdict = lidar_verdict(ev, consensus, rule=rule)
     if verdict.second_look:  # the verdict is the second look's: so are the offset, its halves and kinds
-        ev, alignment = ev.second_look, EdgeAlignment(cam, frames, local_mean_rad=LOCAL_MEAN_RAD)
+        ev, alignment = ev.second_look, EdgeAlignment(cam, ev.pooled(frames), local_mean_rad=LOCAL_MEAN_RAD)
     expected = consensus.expected_deg.get(camera, np.zeros(3))
     res = consensus.residual(ev)  # (B, 3) the camera's own offset per replicate
     own = np.median(res, axis=0)
@@ -234,7 +234,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     axes = np.ones(3, dtype=bool) if axes.any() else axes
     new_cam = perturb_camera(cam, *correction)
     hist = RefineHistory(camera)
-    al = EdgeAlignment(cam, frames) if alignment is None else alignment
+    al = EdgeAlignment(cam, ev.pooled(frames)) if alignment is None else alignment
     last = max(al.levels - 1, 0)
     hist.initial_loss = -al.score(np.zeros(3), last)
     hist.final_loss = -al.score(correction, last)

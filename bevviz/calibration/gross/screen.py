@@ -478,7 +478,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     frames = [first if screen.lidar_from_scan is None else
               as_lidar_frames(images, moved_scan(scan, screen.lidar_from_scan), masks)[0]]
     if more_frames and screen.lidar_from_scan is None:
-        views, more = pooled_views(rig, more_frames, views, masks)
+        views, more, repeated = pooled_views(rig, more_frames, views, scan, masks)
+        screen.notes += [repeated] if repeated else []
         frames += more
         screen.frames = len(frames)
     fixed = {n: rig[n] for n in rig.names}

@@ -58,6 +58,7 @@ from bevviz.calibration.lidar.alignment import (
 from bevviz.calibration.lidar.edge_maps import LOCAL_MEAN_RAD
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.lidar.frame_agreement import FrameAgreement, frames_to_set_aside
+from bevviz.calibration.lidar.repeats import repeated_views
 from bevviz.calibration.lidar.sync import TimingFit, timing_fit
 from bevviz.camera import Camera, Rig
 
@@ -123,6 +124,10 @@ class CameraEvidence:
             disagree with the others (:mod:`~bevviz.calibration.lidar.frame_agreement`);
             :attr:`frames` counts the ones kept.
         set_aside_reason: Why ("" when none was).
+        repeats: Frames (indices of those given) left out because they repeat an earlier
+            frame's view (:mod:`~bevviz.calibration.lidar.repeats`: a parked car);
+            :attr:`frames` counts the ones kept.
+        repeats_reason: Which frame each repeats, and how far the car moved ("" when none).
         second_look: The same evidence on attraction maps less their local mean (the
             module docstring), for a camera with edge points; None for a second look itself,
             without edge points, or where not asked for.
@@ -157,7 +162,14 @@ class CameraEvidence:
     radius_deg: float = SEARCH_RADIUS_DEG
     set_aside: tuple[int, ...] = ()
     set_aside_reason: str = ""
+    repeats: tuple[int, ...] = ()
+    repeats_reason: str = ""
     second_look: CameraEvidence | None = None
+
+    def pooled(self, frames: Sequence[LidarFrame]) -> list[LidarFrame]:
+        """The frames of ``frames`` (those this evidence was made from, as given) that went
+        into it: neither set aside nor a repeated view."""
+        return [f for k, f in enumerate(frames) if k not in self.set_aside and k not in self.repeats]
 
     @property
     def at_search_edge(self) -> bool:
@@ -318,23 +330,27 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
         if progress is not None:
             progress(done, total, name)
 
+    views = repeated_views([f.scan for f in frames])  # a view seen again is not more evidence
+    distinct = [frames[k] for k in views.kept]
     alignments = {}
     for k, name in enumerate(names):
         report(k, name)
-        alignments[name] = EdgeAlignment(rig[name], frames)
-    if agreement is None:
-        agreement = frames_to_set_aside(alignments) if set_aside else FrameAgreement()
-    kept = [k for k in range(len(frames)) if k not in agreement.set_aside]
+        alignments[name] = EdgeAlignment(rig[name], distinct)
+    if agreement is None:  # decided on the distinct views, said in the numbers of the frames given
+        agreement = (frames_to_set_aside(alignments, [k + 1 for k in views.kept], len(frames)) if set_aside
+                     else FrameAgreement())
+    kept = [i for i, k in enumerate(views.kept) if k not in agreement.set_aside]
     out = {}
     for k, name in enumerate(names):
         report(len(names) + k, name)
         al = alignments.pop(name)  # each camera's maps are let go once its evidence is made
-        if agreement.set_aside and len(al.scales) == len(frames):
-            ev = camera_evidence(rig[name], [frames[k] for k in kept], replicates, alignment=al.only(kept),
+        if len(kept) < len(distinct) and len(al.scales) == len(distinct):
+            ev = camera_evidence(rig[name], [distinct[i] for i in kept], replicates, alignment=al.only(kept),
                                  second_look=False)
             ev = replace(ev, set_aside=agreement.set_aside, set_aside_reason=agreement.reason)
         else:
-            ev = camera_evidence(rig[name], frames, replicates, alignment=al, second_look=False)
+            ev = camera_evidence(rig[name], distinct, replicates, alignment=al, second_look=False)
+        ev = replace(ev, repeats=tuple(sorted(views.repeats)), repeats_reason=views.reason)
         out[name] = with_second_looks(rig, {name: ev}, frames, [name])[name] if second_look else ev
     report(total, "")
     return out
@@ -361,10 +377,9 @@ def with_second_looks(rig: Rig, evidence: Mapping[str, CameraEvidence], frames: 
         ev = out[name]
         if ev.second_look is not None or ev.n_points == 0:
             continue
-        kept = [f for k, f in enumerate(frames) if k not in ev.set_aside]
-        look = _second_look(rig[name], kept, len(ev.replicates_deg), 0)
-        if ev.set_aside:
-            look = replace(look, set_aside=ev.set_aside, set_aside_reason=ev.set_aside_reason)
+        look = _second_look(rig[name], ev.pooled(frames), len(ev.replicates_deg), 0)
+        look = replace(look, set_aside=ev.set_aside, set_aside_reason=ev.set_aside_reason, repeats=ev.repeats,
+                       repeats_reason=ev.repeats_reason)
         out[name] = replace(ev, second_look=look)
     return out
 

@@ -31,7 +31,7 @@ Convention:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,11 +100,16 @@ def frame_gaps(al: EdgeAlignment) -> tuple[np.ndarray, np.ndarray]:
     return dist, gap
 
 
-def frames_to_set_aside(alignments: Mapping[str, EdgeAlignment]) -> FrameAgreement:
+def frames_to_set_aside(alignments: Mapping[str, EdgeAlignment],
+                        numbers: Sequence[int] | None = None, given: int | None = None) -> FrameAgreement:
     """The frame (if any) the rig's cameras find at odds with the others (module docstring).
 
     Args:
         alignments: Camera name -> its alignment over the same F frames.
+        numbers: The F frames' numbers (from 1) among the frames the user gave, for the
+            reason and :attr:`FrameAgreement.set_aside` (default 1..F): the frames aligned
+            may be fewer than those given (:mod:`~bevviz.calibration.lidar.repeats`).
+        given: How many frames the user gave (default F).
 
     Returns:
         :class:`FrameAgreement`; nothing set aside with fewer than ``MIN_FRAMES`` frames or
@@ -128,8 +133,10 @@ def frames_to_set_aside(alignments: Mapping[str, EdgeAlignment]) -> FrameAgreeme
     runner_up = int(votes[ranked[1]])
     if voters < 2 or 2 * votes[top] < voters or votes[top] <= runner_up:
         return FrameAgreement(votes=tuple(int(v) for v in votes), voters=voters)
-    reason = (f"frame {top + 1} of {n_frames} set aside: for {votes[top]} of {voters} cameras its own optimum lies "
+    number = top + 1 if numbers is None else int(numbers[top])
+    reason = (f"frame {number} of {n_frames if given is None else given} set aside: for {votes[top]} of {voters} "
+              "cameras its own optimum lies "
               f"more than {SET_ASIDE_DEG:g} deg from the other frames' and fits it by {SET_ASIDE_GAP_Z:g} robust z "
               "or more (its scan or images do not belong with the others: a fast turn with an unsynchronised "
               "sweep, another frame's images)")
-    return FrameAgreement((top,), tuple(int(v) for v in votes), voters, reason)
+    return FrameAgreement((number - 1,), tuple(int(v) for v in votes), voters, reason)

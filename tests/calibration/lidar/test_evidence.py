@@ -70,11 +70,15 @@ def test_plain_arrays_numpy_or_torch_are_accepted(real_sample):
     assert ev.n_points > 100
 
 
-def test_several_frames_pool_their_edge_points(real_sample, real_evidence):
-    rig, images, scan = real_sample
-    one = rig.subset(["CAM_BACK"])
-    both = lidar_evidence(one, [images, images], [scan, scan], replicates=0)["CAM_BACK"]
-    assert both.n_points == 2 * real_evidence["CAM_BACK"].n_points
+def test_several_frames_pool_their_edge_points(tri_drive):
+    """Two frames of a drive (1.26 m apart): one search over the edge points of both."""
+    cam = tri_drive[0].rig.names[0]
+    one = tri_drive[0].rig.subset([cam])
+    each = [lidar_evidence(one, f.images, f.scan, replicates=0)[cam] for f in tri_drive[:2]]
+    both = lidar_evidence(one, [f.images for f in tri_drive[:2]], [f.scan for f in tri_drive[:2]], replicates=0)[cam]
+    assert both.frames == 2 and not both.repeats
+    assert both.n_points == sum(e.n_points for e in each)
+    assert list(both.points_per_frame) == [e.n_points for e in each]
 
 
 def test_bad_lidar_input_is_named(real_sample):

@@ -1,0 +1,113 @@
+"""Frames that repeat a view: a parked or creeping car's frames counted once.
+
+Pooling frames is worth something because each frame brings edges seen from another place:
+other silhouettes, other pixels, other texture under them. A car that did not move between
+two frames brings the same edges onto the same pixels again; its second frame is the first
+one's evidence over again, not more of it. Pooled as if it were independent, it shrinks
+every bootstrap spread and grows every paired t by about the square root of the copies
+(the embedded nuScenes keyframe given five times: CAM_FRONT_RIGHT's roll spread 0.21 ->
+0.04 deg; TRI CAMERA_07's 1.21 -> 0.03), so a verdict would rest on a certainty the drive
+does not hold, and a camera the LiDAR puts just beyond the tolerance would be convicted.
+
+:func:`repeated_views` registers each frame's scan onto the last frame kept
+(:func:`~bevviz.calibration.lidar.ego_motion.estimate_motion`): a frame the registration
+places less than ``REPEAT_MOVE_M`` and ``REPEAT_TURN_DEG`` from it, with a residual under
+``REPEAT_RMSE_M``, repeats that frame's view and is left out of the pooled evidence, with
+a reason. A registration that cannot be used (too few planar pairs, a direction not
+pinned: a flat or corridor scene) leaves the frame in: that the frames differ is then not
+known, and the frame agreement (:mod:`~bevviz.calibration.lidar.frame_agreement`) still
+judges it.
+
+What the constants were chosen on (docs/calibration.md, "Frames that repeat a view"): the
+TRI drive's consecutive sweeps register 1.26-1.28 m apart (residual 0.022 m); a sweep given
+twice, or again with 2 cm of range noise, 0.001 m and 0.002 deg; two KITTI frames of
+different places registered (wrongly) 0.16 m and 3.5 deg apart, residual 0.094 m, and are
+told apart by the residual and the turn; the synthetic sample's keyframes lie 0.5 m apart.
+
+Convention:
+    Frames are numbered from 1 in the order given (as the doctor's reports number them);
+    each scan is in its own frame's ego frame (x forward, y left, z up, metres).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bevviz.calibration.lidar.ego_motion import MotionEstimate, estimate_motion
+from bevviz.errors import InputError
+from bevviz.lidar import LidarScan
+
+__all__ = ["REPEAT_MOVE_M", "REPEAT_RMSE_M", "REPEAT_TURN_DEG", "RepeatedViews", "repeated_views"]
+
+#: A frame registered less than this far (metres) from the last frame kept repeats its view:
+#: a parked car moves 0, a creeping one a few centimetres a frame; the development drives'
+#: keyframes lie 0.5 m (the synthetic sample) to 1.3 m (TRI) apart.
+REPEAT_MOVE_M = 0.25
+#: ... and turned less than this (degrees).
+REPEAT_TURN_DEG = 1.0
+#: ... with a robust point-to-plane residual (metres) under this: a registration of two
+#: places that are not one (two KITTI frames: 0.094 m) does not count as a repeat; the same
+#: place registers to the LiDAR's noise (0.02 m on the TRI drive).
+REPEAT_RMSE_M = 0.05
+
+
+@dataclass(frozen=True)
+class RepeatedViews:
+    """Which frames of a drive repeat an earlier frame's view.
+
+    Attributes:
+        kept: Indices (from 0) of the frames kept, ascending: the first always.
+        repeats: Index of a frame left out -> (index of the kept frame it repeats, metres
+            and degrees the registration puts between them).
+    """
+
+    kept: tuple[int, ...]
+    repeats: dict[int, tuple[int, float, float]] = field(default_factory=dict)
+
+    @property
+    def reason(self) -> str:
+        """A sentence for the report ("" when no frame repeats another)."""
+        if not self.repeats:
+            return ""
+        by_kept: dict[int, list[int]] = {}
+        for k, (j, _, _) in sorted(self.repeats.items()):
+            by_kept.setdefault(j, []).append(k)
+        parts = [f"frame{'s' if len(ks) > 1 else ''} {', '.join(str(k + 1) for k in ks)} "
+                 f"repeat{'' if len(ks) > 1 else 's'} frame {j + 1}'s view" for j, ks in by_kept.items()]
+        move = max(m for _, m, _ in self.repeats.values())
+        turn = max(t for _, _, t in self.repeats.values())
+        return (f"{'; '.join(parts)} (the car moved at most {move:.2f} m and turned {turn:.2f} deg between "
+                f"them): a view seen again is counted once ({len(self.kept)} of "
+                f"{len(self.kept) + len(self.repeats)} frames pooled)")
+
+
+def _is_repeat(m: MotionEstimate) -> bool:
+    return (m.ok and m.translation_m < REPEAT_MOVE_M and m.rotation_deg < REPEAT_TURN_DEG
+            and m.rmse_m < REPEAT_RMSE_M)
+
+
+def repeated_views(scans: Sequence[LidarScan]) -> RepeatedViews:
+    """Which frames repeat an earlier frame's view (module docstring).
+
+    Args:
+        scans: One scan per frame, in order, each in its own frame's ego frame.
+
+    Returns:
+        :class:`RepeatedViews`. A frame whose scan is too small to register (fewer than
+        ``ego_motion.MIN_PAIRS`` returns after thinning) is kept: whether its view differs
+        is not known.
+    """
+    kept, repeats = [0], {}
+    for k in range(1, len(scans)):
+        j = kept[-1]
+        try:
+            m = estimate_motion(scans[j], scans[k])
+        except InputError:
+            kept.append(k)
+            continue
+        if _is_repeat(m):
+            repeats[k] = (j, m.translation_m, m.rotation_deg)
+        else:
+            kept.append(k)
+    return RepeatedViews(tuple(kept[:len(scans)]), repeats)
