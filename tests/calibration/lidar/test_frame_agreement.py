@@ -68,6 +68,19 @@ def test_a_sweep_that_does_not_belong_is_set_aside_with_a_reason(tri_drive, corr
     assert frames_to_set_aside(_alignments(rig, corrupted[:2])).set_aside == ()
 
 
+def test_a_repeated_view_and_a_frame_set_aside_keep_the_numbers_given(tri_drive, corrupted):
+    """The first frame given twice (a parked car) and the corrupted sweep third: the repeat is
+    left out, the frames agree on the three distinct views, and the frame set aside is named
+    by its number among the four given."""
+    frames = [corrupted[0], corrupted[0], *corrupted[1:]]
+    evidence = lidar_evidence(tri_drive[0].rig, [f.images for f in frames], [f.scan for f in frames],
+                              replicates=0, second_look=False)
+    for ev in evidence.values():
+        assert ev.repeats == (1,) and ev.set_aside == (2,) and ev.frames == 2
+        assert ev.set_aside_reason.startswith("frame 3 of 4 set aside")
+        assert ev.repeats_reason.startswith("frame 2 repeats frame 1's view")
+
+
 def test_the_doctor_judges_on_the_frames_kept_and_accuses_no_camera(tri_drive, corrupted):
     d = diagnose(tri_drive[0].rig, [f.images for f in corrupted], lidar=[f.scan for f in corrupted])
     assert not [f.camera for f in d if f.verdict == MISCALIBRATED]
