@@ -62,14 +62,24 @@ def gross_screen(doc: Doctor) -> None:
     if screen is None:
         return
     pooled = f" ({screen.frames} frames, their edges pooled)" if screen.frames > 1 else ""
+    screened, cameras = len(screen.best), len(doc.rig)
     if not screen.errors:
-        st.caption(f"Gross-error screen{pooled}: no camera turned or swapped, the LiDAR where the cameras put it.")
+        if screened == cameras:  # a clean screen is said only where every camera was screened
+            lidar = ", the LiDAR where the cameras put it" if cameras > 1 else ""
+            st.caption(f"Gross-error screen{pooled}: no camera turned or swapped{lidar}.")
+        else:  # what could not be screened is never reported clean
+            st.warning(f"Gross-error screen{pooled}: {screened} of {cameras} cameras screened, no gross error "
+                       "named among them; the others could not be judged (below).")
+    else:
+        st.subheader("Gross errors")
+        if pooled:
+            st.caption(f"The cameras were screened on {screen.frames} frames, their edges pooled.")
+        for fault in screen.errors:
+            st.warning(esc(fault.message))
+    for note in screen.notes:
+        st.info(esc(note))
+    if not screen.errors:
         return
-    st.subheader("Gross errors")
-    if pooled:
-        st.caption(f"The cameras were screened on {screen.frames} frames, their edges pooled.")
-    for fault in screen.errors:
-        st.warning(esc(fault.message))
     if (fixed := doc.fixed_rig()) is not None:
         st.download_button("Download the fixed rig (JSON)", fixed_rig_json(fixed), file_name="rig_fixed.json",
                            mime="application/json", key="cd_fixed_rig")

@@ -180,6 +180,13 @@ def test_a_point_cloud_upload_good_and_bad():
     assert scene.label == "Uploaded rig my_rig.json with point cloud wall.npy" and len(scene.lidar) == len(points)
     spec = at.get("plotly_chart")[0].proto.spec.replace(" ", "")
     assert '"name":"lidar"' in spec and '"name":"boxes"' not in spec
+    # A wall of points is no scan to screen the cameras against: the doctor says what it
+    # could not screen, and never that the rig is clean.
+    at.switch_page(DOCTOR).run()
+    no_exception(at)
+    assert not [c.value for c in at.caption if c.value.startswith("Gross-error screen")]
+    assert any("could not be judged" in w.value for w in at.warning)
+    assert any("not screened" in i.value or "names no camera" in i.value for i in at.info)
 
     objects = np.array([object()] * 4, dtype=object)
     buf = io.BytesIO()
