@@ -23,6 +23,20 @@ def _noisy(scan: LidarScan, seed: int, sigma_m: float = 0.02) -> LidarScan:
     return dataclasses.replace(scan, points=p)
 
 
+def _parked(scan: LidarScan, seed: int, moving: float) -> LidarScan:
+    """A parked car's next sweep, as a spinning LiDAR gives it: another azimuth phase (up to
+    0.1 deg), 2 cm of range noise, and a share ``moving`` of the returns on things that moved
+    (3 m in the ground plane)."""
+    rng = np.random.default_rng(seed)
+    p = _noisy(scan, seed).points.copy()
+    a = np.radians(rng.uniform(-0.1, 0.1))
+    xy = p[:, :2].astype(np.float64) @ np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]).T
+    moved = rng.random(len(p)) < moving
+    xy[moved] += rng.normal(0.0, 3.0, (int(moved.sum()), 2))
+    p[:, :2] = xy.astype(p.dtype)
+    return dataclasses.replace(scan, points=p)
+
+
 def _moved(scan: LidarScan, t_m: tuple[float, float, float], yaw_deg: float = 0.0) -> LidarScan:
     """The sweep as the car sees it after moving by ``t_m`` (and turning ``yaw_deg``)."""
     b_from_a = np.linalg.inv(make_transform(rpy_to_matrix(0.0, 0.0, np.radians(yaw_deg)), np.array(t_m)))
@@ -43,6 +57,12 @@ def test_a_parked_cars_sweeps_repeat_the_first_view(sweep):
     assert all(j == 0 and move < 0.02 and turn < 0.05 for j, move, turn in views.repeats.values())
     assert views.reason.startswith("frames 2, 3 repeat frame 1's view")
     assert "(1 of 3 frames pooled)" in views.reason
+
+
+@pytest.mark.parametrize("moving", [0.0, 0.4])
+def test_a_parked_sweep_with_traffic_repeats_the_view(sweep, moving):
+    views = repeated_views([sweep, _parked(sweep, 4, moving)])
+    assert views.kept == (0,) and views.repeats[1][1] < 0.02
 
 
 def test_the_moving_tri_drive_keeps_every_frame(tri_drive):
