@@ -97,7 +97,8 @@ def frames_text(n_frames: int) -> str:
     if n_frames <= 1:
         return ""
     return (f"{n_frames} frames judged together: every camera's LiDAR evidence is added up over the {n_frames} "
-            "frames of the same rig (each frame's points moved to each camera's exposure) before any verdict.")
+            "frames of the same rig (each frame's points moved to each camera's exposure) before any verdict; "
+            "a frame that repeats an earlier one's view (a parked car) is counted once.")
 
 
 def slider_key(camera: str, key: str) -> str:
