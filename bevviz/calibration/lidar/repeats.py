@@ -99,9 +99,9 @@ class RepeatedViews:
                  f"repeat{'' if len(ks) > 1 else 's'} frame {j + 1}'s view" for j, ks in by_kept.items()]
         move = max(m for _, m, _ in self.repeats.values())
         turn = max(t for _, _, t in self.repeats.values())
-        return (f"{'; '.join(parts)} (the car moved at most {move:.2f} m and turned {turn:.2f} deg between "
-                f"them): a view seen again is counted once ({len(self.kept)} of "
-                f"{len(self.kept) + len(self.repeats)} frames pooled)")
+        return (f"{'; '.join(parts)} (the sweeps registered within {move:.2f} m and {turn:.2f} deg: a "
+                f"parked car, or the same scan given again): a view seen again is counted once "
+                f"({len(self.kept)} of {len(self.kept) + len(self.repeats)} frames pooled)")
 
 
 def _is_repeat(m: MotionEstimate) -> bool:
