@@ -406,6 +406,23 @@ def test_any_argv_is_a_valid_parse_or_one_line_and_exit_2(capsys, argv):
     assert "Traceback" not in out + err
 
 
+def test_check_names_a_camera_whose_image_froze_on_a_drive(tmp_path, capsys):
+    """CAMERA_05 shows its first image in every frame of the moving TRI drive: a named fault
+    (exit 1), and its verdict rests on its first frame alone."""
+    if not (SAMPLE / "real_tri_drive" / "t2" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri_drive is missing")
+    drive = tmp_path / "drive"
+    shutil.copytree(SAMPLE / "real_tri_drive", drive)
+    for t in ("t1", "t2"):
+        shutil.copyfile(drive / "t0" / "images" / "CAMERA_05.jpg", drive / t / "images" / "CAMERA_05.jpg")
+    assert main(["check", str(drive), "--no-estimate", "--json", str(tmp_path / "out.json")]) == 1
+    out = capsys.readouterr().out
+    assert "FAULT: CAMERA_05's image in frames 2, 3 is the image of the frame before" in out
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert "CAMERA_05" in doc["flagged"]
+    assert {c["camera"]: c["frames"] for c in doc["cameras"]}["CAMERA_05"] == 1
+
+
 @needs_sample
 def test_check_names_an_upside_down_camera_and_writes_the_fixed_rig_never_over_an_input(tmp_path, capsys):
     folder = tmp_path / "kitti"

@@ -446,7 +446,7 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
             f.verdict = INCONCLUSIVE
             f.doubt = Doubt.SCAN_WITHOUT_MOTION if intensity_known else Doubt.SCAN_WITHOUT_INTENSITY_OR_MOTION
         said = [ev.set_aside_reason] if ev.set_aside and f.doubt is not Doubt.FRAME_SET_ASIDE else []
-        text = "; ".join([text, *said, *([ev.repeats_reason] if ev.repeats else [])])  # what the verdict rests on
+        text = "; ".join([text, *said, *(r for r in (ev.repeats_reason, ev.frozen_reason) if r)])  # what it rests on
         f.witnesses = judged.witnesses
         f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
         f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}

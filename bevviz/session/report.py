@@ -104,7 +104,8 @@ class SensorFault:
 
     Attributes:
         sensor: The camera's name, or ``"LIDAR"``.
-        kind: ``"turned"``, ``"swapped"``, ``"wrong image"``, ``"position"``, ``"focal"`` or ``"lidar"``.
+        kind: ``"turned"``, ``"swapped"``, ``"wrong image"``, ``"position"``, ``"focal"``, ``"lidar"`` or
+            ``"frozen"`` (a camera's image stayed the same while the car moved).
         message: One sentence ("CAM_FRONT is upside down: 180 deg about its optical axis").
         others: Other sensors it involves (the camera whose image was swapped in).
         frames: Frames whose edges the screen pooled to find it (a drive's), 1 for one frame.

@@ -1,15 +1,15 @@
 """The gross-error screen: a camera turned a quarter or half turn about its optical axis, two
 cameras' images swapped or one image under the wrong name, a LiDAR a metre or more off the
 cameras, a camera a metre or more off its position or 10-20 % off its focal length, from one
-frame or a drive (its frames' edges pooled for steps 2-4 below).
+frame or a drive (its frames' edges pooled for steps 2-4 below; on a drive also a camera whose
+image froze while the car moved: :func:`~bevviz.calibration.lidar.repeats.frozen_images`).
 
-The doctor's fine search (:mod:`~bevviz.calibration.lidar.alignment`) looks within a few degrees of
-the stored pose; an error of the first day (a camera mounted upside down, two cables swapped)
-lies far outside it, and the fine search then reports a small offset or "inconclusive". This
-screen scores the stored pose of every camera with the doctor's own LiDAR-edge evidence
-(:class:`~bevviz.calibration.lidar.alignment.EdgeAlignment`: the camera's view edges, or the ring
-edges where the view holds too few, kept where the camera sees them, on its finest edge
-attraction map) against gross alternatives.
+The doctor's fine search (:mod:`~bevviz.calibration.lidar.alignment`) looks within a few degrees
+of the stored pose, far from an error of the first day (a camera upside down, two cables
+swapped), and then reports a small offset or "inconclusive". This screen scores the stored
+pose of every camera with the doctor's own LiDAR-edge evidence (:class:`~bevviz.calibration.
+lidar.alignment.EdgeAlignment`: the view's or the rings' edges the camera sees, on its finest
+edge attraction map) against gross alternatives.
 
 The score of a pose is the *lift* at each edge it brings into the image: the attraction less
 its local mean (:data:`bevviz.calibration.lidar.image_support.LOCAL_RAD`), so that a textured
@@ -37,21 +37,20 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    fit each other's pose better are *swapped*; one image given under two names belongs to
    the camera whose view it fits (the other is named).
 4. *Position and focal length* (cameras nothing above named): the optical centre moved a
-   metre or two along an ego axis (``POSITION_MOVES_M``), the focal lengths scaled by
-   10-20 % (``FOCAL_SCALES``, and next to the best of them the scales between its steps:
-   ``FOCAL_FINE_STEP``). A small rotation mimics a position change (a metre at 30 m
-   is 2 deg), so each alternative is compared with the stored position at its own best
-   rotation within a few degrees (a pitch-yaw grid and a roll line, then a finer walk), the
-   alternatives that fit best at their own best small rotation (``POSE_REFINED``), with
-   stricter thresholds (``POSE_T``, ``POSE_MIN_GAIN``), and named only where one camera alone
-   of a rig of at least ``POSE_MIN_CAMERAS`` prefers one (several at once point at the LiDAR).
-   Which edges a camera sees depends on where it stands, and the edges seen from the stored
-   place favour it: the best alternative is looked at a second time on the edges seen from
-   its own place, and wins on the first look or on the two looks' mean.
+   metre or two along an ego axis (``POSITION_MOVES_M``), the focal lengths scaled by 10-20 %
+   (``FOCAL_SCALES``; next to the best of them, the scales between its steps:
+   ``FOCAL_FINE_STEP``). A small rotation mimics a position change (a metre at 30 m is 2 deg),
+   so the stored position at its best rotation within a few degrees (a pitch-yaw grid and a
+   roll line, then a finer walk) is compared with the alternatives that fit best, each at its
+   own best small rotation (``POSE_REFINED``), under stricter thresholds (``POSE_T``,
+   ``POSE_MIN_GAIN``); one is named only where one camera alone of a rig of at least
+   ``POSE_MIN_CAMERAS`` prefers it (several at once point at the LiDAR). The edges seen from
+   the stored place favour it, so the best alternative is looked at again on the edges seen
+   from its own place, and wins on the first look or on the two looks' mean.
 
-What the thresholds were chosen on, the margins measured and what the screen does not try
-(turns that point a camera elsewhere; a position or focal length of a one-camera rig):
-docs/gross_errors.md (the tuning table; ``python scripts/measure_gross.py`` measures them again).
+What the thresholds were chosen on and what the screen does not try (turns that point a camera
+elsewhere; a position or focal length of a one-camera rig): docs/gross_errors.md (the tuning
+table); ``python scripts/measure_gross.py`` measures them again.
 
 Convention:
     Ego frame x forward, y left, z up, metres; camera RDF; pixels at centres. A turn ``T`` is
@@ -98,6 +97,7 @@ from bevviz.calibration.gross.views import (
 from bevviz.calibration.lidar.alignment import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.lidar.masks import ignore_masks
+from bevviz.calibration.lidar.repeats import frozen_words
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import as_lidar_scan
@@ -181,7 +181,8 @@ class GrossError:
 
     Attributes:
         sensor: The camera's name, or :data:`LIDAR_SENSOR`.
-        kind: ``"turned"``, ``"swapped"``, ``"wrong image"``, ``"position"``, ``"focal"`` or ``"lidar"``.
+        kind: ``"turned"``, ``"swapped"``, ``"wrong image"``, ``"position"``, ``"focal"``, ``"lidar"``
+            or (on a drive) ``"frozen"``: the same image, pixel for pixel, while the car moved.
         message: One readable sentence ("CAMERA_01 is upside down: 180 deg about its optical axis").
         margin: The evidence's strength: by how many standard errors the winning alternative's
             edges fit better than the stored pose's (turns, swaps, a wrong image); for the LiDAR,
@@ -478,8 +479,9 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     frames = [first if screen.lidar_from_scan is None else
               as_lidar_frames(images, moved_scan(scan, screen.lidar_from_scan), masks)[0]]
     if more_frames and screen.lidar_from_scan is None:
-        views, more, repeated = pooled_views(rig, more_frames, views, scan, masks)
-        screen.notes += [repeated] if repeated else []
+        views, more, notes, frozen = pooled_views(rig, more_frames, views, (images, scan), masks)
+        screen.notes += notes
+        screen.errors += [GrossError(n, "frozen", frozen_words(n, ks), float(len(ks))) for n, ks in frozen.items()]
         frames += more
         screen.frames = len(frames)
     fixed = {n: rig[n] for n in rig.names}

@@ -23,7 +23,7 @@ import numpy as np
 from bevviz.calibration.lidar.alignment import EdgeAlignment, LidarFrame, as_lidar_frames, hypothesis_matrix
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.lidar.image_support import LOCAL_RAD, local_mean
-from bevviz.calibration.lidar.repeats import repeated_views
+from bevviz.calibration.lidar.repeats import frozen_images, repeated_views
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
@@ -294,26 +294,32 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
 
 
 def pooled_views(rig: Rig, more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
-                 views: Mapping[str, EdgeView], first: LidarScan, ignore: Mapping[str, np.ndarray] | None = None
-                 ) -> tuple[dict[str, EdgeView], list[LidarFrame], str]:
-    """The screened cameras' ``views`` (one frame's, its scan ``first``) extended by
-    ``more_frames`` ((images, scan) pairs of the same rig; those without every screened
-    camera's image left out: only their edges and maps are made; those that repeat an earlier
-    frame's view left out too: :func:`~bevviz.calibration.lidar.repeats.repeated_views`), the
-    frames of ``more_frames`` they hold (in order, each paired with its scan), and why frames
-    were left out as repeats ("" when none was); ``views`` and no frame when no other frame can
-    be added or a screened camera sees no edge in one. ``ignore``: as :func:`edge_views` takes
-    it, for every frame."""
+                 views: Mapping[str, EdgeView], first: tuple[Mapping[str, np.ndarray], LidarScan],
+                 ignore: Mapping[str, np.ndarray] | None = None
+                 ) -> tuple[dict[str, EdgeView], list[LidarFrame], list[str], dict[str, tuple[int, ...]]]:
+    """The screened cameras' ``views`` (one frame's: ``first``, its images and scan) extended by
+    ``more_frames`` ((images, scan) pairs of the same rig), the frames of ``more_frames`` they
+    hold (in order, each paired with its scan), notes on the frames left out, and the cameras
+    whose image froze (camera -> indices of the frames, ``first`` 0:
+    :func:`~bevviz.calibration.lidar.repeats.frozen_images`). Left out: a frame without every
+    screened camera's image (only their edges and maps are made), one that repeats an earlier
+    frame's view (:func:`~bevviz.calibration.lidar.repeats.repeated_views`), and one where a
+    screened camera's image froze. ``views`` and no frame when no other frame can be added or a
+    screened camera sees no edge in one. ``ignore``: as :func:`edge_views` takes it, for every
+    frame."""
     screened = Rig([rig[n] for n in views])  # the others' views would be dropped
     scans = [as_lidar_scan(f_scan, "more_frames") for _, f_scan in more_frames]
-    repeats = repeated_views([first, *scans])
+    repeats = repeated_views([first[1], *scans])
+    frozen = frozen_images([first[0], *(f_images for f_images, _ in more_frames)], repeats)
+    stalled = {k for n, ks in frozen.items() if n in views for k in ks}
     used = [as_lidar_frames(f_images, f_scan, ignore)[0]
             for k, ((f_images, _), f_scan) in enumerate(zip(more_frames, scans), start=1)
-            if k in repeats.kept and all(n in f_images for n in views)]
+            if k in repeats.kept and k not in stalled and all(n in f_images for n in views)]
+    notes = [repeats.reason] if repeats.reason else []
     per_frame = [frame_views(screened, f) for f in used]
     if not per_frame or not all(n in v for v in per_frame for n in views):
-        return dict(views), [], repeats.reason
-    return {n: _joined([views[n], *(v[n] for v in per_frame)]) for n in views}, used, repeats.reason
+        return dict(views), [], notes, frozen
+    return {n: _joined([views[n], *(v[n] for v in per_frame)]) for n in views}, used, notes, frozen
 
 
 def seen_from(view: EdgeView, camera: Camera, frames: Sequence[LidarFrame]) -> EdgeView | None:

@@ -58,7 +58,7 @@ from bevviz.calibration.lidar.alignment import (
 from bevviz.calibration.lidar.edge_maps import LOCAL_MEAN_RAD
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.lidar.frame_agreement import FrameAgreement, frames_to_set_aside
-from bevviz.calibration.lidar.repeats import repeated_views
+from bevviz.calibration.lidar.repeats import frozen_images, frozen_words, repeated_views
 from bevviz.calibration.lidar.sync import TimingFit, timing_fit
 from bevviz.camera import Camera, Rig
 
@@ -128,6 +128,11 @@ class CameraEvidence:
             frame's view (:mod:`~bevviz.calibration.lidar.repeats`: a parked car);
             :attr:`frames` counts the ones kept.
         repeats_reason: Which frame each repeats, and how far the car moved ("" when none).
+        frozen: Frames (indices of those given) whose image of this camera is the image of the
+            frame before while the LiDAR saw the car move
+            (:func:`~bevviz.calibration.lidar.repeats.frozen_images`): left out of this
+            camera's evidence.
+        frozen_reason: Why ("" when none was).
         second_look: The same evidence on attraction maps less their local mean (the
             module docstring), for a camera with edge points; None for a second look itself,
             without edge points, or where not asked for.
@@ -164,12 +169,14 @@ class CameraEvidence:
     set_aside_reason: str = ""
     repeats: tuple[int, ...] = ()
     repeats_reason: str = ""
+    frozen: tuple[int, ...] = ()
+    frozen_reason: str = ""
     second_look: CameraEvidence | None = None
 
     def pooled(self, frames: Sequence[LidarFrame]) -> list[LidarFrame]:
         """The frames of ``frames`` (those this evidence was made from, as given) that went
-        into it: neither set aside nor a repeated view."""
-        return [f for k, f in enumerate(frames) if k not in self.set_aside and k not in self.repeats]
+        into it: neither set aside, nor a repeated view, nor one where this camera's image froze."""
+        return [f for k, f in enumerate(frames) if k not in (*self.set_aside, *self.repeats, *self.frozen)]
 
     @property
     def at_search_edge(self) -> bool:
@@ -331,7 +338,9 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
             progress(done, total, name)
 
     views = repeated_views([f.scan for f in frames])  # a view seen again is not more evidence
-    distinct = [frames[k] for k in views.kept]
+    frozen = frozen_images([f.images for f in frames], views)  # nor an image that stayed while the car moved
+    distinct = [replace(frames[k], images={n: im for n, im in frames[k].images.items() if k not in frozen.get(n, ())})
+                if any(k in ks for ks in frozen.values()) else frames[k] for k in views.kept]
     alignments = {}
     for k, name in enumerate(names):
         report(k, name)
@@ -350,7 +359,8 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
             ev = replace(ev, set_aside=agreement.set_aside, set_aside_reason=agreement.reason)
         else:
             ev = camera_evidence(rig[name], distinct, replicates, alignment=al, second_look=False)
-        ev = replace(ev, repeats=tuple(sorted(views.repeats)), repeats_reason=views.reason)
+        ev = replace(ev, repeats=tuple(sorted(views.repeats)), repeats_reason=views.reason, frozen=frozen.get(name, ()),
+                     frozen_reason=frozen_words(name, frozen[name]) if name in frozen else "")
         out[name] = with_second_looks(rig, {name: ev}, frames, [name])[name] if second_look else ev
     report(total, "")
     return out
@@ -379,7 +389,7 @@ def with_second_looks(rig: Rig, evidence: Mapping[str, CameraEvidence], frames: 
             continue
         look = _second_look(rig[name], ev.pooled(frames), len(ev.replicates_deg), 0)
         look = replace(look, set_aside=ev.set_aside, set_aside_reason=ev.set_aside_reason, repeats=ev.repeats,
-                       repeats_reason=ev.repeats_reason)
+                       repeats_reason=ev.repeats_reason, frozen=ev.frozen, frozen_reason=ev.frozen_reason)
         out[name] = replace(ev, second_look=look)
     return out
 

@@ -38,7 +38,7 @@ Convention:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +49,7 @@ from bevviz.errors import InputError
 from bevviz.lidar import LidarScan
 
 __all__ = ["OVERLAP_M", "OVERLAP_MIN", "REPEAT_MOVE_M", "REPEAT_RMSE_M", "REPEAT_TURN_DEG", "RepeatedViews",
-           "repeated_views"]
+           "frozen_images", "frozen_words", "repeated_views"]
 
 #: A sweep is registered onto the last frame kept only where at least ``OVERLAP_MIN`` of its
 #: returns (a fixed sample of ``_OVERLAP_SAMPLE``) lie within ``OVERLAP_M`` (metres) of that
@@ -154,3 +154,43 @@ def repeated_views(scans: Sequence[LidarScan]) -> RepeatedViews:
         else:
             kept.append(k)
     return RepeatedViews(tuple(kept[:len(scans)]), repeats)
+
+
+def frozen_images(images: Sequence[Mapping[str, np.ndarray]], views: RepeatedViews) -> dict[str, tuple[int, ...]]:
+    """Cameras whose image stays the same, pixel for pixel, while the LiDAR saw the car move:
+    a frozen image stream (a stalled driver, a recording that copied one frame), or a camera
+    that delivers one fixed picture. Such a frame is evidence of nothing for that camera.
+
+    Only the frames ``views`` keeps (distinct views: the sweeps moved) are compared, each with
+    the camera's image in the last kept frame that holds one; a parked car's frames, whose
+    images may well match, are repeats and never compared. Only identical images count (a
+    real sensor's noise makes two exposures differ somewhere, even at night), and a
+    structureless image (every pixel alike: a black or grey frame) is left to the checks of
+    structureless images.
+
+    Args:
+        images: One frame's images per frame, in order (camera name -> uint8 RGB (H, W, 3)).
+        views: :func:`repeated_views` of the same frames' scans.
+
+    Returns:
+        Camera name -> indices (from 0) of the frames whose image of it repeats an earlier
+        distinct view's; cameras without any are absent.
+    """
+    out: dict[str, list[int]] = {}
+    last: dict[str, np.ndarray] = {}
+    for k in views.kept:
+        for name, img in images[k].items():
+            arr = np.asarray(img)
+            before = last.get(name)
+            if before is not None and before.shape == arr.shape and np.array_equal(before, arr) and np.ptp(arr) > 0:
+                out.setdefault(name, []).append(k)
+            last[name] = arr
+    return {n: tuple(ks) for n, ks in out.items()}
+
+
+def frozen_words(camera: str, frames: Sequence[int]) -> str:
+    """The sentence for a camera whose image repeated in ``frames`` (indices from 0)."""
+    which = ", ".join(str(k + 1) for k in frames)
+    return (f"{camera}'s image in frame{'s' if len(frames) > 1 else ''} {which} is the image of the frame before, "
+            "pixel for pixel, though the LiDAR saw the car move: its image stream is frozen (or the frames "
+            "carry a copy of one picture), and such a frame is no evidence of where it points")

@@ -9,7 +9,7 @@ import pytest
 
 from bevviz.calibration.gross import screen_gross_errors
 from bevviz.calibration.lidar.evidence import lidar_evidence
-from bevviz.calibration.lidar.repeats import REPEAT_MOVE_M, repeated_views
+from bevviz.calibration.lidar.repeats import REPEAT_MOVE_M, frozen_images, frozen_words, repeated_views
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.rotations import make_transform, rpy_to_matrix
 
@@ -108,3 +108,43 @@ def test_the_gross_screen_pools_a_repeated_view_once(tri_drive):
     screen = screen_gross_errors(f.rig, f.images, f.scan, [(f.images, f.scan)])
     assert screen.frames == 1 and not screen.errors
     assert any("frame 2 repeats frame 1's view" in n for n in screen.notes)
+
+
+def _frozen_drive(tri_drive, camera: str):
+    """The drive's images with ``camera`` showing its first image in every frame."""
+    images = [dict(f.images) for f in tri_drive]
+    for imgs in images[1:]:
+        imgs[camera] = tri_drive[0].images[camera]
+    return images
+
+
+def test_an_image_that_stays_while_the_car_moves_is_frozen(tri_drive, sweep):
+    moving = repeated_views([as_lidar_scan(f.scan) for f in tri_drive])
+    images = _frozen_drive(tri_drive, "CAMERA_05")
+    assert frozen_images(images, moving) == {"CAMERA_05": (1, 2)}
+    assert frozen_words("CAMERA_05", (1, 2)).startswith("CAMERA_05's image in frames 2, 3 is the image of the frame")
+    # one pixel changed: a real exposure, not a frozen one
+    images[2]["CAMERA_05"] = images[2]["CAMERA_05"].copy()
+    images[2]["CAMERA_05"][0, 0, 0] ^= 1
+    assert frozen_images(images, moving) == {"CAMERA_05": (1,)}
+    # a parked car's images may match: its frames repeat the view and are never compared
+    parked = repeated_views([sweep, sweep, sweep])
+    assert frozen_images(_frozen_drive(tri_drive, "CAMERA_05"), parked) == {}
+    # an image without structure (every pixel alike) is left to the checks of structureless images
+    black = [{"CAMERA_05": np.zeros((8, 8, 3), np.uint8)} for _ in range(3)]
+    assert frozen_images(black, moving) == {}
+
+
+def test_a_frozen_camera_is_judged_on_its_first_frame_and_the_screen_names_it(tri_drive):
+    rig = tri_drive[0].rig
+    images = _frozen_drive(tri_drive, "CAMERA_05")
+    scans = [f.scan for f in tri_drive]
+    ev = lidar_evidence(rig, images, scans, cameras=["CAMERA_05", "CAMERA_06"], second_look=False)
+    assert ev["CAMERA_05"].frozen == (1, 2) and ev["CAMERA_05"].frames == 1
+    assert "frozen" in ev["CAMERA_05"].frozen_reason
+    assert ev["CAMERA_06"].frozen == () and ev["CAMERA_06"].frames == 3  # the other cameras keep every frame
+    one = lidar_evidence(rig, tri_drive[0].images, tri_drive[0].scan, cameras=["CAMERA_05"], second_look=False)
+    np.testing.assert_allclose(ev["CAMERA_05"].offset_deg, one["CAMERA_05"].offset_deg)
+    screen = screen_gross_errors(rig, images[0], scans[0], list(zip(images[1:], scans[1:])))
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAMERA_05", "frozen")]
+    assert screen.frames == 1  # the frames where it froze are not pooled
