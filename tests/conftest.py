@@ -16,6 +16,7 @@ import pytest
 from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.lidar import lidar_evidence
 from bevviz.camera import Rig
+from bevviz.io.frame_folder import load_frame_folder
 from bevviz.io.nuscenes import load_lidar_from, load_sample_from, open_dataset
 from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.synthetic import nuscenes_like_rig
@@ -89,3 +90,13 @@ def real_evidence(real_sample):
     """LiDAR evidence of every camera of the real keyframe's dataset calibration."""
     rig, images, scan = real_sample
     return lidar_evidence(rig, images, scan)
+
+
+@pytest.fixture(scope="session")
+def tri_drive(sample_data):
+    """The committed TRI drive: three frame folders (``RealFrame``: rig, images, scan) one
+    second apart, in time order."""
+    folders = [sample_data / "real_tri_drive" / t for t in ("t0", "t1", "t2")]
+    if not all((f / "rig.json").is_file() for f in folders):
+        pytest.skip("sample_data/real_tri_drive is missing")
+    return [load_frame_folder(f) for f in folders]

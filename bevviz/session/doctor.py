@@ -445,12 +445,12 @@ class Doctor:
                                  progress=progress, ignore=dict(self.scene.ignore))
 
     def refine_lidar(self, camera: str) -> Refinement:
-        """:meth:`refine` against the LiDAR, kept (read it back with :meth:`refined`), with its
-        correction drawn on every frame it pooled (``Refinement.overlays``)."""
+        """:meth:`refine` against the LiDAR, kept (:meth:`refined`), drawn on every frame it pooled (``.overlays``)."""
         rig, hist = self.refine(camera)
         res = self._keep(("lidar", camera), camera, rig, hist, None)
         images, lidar = self._witness_frames()
-        drawn = refinement_overlays(res, images, lidar, ignore_masks(self.rig, dict(self.scene.ignore)))
+        ev = next((f.evidence for f in self._diagnosis or () if f.camera == camera), None)  # which frames it pooled
+        drawn = refinement_overlays(res, images, lidar, ignore_masks(self.rig, dict(self.scene.ignore)), ev)
         self._refined[("lidar", camera)] = res = dataclasses.replace(res, overlays=tuple(drawn))
         return res
 

@@ -12,12 +12,21 @@ Convention:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from bevviz.calibration import EdgeOverlay, RefineHistory, SeamAnalysis, as_lidar_frames, deltas_json, edge_overlays
+from bevviz.calibration import (
+    CameraEvidence,
+    EdgeOverlay,
+    RefineHistory,
+    SeamAnalysis,
+    as_lidar_frames,
+    deltas_json,
+    edge_overlays,
+)
 from bevviz.camera import Rig
 
 __all__ = ["FrameOverlay", "Refinement", "SeamView", "refinement_overlays"]
@@ -98,7 +107,8 @@ class Refinement:
 
 
 def refinement_overlays(res: Refinement, images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                        lidar: object, ignore: Mapping[str, np.ndarray] | None = None) -> list[FrameOverlay]:
+                        lidar: object, ignore: Mapping[str, np.ndarray] | None = None,
+                        evidence: CameraEvidence | None = None) -> list[FrameOverlay]:
     """A LiDAR refinement drawn on every frame of its evidence (:func:`bevviz.calibration.edge_overlays`).
 
     Args:
@@ -106,10 +116,13 @@ def refinement_overlays(res: Refinement, images: Mapping[str, np.ndarray] | Sequ
         images: The frames' images (one frame, or a list), as the refinement was given them.
         lidar: Their scans (one, or a list of one per frame).
         ignore: Optional camera -> (H, W) mask of pixels that do not show the world.
+        evidence: The camera's evidence from these frames: only the frames it pooled are
+            drawn (:meth:`~bevviz.calibration.lidar.evidence.CameraEvidence.used`: not a frame
+            set aside, a repeated view or one where the camera's image froze); every frame without.
 
     Returns:
-        One :class:`FrameOverlay` per frame, in order; ``[]`` when the refinement moved
-        nothing (refused, no proposal).
+        One :class:`FrameOverlay` per frame drawn, in order, each with its index among the
+        frames given; ``[]`` when the refinement moved nothing (refused, no proposal).
 
     Convention:
         Camera RDF; pixels at centres at the calibrated size (docs/conventions.md).
@@ -118,5 +131,7 @@ def refinement_overlays(res: Refinement, images: Mapping[str, np.ndarray] | Sequ
     if after is None:
         return []
     frames = as_lidar_frames(images, lidar, ignore)
-    overlays = edge_overlays(res.rig_in[res.camera], after[res.camera], frames)
-    return [FrameOverlay(frames[o.frame].images[res.camera], o) for o in overlays]
+    used = list(range(len(frames))) if evidence is None else evidence.used(len(frames))
+    overlays = edge_overlays(res.rig_in[res.camera], after[res.camera], [frames[k] for k in used])
+    return [FrameOverlay(frames[used[o.frame]].images[res.camera], dataclasses.replace(o, frame=used[o.frame]))
+            for o in overlays]

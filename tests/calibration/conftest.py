@@ -80,13 +80,3 @@ def dev_frames(real_sample, sample_data):
         f = load_frame_folder(sample_data / name)
         out[name] = (f.rig, f.images, f.scan)
     return out
-
-
-@pytest.fixture(scope="session")
-def tri_drive(sample_data):
-    """The committed TRI drive: three frame folders (``RealFrame``: rig, images, scan) one
-    second apart, in time order."""
-    folders = [sample_data / "real_tri_drive" / t for t in ("t0", "t1", "t2")]
-    if not all((f / "rig.json").is_file() for f in folders):
-        pytest.skip("sample_data/real_tri_drive is missing")
-    return [load_frame_folder(f) for f in folders]

@@ -173,10 +173,14 @@ class CameraEvidence:
     frozen_reason: str = ""
     second_look: CameraEvidence | None = None
 
+    def used(self, n_frames: int) -> list[int]:
+        """Indices of the frames (of the ``n_frames`` this evidence was made from, as given) that
+        went into it: neither set aside, nor a repeated view, nor one where this camera's image froze."""
+        return [k for k in range(n_frames) if k not in (*self.set_aside, *self.repeats, *self.frozen)]
+
     def pooled(self, frames: Sequence[LidarFrame]) -> list[LidarFrame]:
-        """The frames of ``frames`` (those this evidence was made from, as given) that went
-        into it: neither set aside, nor a repeated view, nor one where this camera's image froze."""
-        return [f for k, f in enumerate(frames) if k not in (*self.set_aside, *self.repeats, *self.frozen)]
+        """The frames of ``frames`` (those this evidence was made from, as given) that went into it (:meth:`used`)."""
+        return [frames[k] for k in self.used(len(frames))]
 
     @property
     def at_search_edge(self) -> bool:
