@@ -1,13 +1,14 @@
-"""Frames that repeat a view: a parked or creeping car's frames counted once.
+"""Frames that repeat a view, counted once (a parked car), and images that froze while the car moved.
 
 Pooling frames is worth something because each frame brings edges seen from another place:
 other silhouettes, other pixels, other texture under them. A car that did not move between
 two frames brings the same edges onto the same pixels again; its second frame is the first
 one's evidence over again, not more of it. Pooled as if it were independent, it shrinks
 every bootstrap spread and grows every paired t by about the square root of the copies
-(the embedded nuScenes keyframe given five times: CAM_FRONT_RIGHT's roll spread 0.21 ->
-0.04 deg; TRI CAMERA_07's 1.21 -> 0.03), so a verdict would rest on a certainty the drive
-does not hold, and a camera the LiDAR puts just beyond the tolerance would be convicted.
+(the embedded frames given three times: nuScenes CAM_FRONT_RIGHT's roll spread 0.21 -> 0.04
+deg, TRI CAMERA_07's 1.21 -> 0.03, and CAMERA_07 called "ok"), so a verdict would rest on a
+certainty the drive does not hold, and a camera the LiDAR puts just beyond the tolerance
+would stand that much nearer a conviction.
 
 :func:`repeated_views` first asks whether a frame's sweep, as it stands, overlaps the last
 frame kept: at least ``OVERLAP_MIN`` of its returns within ``OVERLAP_M`` of that frame's
@@ -20,6 +21,11 @@ a reason. A registration that cannot be used (too few planar pairs, a direction 
 pinned: a flat or corridor scene) leaves the frame in: that the frames differ is then not
 known, and the frame agreement (:mod:`~bevviz.calibration.lidar.frame_agreement`) still
 judges it.
+
+The opposite case, :func:`frozen_images`: the sweeps moved but one camera's image did not
+(a stalled driver, a recording that copied one frame). Such a frame is no evidence of where
+that camera points; the doctor leaves it out of that camera's evidence, and the gross-error
+screen names the camera.
 
 What the constants were chosen on (docs/calibration.md, "Frames that repeat a view"): the
 TRI drive's consecutive sweeps register 1.26-1.28 m apart (residual 0.022 m); a sweep given
