@@ -78,9 +78,7 @@ def gross_screen(doc: Doctor) -> None:
             st.warning(esc(fault.message))
     for note in screen.notes:
         st.info(esc(note))
-    if not screen.errors:
-        return
-    if (fixed := doc.fixed_rig()) is not None:
+    if (fixed := doc.fixed_rig()) is not None:  # a fix exists only for an error named
         st.download_button("Download the fixed rig (JSON)", fixed_rig_json(fixed), file_name="rig_fixed.json",
                            mime="application/json", key="cd_fixed_rig")
 

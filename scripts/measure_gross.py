@@ -1,7 +1,6 @@
 """Measure the gross-error screen on the embedded development frames (a measurement, not a test).
 
-Usage: ``python scripts/measure_gross.py [--noise N] [--swaps]
-[--pose | --turns [FRAME_FOLDER ...] | --repeats] [--drive D ...]``
+Usage: ``python scripts/measure_gross.py [--noise N] [--swaps] [--pose | --turns [FRAME_FOLDER ...]] [--drive D ...]``
 
 For the embedded real nuScenes keyframe, TRI frame and KITTI frame it prints: each clean
 camera's best alternative (in standard errors; the screen names one from
@@ -17,11 +16,6 @@ budget: at most 2 s for 6 cameras on this machine).
 (or, with ``--drive``, of the drives) 90, -90 and 180 deg about its optical axis and counts
 those named, and those whose message says a move or refocus fits about as well
 (``TURN_RIVAL_T``).
-
-``--repeats --drive D ...`` screens each drive as a parked car gives it (its first frame
-again and again, the copies' sweeps with 2 cm of range noise) and with each camera's image
-frozen (its first image in every frame), and counts the frames pooled, the cameras named
-frozen and any other error named.
 
 ``--pose`` measures the position and focal alternatives instead, on the embedded frames and
 any frame folders given (with ``--drive D ...``: on each drive D, a folder of frame folders of
@@ -163,32 +157,6 @@ def measure_turns(extra: list[str], drives: list[str] = ()) -> None:
     print(f"total: {dict(total)}")
 
 
-def measure_repeats(drives: list[str]) -> None:
-    """The ``--repeats`` measurement (module docstring)."""
-    total = Counter()
-    for name, rig, images, scan, more in (drive_frames(d) for d in drives):
-        rng = np.random.default_rng(0)
-        counts = Counter()
-        copies = []
-        for _ in more:  # a parked car: the first frame again, its sweep with 2 cm of range noise
-            pts = np.array(scan.points)
-            r = np.linalg.norm(pts[:, :3], axis=1, keepdims=True)
-            pts[:, :3] *= 1 + rng.normal(0.0, 0.02, (len(pts), 1)) / np.maximum(r, 1e-3)
-            copies.append((images, dataclasses.replace(scan, points=pts)))
-        parked = screen_gross_errors(rig, images, scan, copies)
-        counts.update({"parked frames": 1 + len(copies), "parked: frames pooled": parked.frames,
-                       "parked: errors named": len(parked.errors)})
-        for cam in rig.names:
-            s = screen_gross_errors(rig, images, scan, [({**imgs, cam: images[cam]}, sc) for imgs, sc in more])
-            counts["frozen cameras"] += 1
-            counts["frozen: named"] += [(e.sensor, e.kind) for e in s.errors] == [(cam, "frozen")]
-            if [(e.sensor, e.kind) for e in s.errors] != [(cam, "frozen")]:
-                print(f"   {cam} frozen: {named(s)}")
-        print(f"== {name}: {dict(counts)}")
-        total.update(counts)
-    print(f"total: {dict(total)}")
-
-
 def _fixed(fixed, truth) -> bool:
     """Whether the screen's fix puts a camera back within a quarter metre of its true
     position and 3 % of its true focal lengths (a named fault of the right size)."""
@@ -208,16 +176,9 @@ def main() -> None:
     ap.add_argument("--drive", nargs="+", default=[], metavar="DRIVE_FOLDER",
                     help="with --pose or --turns: screen these drives (folders of frame folders), their frames pooled, "
                          "instead of the embedded frames")
-    ap.add_argument("--repeats", action="store_true",
-                    help="with --drive: each drive as a parked car gives it, and with each camera's image frozen")
     ap.add_argument("--turns", nargs="*", metavar="FRAME_FOLDER",
                     help="every camera turned 90, -90 and 180 deg: named, and said to fit a move about as well")
     args = ap.parse_args()
-    if args.repeats:
-        if not args.drive:
-            raise SystemExit("--repeats needs --drive DRIVE_FOLDER")
-        measure_repeats(args.drive)
-        return
     if args.turns is not None:
         measure_turns(args.turns, args.drive)
         return

@@ -1,4 +1,4 @@
-"""Measure the doctor on frames that repeat a view and on a camera whose image froze (a measurement, not a test).
+"""Measure the doctor and the gross-error screen on repeated views and frozen images (a measurement, not a test).
 
 Usage: ``python scripts/measure_repeats.py [--drive DRIVE_FOLDER]`` (default: the committed TRI
 drive, ``sample_data/real_tri_drive``).
@@ -9,8 +9,10 @@ as one scan and one set of images) and given five times (the copies' sweeps with
 range noise), and prints per camera the verdict, the roll spread (the bootstrap's, degrees)
 and the frames its evidence pooled. Then, on the drive, each camera in turn shows its first
 image in every frame (a frozen image stream): that camera's verdict and offset, and the same
-camera judged on the first frame alone. docs/calibration.md ("Frames that repeat a view")
-quotes it.
+camera judged on the first frame alone, and what the gross-error screen names; and the screen
+of the drive's first frame given three times (copies with 2 cm of range noise): the frames it
+pooled and the errors it named. docs/calibration.md ("Frames that repeat a view") and
+docs/gross_errors.md quote it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bevviz.calibration import diagnose  # noqa: E402
+from bevviz.calibration.gross import screen_gross_errors  # noqa: E402
 from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.io.nuscenes import load_lidar, load_sample  # noqa: E402
 from bevviz.lidar import as_lidar_scan  # noqa: E402
@@ -78,9 +81,19 @@ def main() -> int:
         images = [dict(f.images) for f in drive]
         for imgs in images[1:]:
             imgs[cam] = drive[0].images[cam]
-        f = diagnose(rig, images, lidar=[fr.scan for fr in drive]).by_camera(cam)
+        scans = [fr.scan for fr in drive]
+        f = diagnose(rig, images, lidar=scans).by_camera(cam)
         off = ", ".join(f"{a} {v:+.2f}" for a, v in (f.offset_deg or {}).items())
-        print(f"   {cam:12s} frozen: {_row(f)}, offset {off} | first frame alone: {_row(alone[cam])}")
+        named = [(e.sensor, e.kind) for e in screen_gross_errors(rig, images[0], scans[0],
+                                                                 list(zip(images[1:], scans[1:]))).errors]
+        print(f"   {cam:12s} frozen: {_row(f)}, offset {off} | first frame alone: {_row(alone[cam])} | "
+              f"screen names {named or 'nothing'}")
+    scan = as_lidar_scan(drive[0].scan)
+    rng = np.random.default_rng(0)
+    parked = screen_gross_errors(rig, drive[0].images, scan, [(drive[0].images, noisy(scan, rng)) for _ in range(2)])
+    print(f"== {args.drive}: its first frame three times (a parked car): the screen pooled {parked.frames} frame(s), "
+          f"named {[e.message for e in parked.errors] or 'nothing'}; best position/focal alternatives "
+          + ", ".join(f"{c} {t:+.1f}" for c, (_, t) in parked.pose_best.items()))
     return 0
 
 

@@ -310,7 +310,11 @@ def lidar_evidence(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapping
     With three frames or more, a frame the cameras find at odds with the others
     (:func:`~bevviz.calibration.lidar.frame_agreement.frames_to_set_aside`) is left out of
     the evidence of every camera that has all the frames, and each such evidence says so
-    (:attr:`CameraEvidence.set_aside`, :attr:`CameraEvidence.set_aside_reason`).
+    (:attr:`CameraEvidence.set_aside`, :attr:`CameraEvidence.set_aside_reason`). Before that, a frame
+    that repeats an earlier frame's view (a parked car) is left out of every camera's evidence,
+    and a frame where a camera's image froze while the car moved out of that camera's
+    (:mod:`~bevviz.calibration.lidar.repeats`; :attr:`CameraEvidence.repeats`,
+    :attr:`CameraEvidence.frozen`).
 
     Args:
         rig: The rig (N_cam cameras).

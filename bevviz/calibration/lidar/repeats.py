@@ -141,25 +141,28 @@ def repeated_views(scans: Sequence[LidarScan]) -> RepeatedViews:
         ``ego_motion.MIN_PAIRS`` returns after thinning) is kept: whether its view differs
         is not known.
     """
+    if not scans:
+        return RepeatedViews(())
     kept, repeats = [0], {}
-    trees: dict[int, cKDTree] = {}
+    tree, tree_of = None, -1  # the returns of the last frame kept, for the overlap test
     for k in range(1, len(scans)):
         j = kept[-1]
-        if j not in trees:
-            trees[j] = cKDTree(_returns(scans[j]))
-        if _overlap(trees[j], scans[k]) < OVERLAP_MIN:  # the car drove on: another view
-            kept.append(k)
-            continue
-        try:
-            m = estimate_motion(scans[j], scans[k])
-        except InputError:
-            kept.append(k)
-            continue
-        if _is_repeat(m):
+        if tree_of != j:
+            tree, tree_of = cKDTree(_returns(scans[j])), j
+        m = _registered(scans[j], scans[k]) if _overlap(tree, scans[k]) >= OVERLAP_MIN else None
+        if m is not None and _is_repeat(m):
             repeats[k] = (j, m.translation_m, m.rotation_deg)
-        else:
+        else:  # the car drove on, or whether it did is not known: another view
             kept.append(k)
-    return RepeatedViews(tuple(kept[:len(scans)]), repeats)
+    return RepeatedViews(tuple(kept), repeats)
+
+
+def _registered(earlier: LidarScan, later: LidarScan) -> MotionEstimate | None:
+    """The registration of ``earlier`` onto ``later``, None where a scan is too small to register."""
+    try:
+        return estimate_motion(earlier, later)
+    except InputError:
+        return None
 
 
 def frozen_images(images: Sequence[Mapping[str, np.ndarray]], views: RepeatedViews) -> dict[str, tuple[int, ...]]:
