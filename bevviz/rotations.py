@@ -262,6 +262,47 @@ def axis_angle_to_matrix(omega: torch.Tensor) -> torch.Tensor:
     return eye + a * skew + b * (skew @ skew)
 
 
+def offset_angle_deg(rpy_deg: np.ndarray) -> np.ndarray:
+    """How far a small turn ``(roll, pitch, yaw)`` turns a camera, in degrees, shape (...,).
+
+    The doctor's tolerance and its fault bands are rotation angles ("calibrated within 0.5
+    deg", "a fault of 0.5-1 deg about any axis"): a camera turned 0.4 deg in roll and 0.4 in
+    yaw is 0.57 deg off, though no single axis is beyond 0.5.
+
+    Args:
+        rpy_deg: Turns (roll, pitch, yaw) in degrees, or differences of two turns, shape (..., 3).
+
+    Returns:
+        The Euclidean norm of the three angles, shape (...,).
+
+    Convention:
+        Body-frame turns composed ``Rz(yaw) Ry(pitch) Rx(roll)`` as :func:`body_rotation`; the
+        norm equals the composed rotation's angle within 0.2 % up to 1 deg and 1 % up to 5 deg
+        (second-order terms of the composition), and the angle between two such turns as
+        closely.
+    """
+    a = np.asarray(rpy_deg, dtype=np.float64)
+    check_shape(a, ("...", 3), "rpy_deg")
+    return np.linalg.norm(a, axis=-1)
+
+
+def within_every_axis(rpy_deg: np.ndarray, tolerance_deg: float) -> np.ndarray:
+    """Whether turns ``(roll, pitch, yaw)`` are within ``tolerance_deg`` on every axis, shape (...,).
+
+    Looser than :func:`offset_angle_deg` (a turn of 0.4 deg on each axis passes 0.5 here and
+    is 0.69 deg off): the doctor accuses a camera by the angle and lets an explanation (a
+    displaced LiDAR, the other cameras' consensus) clear it by this looser test, so a doubt
+    errs towards "inconclusive".
+
+    Args:
+        rpy_deg: Turns or differences of turns in degrees, shape (..., 3).
+        tolerance_deg: The bound, degrees.
+    """
+    a = np.asarray(rpy_deg, dtype=np.float64)
+    check_shape(a, ("...", 3), "rpy_deg")
+    return np.all(np.abs(a) <= tolerance_deg, axis=-1)
+
+
 def rotation_angle_deg(R_a: np.ndarray, R_b: np.ndarray) -> float:
     """Angle in degrees of the relative rotation ``R_a^T R_b`` between two (3, 3) rotations."""
     rel = np.asarray(R_a).T @ np.asarray(R_b)

@@ -9,15 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyquaternion import Quaternion
 
+from bevviz.errors import InputError
 from bevviz.rotations import (
     axis_angle_to_matrix,
     matrix_to_quaternion,
     matrix_to_rpy,
+    offset_angle_deg,
     quaternion_to_matrix,
     rotation_angle_deg,
     rpy_to_matrices,
     rpy_to_matrix,
     unit_quaternion_to_matrix,
+    within_every_axis,
 )
 
 finite = st.floats(-1.0, 1.0, allow_nan=False, allow_infinity=False)
@@ -212,3 +215,25 @@ def test_rotation_angle_deg(deg):
     Rb = Ra @ Quaternion(axis=[1, 2, 3], degrees=deg).rotation_matrix
     assert rotation_angle_deg(Ra, Rb) == pytest.approx(deg, abs=1e-5)
     assert rotation_angle_deg(Rb, Ra) == pytest.approx(deg, abs=1e-5)
+
+
+# --- the size of a small turn (the doctor's tolerance) ----------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(direction=st.tuples(finite, finite, finite).filter(lambda v: np.linalg.norm(v) > 1e-3),
+       size=st.floats(0.01, 5.0))
+def test_a_turns_size_is_the_angle_of_the_rotation_it_composes(direction, size):
+    rpy = np.asarray(direction) / np.linalg.norm(direction) * size
+    R = rpy_to_matrix(*np.radians(rpy))
+    exact = rotation_angle_deg(np.eye(3), R)
+    bound = 0.002 if size <= 1.0 else 0.01  # the docstring's claim
+    assert offset_angle_deg(rpy) == pytest.approx(exact, rel=bound)
+
+
+def test_a_turn_below_the_tolerance_on_every_axis_can_be_beyond_it_as_an_angle():
+    turns = np.array([[0.4, 0.0, 0.4], [0.3, 0.0, 0.3], [0.0, -0.6, 0.0]])
+    np.testing.assert_allclose(offset_angle_deg(turns), [0.5657, 0.4243, 0.6], atol=1e-4)
+    assert within_every_axis(turns, 0.5).tolist() == [True, True, False]
+    assert offset_angle_deg(np.zeros((0, 3))).shape == (0,)
+    with pytest.raises(InputError, match="rpy_deg"):
+        offset_angle_deg(np.zeros(2))

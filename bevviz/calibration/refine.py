@@ -15,7 +15,8 @@ Held-out check (both halves of the evidence must agree):
     (from the full-data optimum and from the stored calibration). The correction is
     accepted when
 
-    * some axis is to be corrected (a camera within the tolerance needs no change),
+    * the camera is turned beyond the tolerance (:func:`~bevviz.rotations.offset_angle_deg`) in
+      ``CONFIDENCE`` of the replicates (a camera within it needs no change),
     * the verdict rejects the stored pose,
     * the correction is known well enough: on every axis the bootstrap spread of the
       residual is at most ``MAX_SPREAD_DEG``,
@@ -84,6 +85,7 @@ from bevviz.calibration.verdicts import (
     lidar_verdict,
 )
 from bevviz.camera import Camera, Rig
+from bevviz.rotations import offset_angle_deg
 
 __all__ = ["HALF_AGREEMENT_DEG", "KIND_AGREEMENT_DEG", "MAX_SPREAD_DEG", "MIN_FLOOR_CAMERAS", "TARGET_DEG",
            "FLOOR_MEDIAN_DEG", "RefineSettings", "lidar_placement", "placement_floor", "refine_extrinsics",
@@ -229,9 +231,9 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     expected = consensus.expected_deg.get(camera, np.zeros(3))
     res = consensus.residual(ev)  # (B, 3) the camera's own offset per replicate
     own = np.median(res, axis=0)
-    axes = np.mean(np.abs(res) > TOLERANCE_DEG, axis=0) >= CONFIDENCE  # (3,) axes to correct
-    correction = -own if axes.any() else np.zeros(3)  # hypothesis applied to the stored camera
-    axes = np.ones(3, dtype=bool) if axes.any() else axes
+    beyond = float(np.mean(offset_angle_deg(res) > TOLERANCE_DEG)) >= CONFIDENCE  # turned beyond the tolerance
+    axes = np.full(3, beyond)  # (3,) axes to correct: all of them, or none
+    correction = -own if beyond else np.zeros(3)  # hypothesis applied to the stored camera
     new_cam = perturb_camera(cam, *correction)
     hist = RefineHistory(camera)
     al = EdgeAlignment(cam, ev.pooled(frames)) if alignment is None else alignment
@@ -244,7 +246,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     if len(al) < MIN_EDGE_POINTS:
         hist.check = f"too few LiDAR edge points ({len(al)}, at least {MIN_EDGE_POINTS}) to refine against"
     elif not axes.any():
-        hist.check = (f"no correction: no axis of the camera's own offset ({format_axes(own)} deg) is beyond "
+        hist.check = (f"no correction: the camera's own offset ({format_axes(own)} deg) is not beyond "
                       f"{TOLERANCE_DEG:g} deg in {CONFIDENCE:.0%} of the bootstrap replicates")
     elif verdict.verdict != MISCALIBRATED:
         hist.check = f"not corrected: the LiDAR verdict does not reject the stored pose ({verdict.reason})"

@@ -46,7 +46,7 @@ def _ev(offset, sd=0.05, n=400, clusters=40, flat=False, seed=0, stored=None, ha
     off = np.asarray(offset, dtype=np.float64)
     best = 0.70 if flat else 0.80
     if stored is None:
-        stored = 0.72 if np.max(np.abs(off)) > TOLERANCE_DEG else best
+        stored = 0.72 if np.linalg.norm(off) > TOLERANCE_DEG else best
     return CameraEvidence("CAM_X", off, off + rng.normal(0, sd, (24, 3)), n_points=n, n_clusters=clusters,
                           score_best_coarse=best, score_median=0.70, score_spread=0.02,
                           score_stored_coarse=stored, halves_deg=np.array([off, off] if halves is None else halves),
@@ -199,9 +199,8 @@ def test_a_located_verdict_goes_by_the_axes_the_evidence_pins_down():
 def test_a_located_verdict_goes_by_the_directions_the_evidence_pins_down():
     """A side camera slides along a valley of roll and pitch together (TRI): no axis is known
     to 0.7 deg, but the offset across the valley is. Offset 0.8 deg across it (roll +0.57,
-    pitch -0.57, plus 1.5 deg slid along it): the smallest offset that agrees with what is
-    pinned down is 0.57 deg on some axis, so it convicts; 0.5 deg across it (0.35 per axis
-    at the least) does not."""
+    pitch -0.57, plus 1.5 deg slid along it): the smallest turn that agrees with what is
+    pinned down is 0.8 deg, so it convicts; 0.5 deg across it (at the tolerance) does not."""
     rng = np.random.default_rng(2)
     along, across = np.array([1.0, 1.0, 0.0]) / np.sqrt(2), np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
     for offset, verdict in ((0.8, MISCALIBRATED), (0.5, INCONCLUSIVE)):
@@ -215,6 +214,38 @@ def test_a_located_verdict_goes_by_the_directions_the_evidence_pins_down():
         if verdict == MISCALIBRATED:
             free = v.why["pinned"]
             assert free.startswith("all but 0.7") and " roll + 0.7" in free and "pitch (spread " in free, free
+
+
+def test_the_tolerance_bounds_the_angle_turned_not_each_axis():
+    """0.4 deg in roll and 0.4 in yaw: no axis beyond 0.5, but turned 0.57 deg (a fault of
+    the 0.5-1 deg band about a diagonal axis); 0.25 and 0.25 (0.35 deg) is calibrated."""
+    v = lidar_verdict(_ev([0.4, 0.0, 0.4]), NONE)
+    assert v.verdict == MISCALIBRATED and v.why.kind is Basis.LOCATED, v.reason
+    assert "turned more than 0.5 deg" in v.reason
+    assert lidar_verdict(_ev([0.25, 0.0, 0.25]), NONE).verdict == OK
+
+
+def test_a_camera_off_only_against_the_rig_consensus_is_not_called_split():
+    """Against the LiDAR alone the camera is turned 0.45 deg; the other cameras put the LiDAR
+    0.5 deg the other way, so every replicate of its own offset is 0.95 off. Not accused (the
+    LiDAR itself does not move it beyond the tolerance), and the reason says why."""
+    con = RigConsensus(expected_deg={"CAM_X": np.array([0.0, -0.5, 0.0])}, fitted=True)
+    v = lidar_verdict(_ev([0.0, 0.45, 0.0]), con)
+    assert v.verdict == INCONCLUSIVE and v.doubt is Doubt.SPLIT and v.beyond == 1.0
+    assert "against the LiDAR alone it is turned 0.45 deg, within the tolerance" in v.reason, v.reason
+    assert "is split" in lidar_verdict(_ev([0.0, 0.45, 0.0], sd=0.3), NONE).reason
+
+
+def test_an_explanation_within_the_tolerance_on_every_axis_clears_an_accusation():
+    """The doubts err towards "inconclusive": where the other cameras put this one is 0.4 deg
+    off on two axes (0.57 deg as an angle), yet it explains the accusation."""
+    off = np.array([0.0, 1.0, 1.0])
+    for others, verdict in (([0.0, 0.4, 0.4], INCONCLUSIVE), ([0.0, 0.6, 0.6], MISCALIBRATED)):
+        con = RigConsensus(expected_by_others_deg={"CAM_X": [off - np.array(others)]})
+        v = lidar_verdict(_ev(off), con)
+        assert v.verdict == verdict, v.reason
+        if verdict == INCONCLUSIVE:
+            assert v.doubt is Doubt.OTHERS_EXPLAIN
 
 
 def test_a_stored_pose_far_below_the_optimum_in_both_halves_is_rejected_without_locating_it():

@@ -33,7 +33,7 @@ import numpy as np
 
 from bevviz.calibration.lidar.evidence import CameraEvidence
 from bevviz.camera import Camera, Rig
-from bevviz.rotations import FLU_FROM_RDF
+from bevviz.rotations import FLU_FROM_RDF, offset_angle_deg
 
 __all__ = ["MIN_CAMERAS", "SYSTEMATIC_DEG", "RigConsensus", "level_axis", "rig_consensus"]
 
@@ -103,8 +103,9 @@ class RigConsensus:
 
     @property
     def magnitude_deg(self) -> float:
-        """Largest common offset any camera sees (degrees): how far the LiDAR is off as a whole."""
-        return max((float(np.max(np.abs(v))) for v in self.expected_deg.values()), default=0.0)
+        """Largest common offset any camera sees (degrees, :func:`~bevviz.rotations.offset_angle_deg`):
+        how far the LiDAR is off as a whole."""
+        return max((float(offset_angle_deg(v)) for v in self.expected_deg.values()), default=0.0)
 
 
 def level_axis(camera: Camera) -> np.ndarray:

@@ -7,10 +7,11 @@ together (its bootstrap spreads 1.5 deg on both axes and 0.1 deg across the vall
 asking "which *axes* are known to 0.7 deg?" finds none there, although the offset across
 the valley is known to a tenth of a degree. The principal directions of the bootstrap
 replicates' spread say what is known; :func:`pinned_offset` then asks how small the
-camera's offset can be, on its worst axis, given only what is known: the smallest
-largest-axis offset that agrees with the offset's components along the pinned directions
-(the unpinned part is free). That is never more than the offset itself, and equals the
-largest pinned axis where the pinned directions are axes (a diagonal spread).
+camera's offset can be given only what is known: the smallest turn
+(:func:`~bevviz.rotations.offset_angle_deg`) that agrees with the offset's components along
+the pinned directions (the unpinned part is free), which is the length of those components
+(the directions are orthonormal). That is never more than the offset itself, and equals it
+where every direction is pinned.
 
 Convention:
     Offsets are body-frame (FLU) rotations (roll, pitch, yaw) in degrees, as
@@ -25,6 +26,7 @@ import numpy as np
 
 from bevviz.calibration.lidar.alignment import AXES
 from bevviz.checks import check_shape
+from bevviz.rotations import offset_angle_deg
 
 __all__ = ["PinnedOffset", "direction_words", "pinned_offset"]
 
@@ -37,8 +39,8 @@ class PinnedOffset:
     """What the bootstrap pins down of an offset.
 
     Attributes:
-        least_deg: Per replicate, the smallest largest-axis offset (degrees) that agrees
-            with its components along the pinned directions, (B,); zeros when none is pinned.
+        least_deg: Per replicate, the smallest turn (degrees) that agrees with its
+            components along the pinned directions, (B,); zeros when none is pinned.
         directions: The pinned principal directions as columns, (3, K), K in 0..3, each a
             unit vector in (roll, pitch, yaw).
         spreads_deg: The bootstrap spread along each of them, (K,) degrees.
@@ -66,22 +68,6 @@ class PinnedOffset:
         return "no direction"
 
 
-def _least_max_on_line(x0: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """min over t of max_i |x0[b, i] + t n[i]| per row b, (B,): a convex piecewise-linear
-    function of t, whose minimum lies where two of its lines cross (or one crosses zero)."""
-    cands = [np.zeros(len(x0))]
-    for i in range(3):
-        if abs(n[i]) > 1e-12:
-            cands.append(-x0[:, i] / n[i])
-        for j in range(i + 1, 3):
-            for s in (1.0, -1.0):
-                d = n[i] - s * n[j]
-                if abs(d) > 1e-12:
-                    cands.append(-(x0[:, i] - s * x0[:, j]) / d)
-    t = np.stack(cands, axis=1)  # (B, M)
-    return np.max(np.abs(x0[:, None, :] + t[:, :, None] * n), axis=2).min(axis=1)
-
-
 def pinned_offset(replicates_deg: np.ndarray, max_sd_deg: float) -> PinnedOffset:
     """The offset as far as the bootstrap pins it down (see the module docstring).
 
@@ -93,8 +79,8 @@ def pinned_offset(replicates_deg: np.ndarray, max_sd_deg: float) -> PinnedOffset
         :class:`PinnedOffset`. With fewer than two replicates nothing is pinned.
 
     Convention:
-        (roll, pitch, yaw) body-frame degrees; the tolerance the caller compares
-        ``least_deg`` with is per axis (the largest axis error).
+        (roll, pitch, yaw) body-frame degrees; ``least_deg`` is a turn's angle as
+        :func:`~bevviz.rotations.offset_angle_deg` (the tolerance the caller compares it with).
     """
     res = np.asarray(replicates_deg, dtype=np.float64)
     check_shape(res, (None, 3), "replicates_deg")
@@ -111,13 +97,8 @@ def pinned_offset(replicates_deg: np.ndarray, max_sd_deg: float) -> PinnedOffset
     if k == 0:
         return PinnedOffset(np.zeros(len(res)), P, spreads, free, free_sd)
     comp = res @ P  # (B, K): the components along the pinned directions
-    if k == 3:  # everything pinned: the offset itself
-        least = np.max(np.abs(res), axis=1)
-    elif k == 1:  # min ||x||_inf with u.x = c is |c| / ||u||_1
-        least = np.abs(comp[:, 0]) / np.abs(P[:, 0]).sum()
-    else:  # one free direction: a line through the smallest (Euclidean) offset with those components
-        least = _least_max_on_line(comp @ P.T, free[:, 0])
-    return PinnedOffset(least, P, spreads, free, free_sd)
+    # the smallest turn with those components: the free part set to zero
+    return PinnedOffset(offset_angle_deg(comp @ P.T), P, spreads, free, free_sd)
 
 
 def direction_words(u: np.ndarray) -> str:

@@ -36,6 +36,8 @@ from typing import Protocol
 
 import numpy as np
 
+from bevviz.rotations import within_every_axis
+
 __all__ = ["MAX_SHIFT_M", "RIG_GAIN_Z", "RIG_SHARE", "RIG_SHIFT_M", "SHIFT_STEP_M", "TimingFit", "rig_timing",
            "timing_fit"]
 
@@ -124,12 +126,12 @@ class TimingFit:
     def explaining(self, expected_deg: np.ndarray, tolerance_deg: float) -> int | None:
         """The displacement that explains the evidence as well as the rotation-only optimum
         does (score at least its score) with the camera within ``tolerance_deg`` of
-        ``expected_deg`` (3,) on every axis: its index into :attr:`shifts_m` (the best
+        ``expected_deg`` (3,) on every axis (:func:`explains`): its index into :attr:`shifts_m` (the best
         scoring such), or None."""
         if not self.fitted:
             return None
         ok = ((self.shifts_m != 0) & (self.scores >= self.rotation_score)
-              & np.all(np.abs(self.offsets_deg - np.asarray(expected_deg)) <= tolerance_deg, axis=1))
+              & within_every_axis(self.offsets_deg - np.asarray(expected_deg), tolerance_deg))
         if not ok.any():
             return None
         return int(np.flatnonzero(ok)[np.argmax(self.scores[ok])])

@@ -20,8 +20,8 @@ LiDAR witness (per camera, on its residual after the rig consensus,
             the bootstrap spread at most ``max_sd_deg``; a wide camera seldom pins its roll,
             a side camera often only a mix of roll and pitch,
             :mod:`~bevviz.calibration.lidar.pinned`), at least ``CONFIDENCE`` of the bootstrap
-            replicates put the camera more than ``TOLERANCE_DEG`` off on some axis however
-            the unpinned rest lies;
+            replicates put the camera turned more than ``TOLERANCE_DEG`` however the
+            unpinned rest lies;
         (B) *rejected*: the stored pose stands ``z_reject`` robust z below the optimum in
             the score landscape and each image half alone prefers the optimum by
             ``half_reject``, though where the camera points stays uncertain (the offset is
@@ -31,13 +31,13 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       ``MIN_ANCHORS`` other cameras lining up with the LiDAR at their stored pose
       (``LIDAR_MAY_BE_OFF``), the optimum at the edge of the search as widened (``AT_SEARCH_EDGE``),
       the stored pose less than ``z_gap`` below it (``STORED_POSE_CLOSE``), an image half
-      that gains less than ``half_gain`` (``HALF_UNSUPPORTED``), path A only: no axis beyond
-      the tolerance whose return to its stored value costs the score ``axis_drop``
+      that gains less than ``half_gain`` (``HALF_UNSUPPORTED``), path A only: no axis carrying
+      the offset (beyond ``TOLERANCE_DEG / sqrt(3)``) whose return to its stored value costs the score ``axis_drop`` 
       (``FLAT_VALLEY``: the optimum slides along a flat valley) or halves whose own optima
       differ by more than ``half_agree_deg`` (``HALVES_APART``), an offset within the
-      tolerance of where the *other* cameras alone put it under some plausible consensus
-      model (``OTHERS_EXPLAIN``), or a camera within the tolerance (of the consensus, or of
-      the LiDAR itself) once the LiDAR may be displaced along the car's axis (``TIMING``,
+      tolerance on every axis of where the *other* cameras alone put it under some plausible
+      consensus model (``OTHERS_EXPLAIN``), or a camera within the tolerance on every axis (of
+      the consensus, or of the LiDAR itself) once the LiDAR may be displaced along the car's axis (``TIMING``,
       :mod:`~bevviz.calibration.lidar.sync`); else miscalibrated. Where the first doubt is
       one of the landscape (``SECOND_LOOK_DOUBTS``) and the evidence holds a *second look*
       (attraction maps less their local mean, :mod:`~bevviz.calibration.lidar.evidence`), the
@@ -64,7 +64,11 @@ informative seams decide; but they cannot clear a camera that most of the LiDAR'
 put beyond the tolerance (``WITNESSES_DISAGREE``: blurred images' seams agree everywhere).
 
 ``TOLERANCE_DEG = 0.5``: half a degree moves a point 50 m out by 0.44 m, less than one BEV
-cell of 0.512 m; a larger error smears objects across cells. docs/calibration.md says on
+cell of 0.512 m; a larger error smears objects across cells. It bounds the angle a camera is
+turned (:func:`~bevviz.rotations.offset_angle_deg`, the norm of roll, pitch and yaw), as the
+fault bands do: turned 0.4 deg in roll and 0.4 in yaw, a camera is 0.57 deg off. The doubts
+that clear an accusation by an explanation ask for the looser "within the tolerance on every
+axis" (:func:`~bevviz.rotations.within_every_axis`), so a doubt errs towards "inconclusive". docs/calibration.md says on
 what every other constant was chosen and which command tests it again.
 
 Convention:

@@ -215,6 +215,10 @@ def lidar_sentence(camera: str, w: Why, own: str, support: str) -> str:
                 f"common pitch {w['common_pitch_deg']:+.2f} deg); the LiDAR-to-ego "
                 f"calibration (or the LiDAR's height) is the suspect, not this camera; {own}")
     if k is Doubt.SPLIT:
+        if "raw_deg" in w.figures:  # not split: the rig consensus and the LiDAR alone disagree
+            return (f"{camera}: {w['beyond']:.0%} of the replicates put its own offset (against where the "
+                    f"other cameras put the LiDAR) more than {w['tolerance_deg']:g} deg off, but against "
+                    f"the LiDAR alone it is turned {w['raw_deg']:.2f} deg, within the tolerance: {own}; {support}")
         return (f"{camera}: the LiDAR evidence is split ({w['beyond']:.0%} of the replicates put it more than "
                 f"{w['tolerance_deg']:g} deg off): {own}; {support}")
     if k is Basis.WITHIN:
@@ -222,7 +226,7 @@ def lidar_sentence(camera: str, w: Why, own: str, support: str) -> str:
                 f"replicates: {own}; {support}{_second_look_clause(w)}")
     if k in (Basis.LOCATED, Basis.REJECTED):
         if k is Basis.LOCATED:
-            how = (f"off by more than {w['tolerance_deg']:g} deg on some axis in at least {w['confidence']:.0%} of "
+            how = (f"turned more than {w['tolerance_deg']:g} deg in at least {w['confidence']:.0%} of "
                    f"the bootstrap replicates, wherever it lies along what the evidence leaves free (it pins down "
                    f"{w['pinned']})")
         else:

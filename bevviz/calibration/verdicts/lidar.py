@@ -39,6 +39,7 @@ from bevviz.calibration.verdicts.rule import (
     VerdictRule,
     anchors,
 )
+from bevviz.rotations import offset_angle_deg, within_every_axis
 
 __all__ = ["LIDAR_CHECKS", "LidarCase", "LidarVerdict", "SECOND_LOOK_CLEARS", "SECOND_LOOK_DOUBTS", "lidar_verdict"]
 
@@ -79,13 +80,13 @@ class LidarCase:
 
     @cached_property
     def beyond(self) -> float:
-        """Share of replicates more than the tolerance off on some axis."""
-        return float(np.mean(np.max(np.abs(self.residual), axis=1) > self.tolerance))
+        """Share of replicates turned more than the tolerance (:func:`~bevviz.rotations.offset_angle_deg`)."""
+        return float(np.mean(offset_angle_deg(self.residual) > self.tolerance))
 
     @cached_property
     def within(self) -> float:
-        """Share of replicates within the tolerance on every axis."""
-        return float(np.mean(np.max(np.abs(self.residual), axis=1) < self.tolerance))
+        """Share of replicates turned less than the tolerance."""
+        return float(np.mean(offset_angle_deg(self.residual) < self.tolerance))
 
     @cached_property
     def pinned(self) -> PinnedOffset:
@@ -110,12 +111,12 @@ class LidarCase:
         prefers the optimum (what the consensus explains is no rejection of this camera)."""
         ev, rule = self.evidence, self.rule
         return (self.gap >= rule.z_reject and bool(np.all(ev.half_gain >= rule.half_reject))
-                and float(np.max(np.abs(self.median))) > self.tolerance)
+                and float(offset_angle_deg(self.median)) > self.tolerance)
 
     @cached_property
     def accused(self) -> bool:
         """Rejected either way, with the raw offset (against the LiDAR) beyond the tolerance."""
-        return (self.located or self.rejected) and bool(np.max(np.abs(self.evidence.central_offset_deg))
+        return (self.located or self.rejected) and bool(offset_angle_deg(self.evidence.central_offset_deg)
                                                         > self.tolerance)
 
     def why_sure(self) -> Why:
@@ -198,7 +199,9 @@ def _half_unsupported(c: LidarCase) -> Why | None:
 def _flat_valley(c: LidarCase) -> Why | None:
     if not c.accused or c.rejected:
         return None
-    off_axes = np.abs(c.median) > c.tolerance  # the axes it would be convicted on
+    # the axes that carry the offset: each beyond the share of the tolerance it would need if
+    # all three carried it alike
+    off_axes = np.abs(c.median) > c.tolerance / np.sqrt(3.0)
     held = c.evidence.axis_drop_z[off_axes]
     held = held[np.isfinite(held)]
     if len(held) and float(held.max()) < c.rule.axis_drop:
@@ -224,7 +227,7 @@ def _others_explain(c: LidarCase) -> Why | None:
         return None
     raw = c.evidence.central_offset_deg
     inside = [e for e in c.consensus.expected_by_others_deg.get(c.evidence.camera, [])
-              if np.max(np.abs(raw - e)) <= c.tolerance]
+              if within_every_axis(raw - e, c.tolerance)]
     if inside:
         return Why(Doubt.OTHERS_EXPLAIN, {"tolerance_deg": c.tolerance,
                                           "from_others_deg": tuple(map(float, raw - inside[0]))})
@@ -279,7 +282,7 @@ def _not_pinned(c: LidarCase) -> Why | None:
 def _rig_off(c: LidarCase) -> Why | None:
     con = c.consensus
     if (c.accused or c.within < c.confidence or not con.fitted
-            or np.max(np.abs(c.evidence.central_offset_deg)) <= c.tolerance or con.magnitude_deg <= c.tolerance):
+            or offset_angle_deg(c.evidence.central_offset_deg) <= c.tolerance or con.magnitude_deg <= c.tolerance):
         return None
     return Why(Doubt.RIG_OFF, {"cameras": len(con.cameras) - len(con.excluded),
                                "lidar_rotation_deg": tuple(map(float, con.lidar_rotation_deg)),
@@ -289,7 +292,11 @@ def _rig_off(c: LidarCase) -> Why | None:
 def _split(c: LidarCase) -> Why | None:
     if c.accused or c.within >= c.confidence:
         return None
-    return Why(Doubt.SPLIT, {"beyond": c.beyond, "tolerance_deg": c.tolerance})
+    figures = {"beyond": c.beyond, "tolerance_deg": c.tolerance}
+    raw = float(offset_angle_deg(c.evidence.central_offset_deg))
+    if c.beyond >= c.confidence and raw <= c.tolerance:  # not split: the rig consensus and the LiDAR alone disagree
+        figures["raw_deg"] = raw
+    return Why(Doubt.SPLIT, figures)
 
 
 #: The LiDAR verdict's checks, in order: the first that raises a doubt decides
@@ -310,7 +317,7 @@ class LidarVerdict:
         verdict: ``"miscalibrated"``, ``"ok"`` or ``"inconclusive"``.
         residual_deg: The camera's own offset (median over replicates), (3,) degrees.
         uncertainty_deg: Its bootstrap spread per axis, (3,) degrees.
-        beyond: Share of replicates more than the tolerance off on some axis.
+        beyond: Share of replicates turned more than the tolerance.
         why: The doubt (inconclusive) or the basis (sure) with its figures.
         camera: The camera's name.
         support: ``(edge points, depth edges, reflectivity edges)`` behind it.

@@ -24,7 +24,7 @@ __all__ = [
 
 MISCALIBRATED, OK, INCONCLUSIVE = "miscalibrated", "ok", "inconclusive"
 VERDICTS = (MISCALIBRATED, INCONCLUSIVE, OK)  # worst first
-#: Largest rotation error (degrees, any axis) that counts as calibrated.
+#: Largest rotation error (degrees, the angle a camera is turned) that counts as calibrated.
 TOLERANCE_DEG = 0.5
 #: Share of bootstrap replicates needed for a verdict either way.
 CONFIDENCE = 0.9
@@ -63,7 +63,8 @@ class VerdictRule:
     leave-one-rig-out: ``python -m bevviz.lab.evaluate --loro``; docs/calibration.md).
 
     Attributes:
-        tolerance_deg: Largest rotation error (any axis) that counts as calibrated.
+        tolerance_deg: Largest rotation error (the angle turned,
+            :func:`~bevviz.rotations.offset_angle_deg`) that counts as calibrated.
         z_structure: Smallest robust z of the optimum within the score landscape
             (:attr:`~bevviz.calibration.lidar.evidence.CameraEvidence.z_best`): below it the
             image and LiDAR edges do not single out any rotation (noise images, a blank wall).

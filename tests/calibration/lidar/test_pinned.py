@@ -1,4 +1,4 @@
-"""What a bootstrap pins down of an offset: principal directions, and the least offset they allow."""
+"""What a bootstrap pins down of an offset: principal directions, and the least turn they allow."""
 
 import numpy as np
 import pytest
@@ -17,14 +17,14 @@ def _replicates(seed: int, spreads, centre=(0.0, 0.0, 0.0), n: int = 24) -> np.n
 
 
 def _brute_least(res: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """min over the free directions' span of the largest axis, on a fine grid, (B,)."""
+    """min over the free directions' span of the turn's size (the norm), on a fine grid, (B,)."""
     t = np.linspace(-12.0, 12.0, 1201)
     grids = np.meshgrid(*[t] * free.shape[1], indexing="ij")
     shifts = np.stack([g.ravel() for g in grids], axis=1) @ free.T  # (G, 3)
     out = []
     for r in res:
         x0 = r - (r @ free) @ free.T  # the part across the free directions
-        out.append(np.max(np.abs(x0 + shifts), axis=1).min())
+        out.append(np.linalg.norm(x0 + shifts, axis=1).min())
     return np.array(out)
 
 
@@ -32,7 +32,7 @@ def test_all_directions_pinned_is_the_offset_itself():
     res = _replicates(0, [0.1, 0.2, 0.3], centre=(0.4, -0.9, 0.2))
     p = pinned_offset(res, 0.7)
     assert p.directions.shape == (3, 3) and p.free.shape == (3, 0)
-    np.testing.assert_allclose(p.least_deg, np.max(np.abs(res), axis=1), atol=1e-12)
+    np.testing.assert_allclose(p.least_deg, np.linalg.norm(res, axis=1), atol=1e-12)
     assert "all three axes" in p.words()
 
 
@@ -52,14 +52,14 @@ def test_the_least_offset_never_exceeds_the_offset_and_grows_with_what_is_pinned
     res = _replicates(seed, [0.1, 0.3, big], centre=centre)
     two = pinned_offset(res, 0.7)  # the large spread left free
     one = pinned_offset(res, 0.2)  # only the smallest pinned
-    assert np.all(two.least_deg <= np.max(np.abs(res), axis=1) + 1e-9)
+    assert np.all(two.least_deg <= np.linalg.norm(res, axis=1) + 1e-9)
     assert np.all(one.least_deg <= two.least_deg + 1e-9)
 
 
 def test_a_valley_of_roll_and_pitch_is_read_across_it():
     """The TRI side cameras' case: roll and pitch each spread 1.5 deg, their difference known
-    to 0.05. Across the valley the camera is 0.8 deg off (roll +0.57, pitch -0.57): at
-    least 0.57 deg on some axis, whatever it slid along the valley."""
+    to 0.05. Across the valley the camera is 0.8 deg off (roll +0.57, pitch -0.57): turned
+    at least 0.8 deg, whatever it slid along the valley."""
     rng = np.random.default_rng(3)
     along, across = np.array([1.0, 1.0, 0.0]) / np.sqrt(2), np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
     res = (0.8 * across + 1.5 * along + np.outer(rng.normal(0, 2.0, 24), along)
@@ -67,7 +67,7 @@ def test_a_valley_of_roll_and_pitch_is_read_across_it():
     assert np.all(res[:, :2].std(axis=0) > 0.7)  # no axis is pinned down
     p = pinned_offset(res, 0.7)
     assert p.directions.shape[1] == 2 and abs(abs(p.free[:, 0] @ along) - 1) < 0.01
-    assert np.median(p.least_deg) == pytest.approx(0.8 / np.sqrt(2), abs=0.05)
+    assert np.median(p.least_deg) == pytest.approx(0.8, abs=0.05)
     assert p.words().startswith("all but 0.7") and "pitch (spread" in p.words()
 
 
