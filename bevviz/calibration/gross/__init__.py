@@ -1,5 +1,5 @@
-"""The gross-error screen (:mod:`.screen`), its LiDAR step (:mod:`.lidar_placement`) and the
-evidence both score poses with (:mod:`.views`)."""
+"""The gross-error screen (:mod:`.screen`), its LiDAR step (:mod:`.lidar_placement`), its position
+and focal-length step (:mod:`.pose`) and the evidence they all score poses with (:mod:`.views`)."""
 
 from bevviz.calibration.gross.screen import (
     LIDAR_SENSOR,

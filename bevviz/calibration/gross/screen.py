@@ -36,7 +36,8 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    textured image lifts misplaced edges about as much anywhere). Two cameras whose images
    fit each other's pose better are *swapped*; one image given under two names belongs to
    the camera whose view it fits (the other is named).
-4. *Position and focal length* (cameras nothing above named): the optical centre moved a
+4. *Position and focal length* (cameras nothing above named; :mod:`~bevviz.calibration.gross.pose`):
+   the optical centre moved a
    metre or two along an ego axis (``POSITION_MOVES_M``), the focal lengths scaled by 10-20 %
    (``FOCAL_SCALES``; next to the best of them, the scales between its steps:
    ``FOCAL_FINE_STEP``). A small rotation mimics a position change (a metre at 30 m is 2 deg),
@@ -62,7 +63,6 @@ Convention:
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -79,26 +79,32 @@ from bevviz.calibration.gross.lidar_placement import (
     turned_lidar,
     with_edges,
 )
+from bevviz.calibration.gross.pose import (
+    POSE_MIN_CAMERAS,
+    SECOND_LOOK_T,
+    best_pose,
+    pose_values,
+    pose_wins,
+    second_look,
+    short_words,
+    sizes_that_fit,
+)
 from bevviz.calibration.gross.views import (
-    GROSS_T,
     MIN_GAIN,
     MIN_LIFT,
     MIN_SCREEN_EDGES,
-    EdgeView,
     frame_views,
     identical_images,
     in_camera,
     pooled_views,
     relative_pose,
     rotated_best,
-    seen_from,
     wins,
 )
-from bevviz.calibration.lidar.alignment import LidarFrame, as_lidar_frames
+from bevviz.calibration.lidar.alignment import as_lidar_frames
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.repeats import frozen_words
-from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
 from bevviz.lidar import as_lidar_scan
 from bevviz.rotations import make_transform
@@ -113,41 +119,6 @@ __all__ = [
 
 #: The name the screen gives the LiDAR when it is the sensor at fault.
 LIDAR_SENSOR = "LIDAR"
-#: A camera's optical centre moved by these distances (metres) along each ego axis, both
-#: ways, and its focal lengths (fx and fy together, principal point kept) scaled by these:
-#: the position and focal alternatives (step 4 of the module docstring).
-POSITION_MOVES_M = (1.0, 1.5, 2.0)
-FOCAL_SCALES = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
-#: Between those steps, next to the focal scale that fits best: scales ``FOCAL_FINE_STEP``
-#: apart within ``FOCAL_FINE_REACH`` of it, none nearer 1 than ``FOCAL_MIN_OFF`` (a focal
-#: length 10 % off wants x 0.909 or x 1.111): :func:`_finer_focal`.
-FOCAL_FINE_STEP = 0.01
-FOCAL_FINE_REACH = 0.02
-FOCAL_MIN_OFF = 0.09
-#: A position or focal alternative wins when, at its own best small rotation (the
-#: ``POSE_REFINED`` alternatives that fit best as they are), it beats the stored position *at
-#: its best rotation* (a grid of turns within 3 deg, then a finer walk: :func:`rotated_best`)
-#: by ``POSE_T`` standard errors and ``POSE_MIN_GAIN`` mean lift (and shows ``MIN_LIFT``),
-#: either on the edges seen from the stored place (which favour it) or on average over two
-#: looks: those edges and the edges seen from the alternative's place (:func:`_second_look`,
-#: made where the first look gives the alternative at least ``SECOND_LOOK_T``). A metre at
-#: 30 m is 2 deg: against the stored pose itself a camera turned 2 deg preferred a position
-#: alternative by up to 4.2. What the values were chosen on: docs/gross_errors.md (the tuning
-#: table).
-POSE_T = 3.0
-SECOND_LOOK_T = 0.0
-POSE_MIN_GAIN = 0.04
-#: How many alternatives (those that fit best as they are) are compared at their own best small
-#: rotation: a camera's true pose fits the LiDAR's edges only to within the dataset's own
-#: LiDAR-camera calibration, a few tenths of a degree, so an alternative held at the stored
-#: rotation loses to a stored position free to turn.
-POSE_REFINED = 4
-#: Fewest screened cameras of a rig for a position or focal error to be named, and only one
-#: camera of them may prefer such an alternative: a LiDAR (or an ego frame) off moves every
-#: camera's evidence alike (TRI's scan 1.2 m up, before the LiDAR test placed it, made five
-#: of six cameras prefer a position alternative); a one-camera rig cannot tell its
-#: camera's position from its LiDAR's.
-POSE_MIN_CAMERAS = 3
 #: A named turn says that a position or focal alternative fits about as well where the best of
 #: them, at its own best small rotation, stands above the turn's fit by more than this many
 #: standard errors (-0.5: within half a standard error below it). On nuScenes and TRI t0-t2 the
@@ -255,155 +226,11 @@ def _rolls(camera: Camera) -> list[tuple[str, Camera]]:
     return out
 
 
-_AXIS_WORDS = (("further forward", "further back"), ("further left", "further right"), ("higher", "lower"))
-
-
-def _pose_alternatives(camera: Camera) -> list[tuple[str, str, Camera]]:
-    """(kind, words, camera) of every position and focal alternative (step 4)."""
-    out = []
-    for ax, h, sign in itertools.product(range(3), POSITION_MOVES_M, (1.0, -1.0)):
-        alt = perturb_camera(camera, translation=np.eye(3)[ax] * sign * h)
-        words = (f"'s position is off by about {h:g} m: the LiDAR's edges fit it {h:g} m "
-                 f"{_AXIS_WORDS[ax][0 if sign > 0 else 1]} (ego {'+' if sign > 0 else '-'}{'xyz'[ax]})")
-        out.append(("position", words, alt))
-    return out + [_focal_alternative(camera, s) for s in FOCAL_SCALES]
-
-
-def _focal_alternative(camera: Camera, s: float) -> tuple[str, str, Camera]:
-    """("focal", words, ``camera`` with fx and fy scaled by ``s``, principal point kept)."""
-    words = (f"'s focal length is off by about {abs(1 / s - 1):.0%}: the LiDAR's edges fit fx and fy x {s:g} "
-             f"(the stored ones are too {'long' if s < 1 else 'short'})")
-    return "focal", words, perturb_camera(camera, fx_scale=s, fy_scale=s)
-
-
-def _finer_focal(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.ndarray]], reference: np.ndarray,
-                 lid: np.ndarray) -> list[tuple[str, str, Camera, np.ndarray]]:
-    """Focal alternatives between the steps of ``FOCAL_SCALES``, next to the one that fits best
-    against ``reference`` (values (M,)): scales ``FOCAL_FINE_STEP`` apart within
-    ``FOCAL_FINE_REACH`` of it, on its side of 1 and at least ``FOCAL_MIN_OFF`` from 1, with
-    their values (M,), as :func:`_pose_values` gives them. A focal length 15 % too long wants
-    x 0.87, half-way between two steps: 3.4 standard errors (at x 0.88) where its best step
-    gave 2.5 (nuScenes CAM_FRONT). ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
-    cam = view.camera
-    focal = [a for a in alternatives if a[0] == "focal"]
-    if not focal:
-        return []
-    best = max(focal, key=lambda a: view.compare(reference, a[3])[0])[2]
-    s0 = round(1.0 + float(_offset(cam, "focal", best)[0]), 4)
-    reach = int(round(FOCAL_FINE_REACH / FOCAL_FINE_STEP))
-    scales = [round(s0 + k * FOCAL_FINE_STEP, 4) for k in range(-reach, reach + 1)]
-    scales = [s for s in scales
-              if s not in FOCAL_SCALES and (s - 1.0) * (s0 - 1.0) > 0 and abs(s - 1.0) >= FOCAL_MIN_OFF]
-    out = []
-    for s in scales:
-        kind, words, alt = _focal_alternative(cam, s)
-        out.append((kind, words, alt, view.values(relative_pose(cam, alt) @ lid, alt.K, alt.size, view.channels,
-                                                  view.sideways)))
-    return out
-
-
-def _offset(camera: Camera, kind: str, alt: Camera) -> np.ndarray:
-    """How a position or focal alternative differs from ``camera``: its optical centre's move
-    (3,; ego metres) for ``kind`` "position", else its focal scale less 1 (1,)."""
-    if kind == "position":
-        return alt.position - camera.position
-    return np.array([alt.K[0, 0] / camera.K[0, 0] - 1.0])
-
-
-def _short_words(camera: Camera, kind: str, alt: Camera) -> str:
-    """A position or focal alternative in a few words: "the camera 1.5 m higher", "fx and fy x 0.9"."""
-    d = _offset(camera, kind, alt)
-    if kind == "focal":
-        return f"fx and fy x {d[0] + 1.0:.3g}"
-    ax = int(np.argmax(np.abs(d)))
-    return f"the camera {abs(d[ax]):g} m {_AXIS_WORDS[ax][0 if d[ax] > 0 else 1]}"
-
-
-def _pose_values(view: EdgeView, lid: np.ndarray) -> list[tuple[str, str, Camera, np.ndarray]]:
-    """(kind, words, camera, its values (M,)) of every position and focal alternative, ``lid``
-    (4, 4) the LiDAR's correction in the camera's frame."""
-    cam = view.camera
-    return [(kind, words, alt, view.values(relative_pose(cam, alt) @ lid, alt.K, alt.size, view.channels,
-                                           view.sideways))
-            for kind, words, alt in _pose_alternatives(cam)]
-
-
-def _best_pose(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.ndarray]], reference: np.ndarray,
-               lid: np.ndarray | None = None) -> tuple[str, float, float, float, str, Camera, np.ndarray]:
-    """The best of the position and focal ``alternatives`` (:func:`_pose_values`) against
-    ``reference`` (values (M,)): ``(kind, t, lift, gain, words, camera, its values (M,))``
-    (:meth:`EdgeView.compare`). With ``lid`` (4, 4; the LiDAR's correction in the camera's
-    frame) the ``POSE_REFINED`` alternatives that fit best as they are are compared at their
-    own best small rotation instead (:func:`rotated_best` without its grid)."""
-    if lid is not None:
-        alternatives = alternatives + _finer_focal(view, alternatives, reference, lid)
-        ranked = sorted(alternatives, key=lambda a: -view.compare(reference, a[3])[0])
-        alternatives = [(kind, words, alt, rotated_best(view, relative_pose(view.camera, alt) @ lid, alt.K, alt.size,
-                                                        grid=False))
-                        for kind, words, alt, _ in ranked[:POSE_REFINED]]
-    best: tuple = ("", float("-inf"), 0.0, 0.0, "", view.camera, reference)
-    for kind, words, alt, v in alternatives:
-        c = view.compare(reference, v)
-        if c[0] > best[1]:
-            best = (kind, *c, words, alt, v)
-    return best
-
-
 def _roll_or_image_wins(kind: str, t: float, lift: float, gain: float) -> bool:
     """Whether a turn (``kind`` "turned") or another camera's image ("image"), compared as
     :meth:`EdgeView.compare` gives ``(t, lift, gain)``, beats the stored pose: :func:`wins`, with
     ``TURN_MIN_LIFT`` in place of ``MIN_LIFT`` for a turn."""
     return wins(t, lift, gain, TURN_MIN_LIFT if kind == "turned" else MIN_LIFT)
-
-
-def _pose_wins(pose: tuple) -> bool:
-    """Whether a position or focal alternative (as :func:`_best_pose` returns it) beats the
-    stored position by ``POSE_T`` standard errors and ``POSE_MIN_GAIN``, and shows ``MIN_LIFT``."""
-    return pose[1] >= POSE_T and pose[2] >= MIN_LIFT and pose[3] >= POSE_MIN_GAIN
-
-
-def _second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame]) -> tuple:
-    """The best position or focal alternative (``pose``, as :func:`_best_pose` returns it)
-    judged once more on the edges seen from its own place (:func:`seen_from`), and both looks
-    averaged: ``pose`` with its ``(t, lift, gain)`` the mean of the two looks' (``t`` -inf where
-    the alternative's place shows too few edges). ``frames``: the frames the view holds, each
-    scan where the cameras put it.
-
-    A camera's edges are chosen from where it stands: edges chosen from the stored place
-    favour the stored place, those chosen from the alternative's favour the alternative (TRI
-    CAMERA_06 clean: -3.8 standard errors on the first, -0.7 on the second; moved 2 m down:
-    +0.9 and +5.9). The mean of the two takes neither side."""
-    kind, t, lift, gain, words, alt, v_alt = pose
-    seen = seen_from(view, alt, frames)
-    if seen is None:
-        return kind, float("-inf"), 0.0, 0.0, words, alt, v_alt
-    cam = view.camera
-    stored = rotated_best(seen, relative_pose(alt, cam), cam.K, cam.size)
-    t2, lift2, gain2 = seen.compare(stored, rotated_best(seen, np.eye(4), alt.K, alt.size, grid=False))
-    return kind, 0.5 * (t + t2), 0.5 * (lift + lift2), 0.5 * (gain + gain2), words, alt, v_alt
-
-
-def _sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_alt: np.ndarray) -> list[float]:
-    """The sizes of the alternatives of ``kind`` in ``alt``'s direction (a move along the same
-    axis and sign, or a focal scale on the same side of 1) that fit about as well as ``alt``
-    at their own best small rotation (within ``GROSS_T`` standard errors of ``v_alt`` (M,)),
-    ``alt``'s own included: metres, or focal scales; sorted. More than one: the edges do not
-    pin the size. ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
-    cam = view.camera
-
-    def size(d: np.ndarray) -> float:
-        return float(np.linalg.norm(d)) if kind == "position" else float(d[0] + 1.0)
-
-    d0 = _offset(cam, kind, alt)
-    out = [size(d0)]
-    for k, _, a in _pose_alternatives(cam):
-        d = _offset(cam, kind, a)
-        if k != kind or np.allclose(d, d0) or np.dot(d, d0) < np.linalg.norm(d) * np.linalg.norm(d0) * (1 - 1e-9):
-            continue  # another kind, ``alt`` itself, or not the same direction
-        v = rotated_best(view, relative_pose(cam, a) @ lid, a.K, a.size, grid=False)
-        if view.compare(v_alt, v)[0] > -GROSS_T:
-            out.append(size(d))
-    return sorted(out)
 
 
 def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: object,
@@ -496,7 +323,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                                         f"names; it fits {other}'s view, not {n}'s", gain, (other,)))
     image_t: dict[tuple[str, str], float] = {}
     swaps: dict[str, tuple[str, float]] = {}
-    pose_wins: dict[str, tuple] = {}
+    moved: dict[str, tuple] = {}
     for n, view in views.items():
         if n in duplicated:  # its image is another's: nothing of its own to screen
             continue
@@ -526,17 +353,17 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         # by chance: a turn or an image is named only where it beats every position and focal
         # alternative too (TRI, 1-2 m or 10-15 %: 71 of 594 such faults were named a wrong image
         # or a quarter turn without this)
-        alternatives = _pose_values(view, lid)
+        alternatives = pose_values(view, lid)
         won = _roll_or_image_wins(kind, t, lift, gain)
-        explained = won and view.compare(_best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
+        explained = won and view.compare(best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
         weak = won and kind == "turned" and lift < MIN_LIFT  # a move or refocus that wins goes first
         if not won or explained or weak:
             # each alternative against the stored position at its best small rotation
-            pose = _best_pose(view, alternatives, rotated_best(view, lid), lid)
-            looks = [pose, _second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
+            pose = best_pose(view, alternatives, rotated_best(view, lid), lid)
+            looks = [pose, second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
             screen.pose_best[n] = (pose[0], max(p[1] for p in looks))
-            if (winner := next((p for p in looks if _pose_wins(p)), None)) is not None:
-                pose_wins[n] = winner
+            if (winner := next((p for p in looks if pose_wins(p)), None)) is not None:
+                moved[n] = winner
             if not (won and kind == "turned" and winner is None):
                 continue
             # a turn that a move held at the stored rotation explains, or one of little lift, where
@@ -546,8 +373,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             swaps[n] = (what, t)
             continue
         # a move or refocus free to turn a little may fit about as well as the turn (``TURN_RIVAL_T``)
-        rival = _best_pose(view, alternatives, v_best, lid)
-        rival_words = _short_words(view.camera, rival[0], rival[5])
+        rival = best_pose(view, alternatives, v_best, lid)
+        rival_words = short_words(view.camera, rival[0], rival[5])
         if explained:  # the LiDAR's edges cannot tell the turn from a move: no fix
             screen.errors.append(GrossError(n, kind, f"{n} {what}, or a {rival[0]} error ({rival_words}): the "
                                             "LiDAR's edges fit both about as well, so no fix is offered: look at "
@@ -569,20 +396,20 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             done.add(n)
             screen.errors.append(GrossError(n, "wrong image", f"{n}'s image is {other}'s (it fits {other}'s "
                                             f"view better than its own by {t:.1f} standard errors)", t, (other,)))
-    if len(pose_wins) == 1 and len(views) >= POSE_MIN_CAMERAS:
-        (n, (kind, t, _, _, words, alt, v_alt)), = pose_wins.items()
-        sizes = _sizes_that_fit(views[n], in_camera(views[n].camera, lidar_move), kind, alt, v_alt)
+    if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS:
+        (n, (kind, t, _, _, words, alt, v_alt)), = moved.items()
+        sizes = sizes_that_fit(views[n], in_camera(views[n].camera, lidar_move), kind, alt, v_alt)
         if len(sizes) > 1:
             span = (f"{sizes[0]:g} to {sizes[-1]:g} m" if kind == "position"
                     else f"fx and fy x {sizes[0]:g} to x {sizes[-1]:g}")
             words += f"; {span} fit about as well, so how far is not pinned: check the fix"
         screen.errors.append(GrossError(n, kind, f"{n}{words}", t))
         fixed[n] = alt
-    elif pose_wins:
+    elif moved:
         why = ("several cameras at once: the LiDAR (or the ego frame) is the likelier culprit"
-               if len(pose_wins) > 1 else f"a rig of fewer than {POSE_MIN_CAMERAS} cameras cannot tell a camera's "
+               if len(moved) > 1 else f"a rig of fewer than {POSE_MIN_CAMERAS} cameras cannot tell a camera's "
                "position from the LiDAR's")
-        screen.notes.append(f"{', '.join(pose_wins)} fit the LiDAR's edges better moved or with another focal "
+        screen.notes.append(f"{', '.join(moved)} fit the LiDAR's edges better moved or with another focal "
                             f"length ({why}); no camera named for it")
     if any(fixed[n] is not rig[n] for n in rig.names):
         screen.fixed = Rig([fixed[n] for n in rig.names])

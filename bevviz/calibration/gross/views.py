@@ -330,7 +330,7 @@ def seen_from(view: EdgeView, camera: Camera, frames: Sequence[LidarFrame]) -> E
 
     Which edges a camera sees (the silhouettes between near and far, what hides what)
     depends on where it stands, so edges chosen from one place favour that place (see
-    ``screen.POSE_T``)."""
+    ``pose.POSE_T``)."""
     parts = []
     for f, frame in enumerate(frames):
         v = frame_views(Rig([camera]), frame, {camera.name: (view.channels[f],)})
