@@ -10,7 +10,9 @@
 * :func:`diagnose`: the public entry point, which asks the question its inputs allow.
 
 :func:`standout` says whether one camera stands out of a quick ranking. Every function's
-tunable constants sit in one frozen :class:`DiagnoseSettings`.
+tunable constants sit in one frozen :class:`~bevviz.calibration.findings.DiagnoseSettings`; what
+they return (:class:`~bevviz.calibration.findings.CameraFinding`,
+:class:`~bevviz.calibration.findings.Diagnosis`) is defined in :mod:`bevviz.calibration.findings`.
 
 Convention:
     Ego frame x forward, y left, z up; ground plane z = 0; camera RDF; pixels at centres;
@@ -21,39 +23,42 @@ Convention:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from bevviz.bev_grid import BEVGrid
-from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, LidarFrame, as_lidar_frames
+from bevviz.calibration.findings import (
+    DEFAULTS,
+    DIAGNOSE_LEVELS,
+    CameraFinding,
+    DiagnoseSettings,
+    Diagnosis,
+    Images,
+    order_findings,
+)
+from bevviz.calibration.lidar.alignment import AXES, LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence, with_second_looks
 from bevviz.calibration.lidar.image_support import MIN_IMAGE_LIFT, MIN_IMAGE_SHARPNESS, image_support
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.sync import rig_timing
 from bevviz.calibration.seams.analysis import (
-    MIN_SEAM_CELLS,
-    SEAM_RING,
     SeamAnalysis,
     SeamPair,
-    analyze_seams,
     combine_seams,
     seam_grid,
 )
 from bevviz.calibration.seams.ground_truth import GroundTruth
-from bevviz.calibration.seams.pyramid import Sampler, as_pyramids
-from bevviz.calibration.seams.refine import Level, SeamRefineSettings, refine_camera
+from bevviz.calibration.seams.pyramid import as_pyramids
+from bevviz.calibration.seams.refine import SeamRefineSettings, refine_camera
 from bevviz.calibration.verdicts import (
     INCONCLUSIVE,
     MIN_EDGE_POINTS,
     MISCALIBRATED,
     OK,
     PAIR_NOTE,
-    RULE,
     SECOND_LOOK_DOUBTS,
     STANDOUT_RATIO,
-    VERDICTS,
     Doubt,
     SeamVerdict,
     VerdictRule,
@@ -63,8 +68,8 @@ from bevviz.calibration.verdicts import (
     seam_verdict,
 )
 from bevviz.camera import Rig
-from bevviz.checks import field_error
 from bevviz.errors import InputError
+from bevviz.rotations import offset_angle_deg
 from bevviz.threads import on_one_thread
 
 __all__ = [
@@ -81,149 +86,8 @@ __all__ = [
     "standout",
 ]
 
-#: Images of one frame (camera name -> uint8 RGB (H, W, 3)), or a list of frames of one rig.
-Images = Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]
 #: Progress callback: ``(done, total, camera)``.
 Progress = Callable[[int, int, str], None]
-
-#: Quick refinement used by :func:`rotate_suspects` to test each suspect.
-DIAGNOSE_LEVELS = (
-    Level(stride=8, blur=3.0, cell=0.4, steps=25, lr_deg=0.3),
-    Level(stride=4, blur=2.0, cell=0.3, steps=15, lr_deg=0.1, cost="ngf"),
-)
-
-
-@dataclass(frozen=True)
-class DiagnoseSettings:
-    """What a diagnosis runs, in one frozen place (defaults: the shipped doctor).
-
-    Attributes:
-        thorough: Without LiDAR, :func:`diagnose` tests the suspects by letting each rotate
-            alone (:func:`rotate_suspects`) rather than ranking the seam costs only
-            (:func:`rank_seams`: fast, for live views; fooled by seams that objects hide).
-            None: True without LiDAR (with LiDAR the LiDAR is the stronger witness).
-        suspects: How many cameras (highest quick score first) the thorough test tries;
-            None = all.
-        levels: Schedule of the thorough test's quick refinement.
-        replicates: Bootstrap replicates of the LiDAR evidence per camera.
-        rule: The LiDAR verdict's constants (:class:`~bevviz.calibration.verdicts.VerdictRule`).
-        sampler: ``grid_sample``-compatible sampler; None: the two-stage gather-scatter sampler.
-        stride, blur, ring, min_cells: The seam analysis (:func:`analyze_seams`).
-    """
-
-    thorough: bool | None = None
-    suspects: int | None = 3
-    levels: Sequence[Level] = DIAGNOSE_LEVELS
-    replicates: int = BOOTSTRAP
-    rule: VerdictRule = RULE
-    sampler: Sampler | None = None
-    stride: int = 2
-    blur: float = 1.0
-    ring: tuple[float, float] = SEAM_RING
-    min_cells: int = MIN_SEAM_CELLS
-
-    def analyses(self, rig: Rig, images: Images, grid: BEVGrid | None,
-                 ground_truth: GroundTruth | np.ndarray | None = None) -> list[SeamAnalysis]:
-        """The seam analysis of every frame of ``images`` (``ground_truth`` on the first)."""
-        grid = seam_grid() if grid is None else grid
-        return [analyze_seams(rig, f, grid, stride=self.stride, blur=self.blur, ring=self.ring,
-                              min_cells=self.min_cells, ground_truth=ground_truth if k == 0 else None,
-                              sampler=self.sampler) for k, f in enumerate(as_pyramids(images))]
-
-
-#: The shipped settings.
-DEFAULTS = DiagnoseSettings()
-
-
-@dataclass
-class CameraFinding:
-    """How suspicious one camera's calibration is, and the verdict.
-
-    Attributes:
-        camera: Camera name.
-        score: Higher is worse. With LiDAR: the largest per-axis offset (degrees) of the
-            camera's own rotation error (its residual after the rig consensus). Without:
-            thorough diagnosis (default): by how much the seam loss of the camera's seams
-            drops when the camera alone is allowed to rotate (a quick coarse-to-fine
-            refinement); a misaligned camera fixes *both* of its seams, a good neighbour can
-            only trade one seam against the other. Quick diagnosis: its better seam as a
-            multiple of the rig's median seam cost. Ground-truth mode: its cost against the
-            known texture (whole footprint) as a multiple of the rig's median.
-        reason: A readable sentence: the verdict and the evidence for it.
-        verdict: ``"miscalibrated"``, ``"ok"`` or ``"inconclusive"``
-            (:mod:`bevviz.calibration.verdicts`).
-        doubt: Why it is not surer (a :class:`~bevviz.calibration.verdicts.doubts.Doubt`;
-            set for every "inconclusive"), None when the verdict is sure.
-        seams: The camera's seams (costs averaged over the frames).
-        quick_score: The quick score (second-worst seam / rig median), always filled.
-        correction_deg: Rotation (degrees) the quick refinement applied, or None.
-        gt_cost: Cost against the ground truth (ground-truth mode only).
-        offset_deg: LiDAR mode: the camera's own rotation error, axis (``"roll"``,
-            ``"pitch"``, ``"yaw"``) -> degrees (body frame; the stored camera is turned by
-            this much away from where the evidence puts it); None without LiDAR.
-        uncertainty_deg: Its bootstrap standard deviation per axis (degrees), or None.
-        edge_points: LiDAR edge points supporting the offset (0 without LiDAR).
-        witnesses: Witness name (``"lidar"``, ``"seams"``) -> its own verdict.
-        lidar: The full LiDAR evidence (profiles, projected edge points) of the look the
-            verdict rests on (the second look where it decided), or None.
-        evidence: The camera's evidence as made (the first look, carrying its second look):
-            what a later diagnosis or refinement of the same images and scan reuses, or None.
-    """
-
-    camera: str
-    score: float
-    reason: str
-    seams: list[SeamPair] = field(default_factory=list)
-    quick_score: float = 0.0
-    correction_deg: float | None = None
-    gt_cost: float | None = None
-    verdict: str = INCONCLUSIVE
-    doubt: Doubt | None = None
-    offset_deg: dict[str, float] | None = None
-    uncertainty_deg: dict[str, float] | None = None
-    edge_points: int = 0
-    witnesses: dict[str, str] = field(default_factory=dict)
-    lidar: CameraEvidence | None = None
-    evidence: CameraEvidence | None = None
-
-    @property
-    def seam_ratios(self) -> dict[str, float]:
-        """Neighbour name -> that seam's cost as a multiple of the rig median."""
-        return {(p.b if p.a == self.camera else p.a): p.ratio for p in self.seams}
-
-
-class Diagnosis(list):
-    """The findings of :func:`diagnose` (a list, worst first) and the rig-level context.
-
-    Attributes:
-        consensus: The rig consensus of the LiDAR offsets (None without LiDAR).
-        seam_median: The rig's median seam cost.
-        timing: With LiDAR, a sentence when the cameras agree that the LiDAR is displaced
-            along the car's axis (:func:`~bevviz.calibration.lidar.sync.rig_timing`: a timing
-            error); "" otherwise.
-        lidar_doubt: With LiDAR, a sentence when (almost) no camera lines up with the LiDAR
-            where it is stored, so the LiDAR itself looks off
-            (:func:`~bevviz.calibration.verdicts.rule.lidar_doubt`); "" otherwise.
-    """
-
-    def __init__(self, findings=(), consensus: RigConsensus | None = None, seam_median: float = float("nan"),
-                 timing: str = "", lidar_doubt: str = ""):
-        super().__init__(findings)
-        self.consensus = consensus
-        self.seam_median = seam_median
-        self.timing = timing
-        self.lidar_doubt = lidar_doubt
-
-    def by_camera(self, name: str) -> CameraFinding:
-        """The finding of camera ``name``.
-
-        Raises:
-            InputError: naming ``camera`` when no finding is about it.
-        """
-        for f in self:
-            if f.camera == name:
-                return f
-        raise field_error("camera", name, f"no finding about it; cameras: {[f.camera for f in self]}")
 
 
 def _quick(camera: str, pairs: Sequence[SeamPair], median: float) -> tuple[float, str, list[SeamPair]]:
@@ -262,11 +126,6 @@ def standout(quick: Sequence[CameraFinding], ratio: float = STANDOUT_RATIO) -> C
     worst = max(quick, key=lambda f: f.score)
     return worst if worst.score >= ratio else None
 
-
-
-def _order(findings: Sequence[CameraFinding]) -> list[CameraFinding]:
-    """Worst first: miscalibrated, then inconclusive, then ok; by score within each."""
-    return sorted(findings, key=lambda f: (VERDICTS.index(f.verdict), -f.score))
 
 
 #: The doubts that say the LiDAR cannot judge a camera at all: they stay first whatever the
@@ -453,7 +312,7 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
         f.edge_points = ev.n_points
         f.lidar = ev.second_look if lv.second_look else ev  # the look the verdict is (its optimum, its profiles)
         f.evidence = ev  # as made: judged again, it reads its second look where the verdict does
-        f.score = float(np.max(np.abs(lv.residual_deg)))
+        f.score = float(offset_angle_deg(lv.residual_deg))
         note = f"; {PAIR_NOTE}" if len(rig) == 1 else ""
         f.reason = f"{text} ({quick_text[cam]}){note}."
     return consensus
@@ -525,7 +384,7 @@ def judge_with_lidar(rig: Rig, images: Images, grid: BEVGrid | None = None, lida
     _null_test(rig, frames[0].images, findings, settings.rule.tolerance_deg)
     timing = rig_timing({n: ev.timing for n, ev in evidence.items()
                          if n in rig.names and ev.n_points >= MIN_EDGE_POINTS})
-    return Diagnosis(_order(findings.values()), consensus=consensus, seam_median=med, timing=timing,
+    return Diagnosis(order_findings(findings.values()), consensus=consensus, seam_median=med, timing=timing,
                      lidar_doubt=lidar_doubt(consensus))
 
 
