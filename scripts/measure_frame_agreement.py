@@ -23,8 +23,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames  # noqa: E402
+from bevviz.calibration.lidar.alignment import EdgeAlignment  # noqa: E402
 from bevviz.calibration.lidar.frame_agreement import frame_gaps, frames_to_set_aside  # noqa: E402
+from bevviz.calibration.lidar.frames import as_lidar_frames  # noqa: E402
 from bevviz.calibration.perturbations import perturb_rig  # noqa: E402
 from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.rotations import rpy_to_matrix  # noqa: E402

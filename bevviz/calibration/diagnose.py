@@ -36,9 +36,10 @@ from bevviz.calibration.findings import (
     Images,
     order_findings,
 )
-from bevviz.calibration.lidar.alignment import AXES, LidarFrame, as_lidar_frames
+from bevviz.calibration.lidar.alignment import AXES
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar.evidence import CameraEvidence, lidar_evidence, with_second_looks
+from bevviz.calibration.lidar.frames import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.image_support import MIN_IMAGE_LIFT, MIN_IMAGE_SHARPNESS, image_support
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.sync import rig_timing

@@ -58,11 +58,12 @@ import numpy as np
 
 from bevviz.bev_grid import BEVGrid
 from bevviz.calibration.diagnose import DiagnoseSettings, diagnose
-from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment, LidarFrame, as_lidar_frames
+from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment
 from bevviz.calibration.lidar.consensus import RigConsensus, rig_consensus
 from bevviz.calibration.lidar.edge_maps import LOCAL_MEAN_RAD
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.lidar.evidence import CameraEvidence, camera_evidence, lidar_evidence, with_second_looks
+from bevviz.calibration.lidar.frames import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import camera_delta, perturb_camera
 from bevviz.calibration.seams.analysis import seam_grid
@@ -198,7 +199,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
         rig: The rig; every camera but ``camera`` is held fixed.
         images: One frame (camera name -> uint8 RGB (H, W, 3)) or a list of frames.
         camera: Camera to refine.
-        lidar: One scan per frame (see :func:`bevviz.calibration.lidar.alignment.as_lidar_frames`).
+        lidar: One scan per frame (see :func:`bevviz.calibration.lidar.frames.as_lidar_frames`).
         evidence: Precomputed evidence for every camera of ``rig`` (computed when None;
             the consensus needs all cameras).
         progress: Optional ``callback(step, total_steps, loss)``.

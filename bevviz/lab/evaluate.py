@@ -54,8 +54,9 @@ from pathlib import Path
 import numpy as np
 
 from bevviz.calibration.diagnose import DiagnoseSettings, diagnose
-from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment, as_lidar_frames
+from bevviz.calibration.lidar.alignment import AXES, EdgeAlignment
 from bevviz.calibration.lidar.evidence import camera_evidence
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import camera_delta, perturb_rig
 from bevviz.calibration.refine import (

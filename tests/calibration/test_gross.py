@@ -24,7 +24,8 @@ from bevviz.calibration.gross.views import (
     rotated_best,
     seen_from,
 )
-from bevviz.calibration.lidar.alignment import as_lidar_frames, hypothesis_matrix
+from bevviz.calibration.lidar.alignment import hypothesis_matrix
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import DiagnoseSettings, Doubt, camera_delta, diagnose, perturb_rig, refine, refine_extrinsics
-from bevviz.calibration.lidar.alignment import MIN_VERDICT_POINTS, EdgeAlignment, as_lidar_frames, hypothesis_matrix
+from bevviz.calibration.lidar.alignment import MIN_VERDICT_POINTS, EdgeAlignment, hypothesis_matrix
 from bevviz.calibration.lidar.edges import REFLECTIVITY, view_edges
 from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.refine import FLOOR_MEDIAN_DEG, MIN_FLOOR_CAMERAS, placement_floor, refine_with_lidar
 from bevviz.calibration.verdicts import MISCALIBRATED, VERDICTS, lidar_doubt, rig_doubt
 from bevviz.lab.evaluate import QUICK_CASES, evaluate, summary

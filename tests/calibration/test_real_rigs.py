@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import DiagnoseSettings, Doubt, camera_delta, diagnose, perturb_rig, refine_extrinsics
-from bevviz.calibration.lidar.alignment import MAX_EDGE_POINTS, EdgeAlignment, as_lidar_frames
+from bevviz.calibration.lidar.alignment import MAX_EDGE_POINTS, EdgeAlignment
 from bevviz.calibration.lidar.consensus import rig_consensus
 from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.perturbations import same_turn
 from bevviz.calibration.refine import MAX_SPREAD_DEG, lidar_placement
 from bevviz.calibration.verdicts import (

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from bevviz.calibration.gross.views import GROSS_T, MIN_LIFT, EdgeView, relative_pose, rotated_best, seen_from
-from bevviz.calibration.lidar.alignment import LidarFrame
+from bevviz.calibration.lidar.frames import LidarFrame
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera
 

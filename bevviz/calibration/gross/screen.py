@@ -101,8 +101,8 @@ from bevviz.calibration.gross.views import (
     rotated_best,
     wins,
 )
-from bevviz.calibration.lidar.alignment import as_lidar_frames
 from bevviz.calibration.lidar.edges import view_axes
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.repeats import frozen_words
 from bevviz.camera import Camera, Rig

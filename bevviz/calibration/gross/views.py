@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from bevviz.calibration.lidar.alignment import EdgeAlignment, LidarFrame, as_lidar_frames, hypothesis_matrix
+from bevviz.calibration.lidar.alignment import EdgeAlignment, hypothesis_matrix
 from bevviz.calibration.lidar.edges import view_axes
+from bevviz.calibration.lidar.frames import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.image_support import LOCAL_RAD, local_mean
 from bevviz.calibration.lidar.repeats import frozen_images, repeated_views
 from bevviz.camera import Camera, Rig
@@ -175,7 +176,7 @@ def edge_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
 def frame_views(rig: Rig, frame: LidarFrame, lifts: Mapping[str, tuple[np.ndarray, ...]] | None = None
                 ) -> dict[str, EdgeView]:
     """:func:`edge_views` of a frame already paired with its scan
-    (:func:`~bevviz.calibration.lidar.alignment.as_lidar_frames`: the scan's rings, ring edges
+    (:func:`~bevviz.calibration.lidar.frames.as_lidar_frames`: the scan's rings, ring edges
     and intensity ranks made once, whichever camera looks at it)."""
     out = {}
     for n in rig.names:

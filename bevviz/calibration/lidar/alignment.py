@@ -49,26 +49,22 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 import cv2
 import numpy as np
 
 from bevviz.calibration.lidar.edge_maps import oriented_attraction_maps
 from bevviz.calibration.lidar.edges import (
-    LidarEdges,
-    lidar_edges,
-    return_ranks,
     view_axes,
     view_edges,
-    with_rings,
 )
+from bevviz.calibration.lidar.frames import LidarFrame
 from bevviz.calibration.lidar.masks import in_mask
 from bevviz.camera import Camera
-from bevviz.checks import MAX_DOCTOR_LIDAR_POINTS, check_shape, field_error
+from bevviz.checks import check_shape, field_error
 from bevviz.depth_buffer import thin_indices, visible
-from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
 from bevviz.rotations import FLU_FROM_RDF, rpy_to_matrices
 
@@ -83,8 +79,6 @@ __all__ = [
     "MAX_RADIUS_DEG",
     "WALK_RADIUS_DEG",
     "EdgeAlignment",
-    "LidarFrame",
-    "as_lidar_frames",
     "hypothesis_matrices",
     "hypothesis_matrix",
     "image_sides",
@@ -175,70 +169,6 @@ def hypothesis_matrices(ds_deg: np.ndarray) -> np.ndarray:
     """
     rb = rpy_to_matrices(np.radians(np.asarray(ds_deg, dtype=np.float64).reshape(-1, 3)))
     return FLU_FROM_RDF.T @ rb.transpose(0, 2, 1) @ FLU_FROM_RDF
-
-
-@dataclass(frozen=True)
-class LidarFrame:
-    """One frame of evidence: the images of a rig and the LiDAR scan taken with them.
-
-    Attributes:
-        images: Camera name -> uint8 RGB image (H, W, 3).
-        scan: The scan (ego frame at its keyframe time, with the exposure motion). Without
-            a ring index each camera finds its edges in its own view
-            (:func:`~bevviz.calibration.lidar.edges.view_edges`): no ring or point order needed.
-        ranks: Per-scan intensity ranks among the returns (:func:`~bevviz.calibration.lidar.edges.return_ranks`),
-            (N,), or None when the scan has no usable intensity.
-        ignore: Camera name -> (H, W) bool mask at the calibrated size, True where the image
-            does not show the world (the car's own body); cameras without one use all pixels.
-        ring_edges: The scan's edges along its rings
-            (:func:`~bevviz.calibration.lidar.edges.lidar_edges`) when the scan carries a ring
-            index (a spinning LiDAR's own scan lines, as a nuScenes ``.bin`` stores them);
-            None otherwise, and then each camera finds its edges in its own view.
-    """
-
-    images: Mapping[str, np.ndarray]
-    scan: LidarScan
-    ranks: np.ndarray | None = None
-    ignore: Mapping[str, np.ndarray] = field(default_factory=dict)
-    ring_edges: LidarEdges | None = None
-
-
-def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
-                    lidar: object, ignore: Mapping[str, np.ndarray] | None = None) -> list[LidarFrame]:
-    """Pair frames of images with their scans.
-
-    Args:
-        images: One frame (camera name -> image) or a list of frames.
-        lidar: One scan for one frame, or a list with one per frame; each a
-            :class:`~bevviz.lidar.LidarScan` (what ``load_lidar`` returns) or an array
-            (N, 3) / (N, 4) in the ego frame (numpy or torch; see
-            :func:`bevviz.lidar.as_lidar_scan`).
-        ignore: Optional camera name -> (H, W) bool mask (calibrated size) of pixels that do
-            not show the world (:func:`bevviz.calibration.lidar.masks.ignore_masks` builds them from
-            polygons).
-
-    Returns:
-        One :class:`LidarFrame` per frame; a scan with a ring index, or stored in one firing
-        order (:func:`~bevviz.calibration.lidar.edges.with_rings`), carries its ring edges.
-
-    Raises:
-        ValueError: naming ``lidar`` when the counts differ or a scan is malformed.
-    """
-    frames = [images] if isinstance(images, Mapping) else list(images)
-    scans = list(lidar) if isinstance(lidar, (list, tuple)) else [lidar]
-    if len(scans) != len(frames):
-        raise field_error("lidar", f"{len(scans)} scans", f"must give one scan per frame of images ({len(frames)})")
-    out = []
-    for k, (imgs, s) in enumerate(zip(frames, scans)):
-        scan = as_lidar_scan(s, field="lidar" if len(scans) == 1 else f"lidar[{k}]")
-        thin = thin_indices(len(scan), MAX_DOCTOR_LIDAR_POINTS)
-        if thin is not None:  # an even, seeded sample; its rings no longer hold neighbours
-            scan = replace(scan, points=scan.points[thin], ring=None, sweep=scan.sweep[thin])
-        else:
-            scan = with_rings(scan)
-        rings = lidar_edges(scan) if scan.ring is not None else None
-        out.append(LidarFrame(imgs, scan, return_ranks(scan), dict(ignore or {}), rings))
-    return out
 
 
 def _project(pc: np.ndarray, K: np.ndarray) -> np.ndarray:

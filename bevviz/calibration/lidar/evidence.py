@@ -52,12 +52,11 @@ from bevviz.calibration.lidar.alignment import (
     EDGE_MARGIN_DEG,
     SEARCH_RADIUS_DEG,
     EdgeAlignment,
-    LidarFrame,
-    as_lidar_frames,
 )
 from bevviz.calibration.lidar.edge_maps import LOCAL_MEAN_RAD
 from bevviz.calibration.lidar.edges import DEPTH, REFLECTIVITY
 from bevviz.calibration.lidar.frame_agreement import FrameAgreement, frames_to_set_aside
+from bevviz.calibration.lidar.frames import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.repeats import frozen_images, frozen_words, repeated_views
 from bevviz.calibration.lidar.sync import TimingFit, timing_fit
 from bevviz.camera import Camera, Rig

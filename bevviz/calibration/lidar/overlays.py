@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bevviz.calibration.lidar.alignment import EdgeAlignment, LidarFrame
+from bevviz.calibration.lidar.alignment import EdgeAlignment
+from bevviz.calibration.lidar.frames import LidarFrame
 from bevviz.camera import Camera
 from bevviz.checks import field_error
 from bevviz.projection import inside_image, pixels_of, transform_points
@@ -62,7 +63,7 @@ def edge_overlays(before: Camera, after: Camera, frames: Sequence[LidarFrame]) -
     Args:
         before: The camera as it was (the pose the edges are found in).
         after: The same camera corrected (its name and image size must be ``before``'s).
-        frames: The frames of evidence (:func:`~bevviz.calibration.lidar.alignment.as_lidar_frames`).
+        frames: The frames of evidence (:func:`~bevviz.calibration.lidar.frames.as_lidar_frames`).
 
     Returns:
         One :class:`EdgeOverlay` per frame, in order (a frame whose image shows no scan

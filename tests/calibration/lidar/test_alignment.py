@@ -7,8 +7,9 @@ import pytest
 
 from bevviz.calibration import diagnose
 from bevviz.calibration.lidar import alignment
-from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames, hypothesis_matrices, hypothesis_matrix
+from bevviz.calibration.lidar.alignment import EdgeAlignment, hypothesis_matrices, hypothesis_matrix
 from bevviz.calibration.lidar.evidence import lidar_evidence
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.perturbations import perturb_camera, perturb_rig
 from bevviz.calibration.verdicts import INCONCLUSIVE, MISCALIBRATED, Doubt
 from bevviz.camera import Camera, Rig

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from bevviz.calibration import diagnose
-from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP, as_lidar_frames
+from bevviz.calibration.lidar.alignment import AXES, BOOTSTRAP
 from bevviz.calibration.lidar.evidence import camera_evidence, lidar_evidence, with_second_looks
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.perturbations import perturb_camera, perturb_rig
 from bevviz.calibration.verdicts import MISCALIBRATED
 from bevviz.camera import Rig

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import MISCALIBRATED, diagnose
-from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames
+from bevviz.calibration.lidar.alignment import EdgeAlignment
 from bevviz.calibration.lidar.evidence import agreement_of, lidar_evidence, with_second_looks
 from bevviz.calibration.lidar.frame_agreement import FrameAgreement, frames_to_set_aside
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.perturbations import perturb_rig
 from bevviz.calibration.verdicts import Doubt, lidar_verdict
 from bevviz.errors import InputError

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from bevviz.calibration import DiagnoseSettings, Doubt, diagnose, lidar_verdict
-from bevviz.calibration.lidar.alignment import EdgeAlignment, as_lidar_frames
+from bevviz.calibration.lidar.alignment import EdgeAlignment
 from bevviz.calibration.lidar.evidence import camera_evidence
+from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.lidar.sync import MAX_SHIFT_M, SHIFT_STEP_M, TimingFit, rig_timing, timing_fit
 from bevviz.calibration.verdicts import MISCALIBRATED, TOLERANCE_DEG
 
