@@ -145,7 +145,7 @@ def ranking(found: Sequence[CameraFinding], names: Sequence[str], title: str, x_
 def named_markdown(found: Sequence[CameraFinding]) -> str:
     """The cameras a LiDAR diagnosis convicts, in one markdown sentence (tolerance and confidence included)."""
     named = ", ".join(f.camera for f in found if f.verdict == MISCALIBRATED)
-    return (f"Miscalibrated: **{escape_markdown(named) or 'no camera'}** (tolerance {TOLERANCE_DEG:g} deg, "
+    return (f"Miscalibrated: **{escape_markdown(named) or 'no camera'}** (turned more than {TOLERANCE_DEG:g} deg, "
             f"in {CONFIDENCE:.0%} of the bootstrap replicates).")
 
 

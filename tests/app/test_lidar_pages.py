@@ -100,7 +100,7 @@ def test_the_doctor_names_a_perturbed_camera_proposes_a_correction_applies_and_d
     assert any(c.value.startswith("Gross-error screen: no camera turned") for c in at.caption)  # shown first
     at.button(key="cd_lidar_run").click().run()
     no_exception(at)
-    assert named(at) == "Miscalibrated: no camera (tolerance 0.5 deg, in 90% of the bootstrap replicates)."
+    assert named(at) == "Miscalibrated: no camera (turned more than 0.5 deg, in 90% of the bootstrap replicates)."
     (table,) = [d.value for d in at.dataframe if "edge points" in d.value.columns and d.value["edge points"].any()]
     assert len(table) == 6 and set(table["verdict"]) <= {"ok", "inconclusive"}
     assert table["roll (deg)"].str.contains("±").all()
