@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bevviz.calibration import diagnose  # noqa: E402
 from bevviz.lab.evaluate import load_frames  # noqa: E402
-from bevviz.lab.stress import denser  # noqa: E402
+from bevviz.lab.variants import denser  # noqa: E402
 
 DEFAULT = (ROOT / "sample_data" / "real_nuscenes", ROOT / "sample_data" / "real_tri")
 

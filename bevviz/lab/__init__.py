@@ -7,7 +7,7 @@ command that runs the doctor over real frame folders and prints what it finds.
   (``python -m bevviz.lab.evaluate --frames DIR ...``; ``python -m
   bevviz.calibration.evaluate`` runs it too);
 * :mod:`bevviz.lab.stress`: the same frames bent (a sparser cloud, a shifted LiDAR, a
-  distorted lens, ...): what the doctor must then refuse to name;
+  distorted lens, ...: :mod:`bevviz.lab.variants`): what the doctor must then refuse to name;
 * :mod:`bevviz.lab.rule_search`: the leave-one-rig-out choice of the verdict's constants.
 * :mod:`bevviz.lab.bands`: fault bands (``--band 2-5``) and the windows of frames judged
   together (``--frame-counts 1 3``); :mod:`bevviz.lab.tables`: the tables per frame and per

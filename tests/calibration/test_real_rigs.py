@@ -31,7 +31,7 @@ from bevviz.io.frame_folder import load_frame_folder
 from bevviz.lab.evaluate import Case, random_faults
 from bevviz.lab.evaluate import main as evaluate_main
 from bevviz.lab.evaluate import summary as evaluate_summary
-from bevviz.lab.stress import denser
+from bevviz.lab.variants import denser
 
 
 def _frame(sample_data, name):

@@ -11,7 +11,8 @@ from bevviz.calibration.diagnose import diagnose
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.errors import InputError
 from bevviz.io.frame_folder import load_frame_folder
-from bevviz.lab.stress import (
+from bevviz.lab.stress import StressCase, main, stress_frames, summary
+from bevviz.lab.variants import (
     BARREL_K1,
     BEAM_BAND_DEG,
     BEAM_PERIOD_DEG,
@@ -19,11 +20,7 @@ from bevviz.lab.stress import (
     SHUTTER_PAN_DEG,
     UNLOCATED_SENSOR_M,
     VARIANTS,
-    StressCase,
     distorted,
-    main,
-    stress_frames,
-    summary,
 )
 from bevviz.lidar import MIN_RANGE_M
 
