@@ -233,8 +233,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     res = consensus.residual(ev)  # (B, 3) the camera's own offset per replicate
     own = np.median(res, axis=0)
     beyond = float(np.mean(offset_angle_deg(res) > TOLERANCE_DEG)) >= CONFIDENCE  # turned beyond the tolerance
-    axes = np.full(3, beyond)  # (3,) axes to correct: all of them, or none
-    correction = -own if beyond else np.zeros(3)  # hypothesis applied to the stored camera
+    correction = -own if beyond else np.zeros(3)  # hypothesis applied to the stored camera: every axis, or none
     new_cam = perturb_camera(cam, *correction)
     hist = RefineHistory(camera)
     al = EdgeAlignment(cam, ev.pooled(frames)) if alignment is None else alignment
@@ -243,18 +242,18 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     hist.final_loss = -al.score(correction, last)
     hist.steps = [RefineStep(0, last, hist.initial_loss, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)),
                   RefineStep(1, last, hist.final_loss, tuple(float(v) for v in correction), (0.0, 0.0, 0.0))]
-    which = ", ".join(a for a, k in zip(AXES, axes) if k)
+    which = ", ".join(AXES)  # a correction turns every axis
     if len(al) < MIN_EDGE_POINTS:
         hist.check = f"too few LiDAR edge points ({len(al)}, at least {MIN_EDGE_POINTS}) to refine against"
-    elif not axes.any():
+    elif not beyond:
         hist.check = (f"no correction: the camera's own offset ({format_axes(own)} deg) is not beyond "
                       f"{TOLERANCE_DEG:g} deg in {CONFIDENCE:.0%} of the bootstrap replicates")
     elif verdict.verdict != MISCALIBRATED:
         hist.check = f"not corrected: the LiDAR verdict does not reject the stored pose ({verdict.reason})"
-    elif np.max(np.where(axes, res.std(axis=0), 0.0)) > MAX_SPREAD_DEG:
+    elif np.max(res.std(axis=0)) > MAX_SPREAD_DEG:
         spread = res.std(axis=0)
         hist.check = (f"the correction of {which} is not pinned down: bootstrap spread "
-                      + ", ".join(f"{a} {v:.2f}" for a, v, k in zip(AXES, spread, axes) if k)
+                      + ", ".join(f"{a} {v:.2f}" for a, v in zip(AXES, spread))
                       + f" deg (at most {MAX_SPREAD_DEG:g})")
     else:
         halves = []  # each half's own offset (residual), (3,)
@@ -263,11 +262,11 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
             halves.append(-_align_half(al, w, [-ev.offset_deg, np.zeros(3)]) - expected)
         if progress is not None:
             progress(2, 3, float("nan"))
-        gap = np.where(axes, np.abs(halves[0] - halves[1]), 0.0)
+        gap = np.abs(halves[0] - halves[1])
         gains = []
         for h in (0, 1):
             other = (al.parity != h).astype(np.float64)
-            fix = np.where(axes, -halves[h], 0.0)
+            fix = -halves[h]
             gains.append(al.score(fix, last, other) - al.score(np.zeros(3), last, other))
         # each kind alone, refined from the full optimum (a local question: does it stay there?);
         # only asked when the halves have confirmed the correction
