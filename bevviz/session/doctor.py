@@ -449,7 +449,7 @@ class Doctor:
         rig, hist = self.refine(camera)
         res = self._keep(("lidar", camera), camera, rig, hist, None)
         images, lidar = self._witness_frames()
-        ev = next((f.evidence for f in self._diagnosis or () if f.camera == camera), None)  # which frames it pooled
+        ev = self._store.get(self._key(camera))  # the evidence the diagnosis made: which frames it pooled
         drawn = refinement_overlays(res, images, lidar, ignore_masks(self.rig, dict(self.scene.ignore)), ev)
         self._refined[("lidar", camera)] = res = dataclasses.replace(res, overlays=tuple(drawn))
         return res
