@@ -10,6 +10,7 @@ after the sidebar has loaded the sample.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +26,8 @@ __all__ = ["AUDIT_DIR", "DOCTOR_PAGE", "EMBEDDED_DATASETS", "PENDING_SWITCH", "a
 
 #: Session-state key of the audit folder the page shows.
 AUDIT_DIR = "audit_dir"
+#: Session-state key of the folder the last audit run from the page wrote (removed by the next).
+EMBEDDED_OUT = "audit_embedded_out"
 #: Session-state key set when a sample is to be opened in the doctor on the next run.
 PENDING_SWITCH = "audit_open_doctor"
 DOCTOR_PAGE = "pages/calibration_doctor.py"
@@ -63,9 +66,21 @@ def audit_scenes(dataroot: str) -> list[str]:
 
 def run_embedded(dataroot: str | os.PathLike, scenes: list[str] | None, settings: CheckSettings,
                  on_progress: Callable[[int, int], None]) -> str:
-    """Audit an embedded dataset into a new temporary folder; returns the folder."""
+    """Audit an embedded dataset into a new temporary folder; returns the folder.
+
+    The folder the session's previous run wrote is removed once this one succeeded (each holds
+    a report of a few MiB); a run that fails removes its own folder and keeps the previous one.
+    """
     out = tempfile.mkdtemp(prefix="bevviz-audit-")
-    run_audit(dataroot, out, scenes=scenes, settings=settings, progress=False, on_progress=on_progress)
+    try:
+        run_audit(dataroot, out, scenes=scenes, settings=settings, progress=False, on_progress=on_progress)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    previous = st.session_state.get(EMBEDDED_OUT)
+    if previous and previous != out:
+        shutil.rmtree(previous, ignore_errors=True)
+    st.session_state[EMBEDDED_OUT] = out
     return out
 
 

@@ -1,5 +1,7 @@
 """Fixtures shared by every test: the sample rig, the embedded sample's images, a small BEV grid,
-the two embedded nuScenes-format dataroots, the real keyframe and its LiDAR evidence.
+the two embedded nuScenes-format dataroots, the real keyframe and its LiDAR evidence; and every
+temporary file of the run (the app's audit folders and ONNX exports, the CLI's subprocesses)
+under pytest's own temporary folder, which pytest rotates, instead of the system's.
 
 Folders add only their own (``samplers/``: edge-rich grids; ``calibration/``: the embedded
 dataset's frames; ``audit/``: recorded truths and check settings; ``app/``: the Streamlit
@@ -8,6 +10,7 @@ test harness; ``viz/``: figure validation).
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,16 @@ from bevviz.io.rig_json import load_rig_file, load_rig_images
 from bevviz.synthetic import nuscenes_like_rig
 
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_files_under_pytest(tmp_path_factory):
+    """``tempfile`` (and, through ``TMPDIR``, every subprocess) writes under pytest's basetemp."""
+    folder = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(folder))
+        mp.setenv("TMPDIR", str(folder))
+        yield folder
 
 
 @pytest.fixture(scope="session")

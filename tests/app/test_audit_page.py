@@ -82,6 +82,23 @@ def test_run_on_the_drift_scene_then_open_a_flagged_sample_in_the_doctor(app, mo
     assert not warned, warned
 
 
+def test_a_second_run_removes_the_folder_of_the_first(app):
+    # each run writes a new temporary folder with a report of a few MiB: a session keeps one
+    at = app(PAGE)
+    at.multiselect(key=f"audit_scenes_{DATASET}").set_value(["scene-0003"])
+    at.checkbox(key="audit_estimate").uncheck()
+    at.button(key="audit_run").click().run()
+    _clean(at)
+    first = Path(at.session_state["audit_dir"])
+    assert (first / "manifest.json").is_file()
+    at.button(key="audit_run").click().run()
+    _clean(at)
+    second = Path(at.session_state["audit_dir"])
+    assert second != first and (second / "manifest.json").is_file()
+    assert not first.exists()
+    shutil.rmtree(second)
+
+
 @needs_sample
 def test_table_problems_are_listed(app, tmp_path):
     import json
