@@ -7,6 +7,8 @@ name, a nuScenes dataroot, a JSON rig with an images folder) and
 :mod:`~bevviz.session.uploads` one given as bytes (the app's upload);
 :mod:`~bevviz.session.report` holds what a check says and :mod:`~bevviz.session.doctor`
 the :class:`Doctor` that says it, each piece of evidence computed once;
+:mod:`~bevviz.session.ground` says where the ground is (a rig in a sensor's frame, a LiDAR
+whose height is off);
 :mod:`~bevviz.session.fixes` writes the corrected rig a check offers.
 
 Streamlit-free; above the analysis (calibration, conventions), below the audit, the command
@@ -15,9 +17,10 @@ Every public name is re-exported here.
 """
 
 from bevviz.io.nuscenes import neighbour_samples  # kept here for callers of bevviz.session.neighbour_samples
-from bevviz.session.doctor import Doctor, check_rig, ground_shift
+from bevviz.session.doctor import Doctor, check_rig
 from bevviz.session.embedded import EMBEDDED, NAMES, embedded_path, sample_data_dir, sample_path
 from bevviz.session.fixes import fixed_rig_json, write_fixed_rig
+from bevviz.session.ground import ground_shift
 from bevviz.session.loaders import (
     DEFAULT_FRAMES,
     MAX_FRAMES,

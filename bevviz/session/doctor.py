@@ -74,6 +74,7 @@ from bevviz.camera import Rig
 from bevviz.conventions import NUSCENES, Convention, ConventionScore, RawCamera, rank_conventions
 from bevviz.errors import InputError
 from bevviz.lidar import LidarScan, ground_height
+from bevviz.session.ground import cameras_grounded, ground_note, shift_of
 from bevviz.session.refinement import Refinement, SeamView, refinement_overlays
 from bevviz.session.report import (
     CameraCheck,
@@ -82,36 +83,14 @@ from bevviz.session.report import (
     CheckSettings,
     ConventionCheck,
     SensorFault,
-    cameras_grounded,
     projection_sanity,
 )
 from bevviz.session.scene import Scene
 
-__all__ = ["GROUND_SHIFT_M", "Doctor", "Refinement", "SeamView", "check_rig", "ground_shift"]
-
-#: A LiDAR that sees the ground further than this (metres) from the ego frame's z = 0 shows
-#: the rig is stored in a sensor's frame (KITTI: the Velodyne's, 1.7 m up): the projection
-#: sanity then measures mounting heights from that ground (the development frames: nuScenes
-#: 0.00, TRI 0.09-0.11, KITTI -1.66 to -1.70 m).
-GROUND_SHIFT_M = 0.5
+__all__ = ["Doctor", "Refinement", "SeamView", "check_rig"]
 
 #: Progress callback: ``(done, total, camera)``.
 Progress = Callable[[int, int, str], None]
-
-
-def ground_shift(scan: LidarScan | None) -> float:
-    """Where the physical checks (projection sanity, convention ranking) put the ground: the
-    ego z of the road ``scan`` sees (:func:`bevviz.lidar.ground_height`) when it lies more
-    than :data:`GROUND_SHIFT_M` from z = 0 (a rig stored in a sensor's frame), else 0.
-
-    Convention:
-        Ego frame z up, metres; bevviz's ground is z = 0 (docs/conventions.md).
-    """
-    return _shift(None if scan is None else ground_height(scan))
-
-
-def _shift(ground_z: float | None) -> float:
-    return float(ground_z) if ground_z is not None and abs(ground_z) > GROUND_SHIFT_M else 0.0
 
 
 class Doctor:
@@ -230,38 +209,25 @@ class Doctor:
         return self._ground[0]
 
     def _ground_shift(self) -> float:
-        """:func:`ground_shift` of the scene's scan (computed once), corrected by the move the
+        """:func:`bevviz.session.ground.ground_shift` of the scene's scan (computed once), corrected by the move the
         gross-error screen found when it named the LiDAR (:meth:`gross`, when it has run)."""
         g = self._lidar_ground_shift()
         return 0.0 if g and cameras_grounded(self.rig, g) else g
 
     def _lidar_ground_shift(self) -> float:
-        """:func:`ground_shift` of the scene's scan, corrected by the gross-error screen's LiDAR move."""
+        """:func:`bevviz.session.ground.ground_shift` of the scene's scan, corrected by the gross-error
+        screen's LiDAR move."""
         g = self.ground_z()
         screen = self._gross[0] if self._gross else None
         if g is not None and screen is not None and screen.lidar_from_scan is not None:
             g += float(screen.lidar_from_scan[2, 3])  # the road where the cameras put it
-        return _shift(g)
+        return shift_of(g)
 
     def ground_note(self) -> str:
-        """A sentence when the LiDAR sees the ground more than :data:`GROUND_SHIFT_M` from z = 0:
-        the physical checks then measure from there (:meth:`_ground_shift`), or, when every
-        camera sits at a plausible height above z = 0 and not above that ground
-        (:func:`cameras_grounded`), the LiDAR's height is the suspect; else ""."""
-        lidar_g = self._lidar_ground_shift()
-        g = self._ground_shift()
-        if lidar_g and not g:
-            z = [float(c.position[2]) for c in self.rig]
-            return (f"the LiDAR sees the ground at z = {lidar_g:+.2f} m of the ego frame while every camera sits at a "
-                    f"plausible height above z = 0 ({min(z):.2f}-{max(z):.2f} m): the LiDAR's points look "
-                    f"{abs(lidar_g):.2f} m too {'high' if lidar_g > 0 else 'low'} (its height in its calibration), "
-                    "not the cameras; the projection sanity judges the cameras' heights from z = 0")
-        if not g:
-            return ""
-        return (f"the LiDAR sees the ground at z = {g:+.2f} m of the ego frame, not at z = 0: the rig is stored in a "
-                "sensor's frame (e.g. the LiDAR's); the projection sanity and the convention ranking's physical "
-                "checks measure from that ground, while BEV heights (pillars, the seams' ground plane) stay "
-                "measured from the frame's z = 0")
+        """:func:`bevviz.session.ground.ground_note` of the scene: a sentence when the LiDAR sees
+        the ground more than ``GROUND_SHIFT_M`` from z = 0 (the physical checks then measure from
+        there, or the LiDAR's height is the suspect), else ""."""
+        return ground_note(self.rig, self._lidar_ground_shift(), self._ground_shift())
 
     def sanity(self) -> dict[str, CameraSanity]:
         """Camera name -> its projection sanity (:func:`~bevviz.session.report.projection_sanity`),

@@ -25,7 +25,7 @@ from bevviz.projection import inside_image
 
 __all__ = [
     "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck", "SensorFault",
-    "cameras_grounded", "finite", "projection_sanity",
+    "finite", "projection_sanity",
 ]
 
 
@@ -258,21 +258,6 @@ def finite(x: float) -> float | None:
 #: A camera within this height (metres) of the ego frame's z = 0 sits at a sensor's origin, not
 #: on a road: without a LiDAR that shows the road, its height cannot be judged (a note).
 SENSOR_ORIGIN_M = 0.5
-
-
-def cameras_grounded(rig: Rig, lidar_ground_z: float) -> bool:
-    """Whether the cameras, not the LiDAR, say where the ground is: every camera sits at a
-    plausible mounting height (``HEIGHT_RANGE``) above the frame's z = 0 and some does not
-    above the ground the LiDAR sees at ego z = ``lidar_ground_z``. Then the LiDAR's height is
-    the suspect (a LiDAR 1-2 m off flags no camera); a rig stored in a sensor's frame (KITTI:
-    cameras near z = 0, the road 1.7 m below) is not grounded.
-
-    Convention:
-        Ego frame z up, metres; a camera's height is the ego z of its optical centre.
-    """
-    lo, hi = HEIGHT_RANGE
-    z = [float(c.position[2]) for c in rig]
-    return all(lo <= h <= hi for h in z) and not all(lo <= h - lidar_ground_z <= hi for h in z)
 
 
 def projection_sanity(rig: Rig, ground_z: float = 0.0, ground_seen: bool = True) -> dict[str, CameraSanity]:

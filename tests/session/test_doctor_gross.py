@@ -10,7 +10,7 @@ import pytest
 
 from bevviz.camera import Rig
 from bevviz.session import CheckSettings, Doctor, check_rig, load_scene
-from bevviz.session.report import cameras_grounded
+from bevviz.session.ground import cameras_grounded
 from bevviz.session.scene import Scene
 
 FAST = CheckSettings(replicates=4)
