@@ -40,7 +40,7 @@ from bevviz.audit import (
 from bevviz.audit.store import MANIFEST, PARTS
 from bevviz.errors import InputError, bug_message
 from bevviz.io.atomic import atomic_write_bytes
-from bevviz.io.outputs import Reads, refuse_input_as_output
+from bevviz.io.outputs import Reads, refuse_input_as_output, writable_file
 from bevviz.npu_cli import npu
 from bevviz.session import DEFAULT_FRAMES, MAX_FRAMES, Doctor, Scene, embedded_path, load_scene, write_fixed_rig
 from bevviz.session.loaders import IMAGE_EXTENSIONS, is_frame_folder
@@ -244,7 +244,7 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     reads = check_reads(sources, images, scene, scans)
     for field, path in (("--json", json_path), ("--html", html_path), ("--write-fixed", fixed_path)):
         if path:  # refused before the check runs: nothing is computed for an output that cannot be written
-            refuse_input_as_output(field, path, reads)
+            refuse_input_as_output(field, writable_file(field, path), reads)
     if json_path and html_path and Path(json_path).resolve() == Path(html_path).resolve():
         raise InputError(f"field '--html': {html_path!r} is the --json file too; write them apart",
                          "--html", html_path)

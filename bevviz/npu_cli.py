@@ -35,7 +35,7 @@ from bevviz.export.model_parity import parse_dims
 from bevviz.export.onnx_file import MAX_ONNX_BYTES, walk_graphs
 from bevviz.export.rewrite import INDEX_DTYPES, RewriteOptions, RewriteReport, rewrite_grid_sample
 from bevviz.io.atomic import atomic_write, atomic_write_bytes
-from bevviz.io.outputs import Reads, refuse_input_as_output
+from bevviz.io.outputs import Reads, refuse_input_as_output, writable_file
 
 __all__ = ["npu"]
 
@@ -97,10 +97,11 @@ def _refuse_outputs(reads: Reads, json_path: str | None, model_out: str | None =
     """The output-path rule for ``npu check`` / ``npu rewrite``: no output is a file the model
     reading reads, and the JSON report is not the rewritten model."""
     if model_out is not None:
-        refuse_input_as_output("OUT.onnx", model_out, reads)
+        refuse_input_as_output("OUT.onnx", writable_file("OUT.onnx", model_out), reads)
         refuse_input_as_output("OUT.onnx", model_out + ".data", reads)  # weights beside a model over 2 GB
     if json_path and json_path != "-":
-        refuse_input_as_output("--json", json_path, reads + Reads.of([model_out] if model_out else []))
+        refuse_input_as_output("--json", writable_file("--json", json_path),
+                               reads + Reads.of([model_out] if model_out else []))
 
 
 @click.group("npu", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

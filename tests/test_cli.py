@@ -74,6 +74,17 @@ def test_check_of_the_embedded_rig_writes_json_and_html(tmp_path, capsys):
 
 
 @needs_sample
+@pytest.mark.parametrize("option", ["--json", "--html", "--write-fixed"])
+def test_check_refuses_an_output_in_a_missing_folder_before_it_checks(tmp_path, capsys, monkeypatch, option):
+    ran = []
+    monkeypatch.setattr("bevviz.cli.Doctor.check", lambda *a, **k: ran.append(1))
+    out = tmp_path / "missing" / "report.out"
+    assert main(["check", "rig", option, str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"field '{option}'" in err and "does not exist" in err and ".tmp" not in err and not ran
+
+
+@needs_sample
 def test_check_exits_1_for_a_turned_camera_in_a_json_rig(tmp_path, capsys):
     rf = load_rig_file(SAMPLE / "rig.json")
     save_rig(perturb_rig(rf.rig, "CAM_BACK_RIGHT", roll_deg=2.0), tmp_path / "bad.json", rf.image_files)

@@ -12,7 +12,9 @@ and folders whose every file it may read) and passes each output path through
   nuScenes dataroot), or that folder itself;
 - an output folder that is an input file or lies inside a folder read.
 
-What is refused is then never opened for writing; what is written goes through
+Before any work, :func:`writable_file` also refuses an output file whose folder does not exist
+or that is a folder itself: a check of minutes must not end in an error about a temporary
+file it could never have written. What is refused is then never opened for writing; what is written goes through
 :func:`bevviz.io.atomic.atomic_write` (a temporary file beside the target, renamed over it),
 so even a path the rule cannot see (a hard link to a file deep in a dataroot, which no
 command lists) has its old content replaced as a new file, never overwritten in place.
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from bevviz.errors import InputError
 
-__all__ = ["Reads", "refuse_input_as_output", "real_path"]
+__all__ = ["Reads", "real_path", "refuse_input_as_output", "writable_file"]
 
 
 def real_path(path: str | os.PathLike) -> Path:
@@ -92,4 +94,29 @@ def refuse_input_as_output(field: str, output: str | os.PathLike, reads: Reads, 
             raise InputError(f"field '{field}': the output {what} {os.fspath(given)!r} is inside "
                              f"{os.fspath(d)!r}, a folder this command reads; write the output elsewhere",
                              field, os.fspath(given))
+    return given
+
+
+def writable_file(field: str, output: str | os.PathLike) -> Path:
+    """Refuse an output file that cannot be written where it is named: its folder is missing
+    (or not a folder), or the path is a folder.
+
+    Args:
+        field: The option or argument that names the output (``"--json"``, ``"OUT.onnx"``).
+        output: The file to be written.
+
+    Returns:
+        ``output`` as a Path (as given).
+
+    Raises:
+        InputError: field ``field``, value ``output``, saying which folder is missing.
+    """
+    given = Path(output)
+    if given.is_dir():
+        raise InputError(f"field '{field}': {os.fspath(given)!r} is a folder; name a file to write", field,
+                         os.fspath(given))
+    parent = given.parent if given.parent != Path("") else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"field '{field}': the folder {os.fspath(parent)!r} of {os.fspath(given)!r} does not exist; "
+                         "create it or write the output elsewhere", field, os.fspath(given))
     return given

@@ -113,3 +113,15 @@ def test_compare_models_takes_paths_bytes_and_models(tmp_path):
         compare_models(tmp_path / "missing.onnx", b, runs=1)
     with pytest.raises(InputError, match="onnxruntime refuses"):
         compare_models(_custom_domain(), rewritten, runs=1)
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_the_rewrite_naming_it(tmp_path, capsys):
+    src = tmp_path / "in.onnx"
+    src.write_bytes(_grid_sample().SerializeToString())
+    dst = tmp_path / "missing" / "out.onnx"
+    assert main(["npu", "rewrite", str(src), str(dst)]) == 2
+    err = capsys.readouterr().err
+    assert "field 'OUT.onnx'" in err and f"{str(dst.parent)!r}" in err and ".tmp" not in err
+    assert not dst.parent.exists()
+    assert main(["npu", "rewrite", str(src), str(tmp_path / "o.onnx"), "--json", str(tmp_path / "no" / "r.json")]) == 2
+    assert "field '--json'" in capsys.readouterr().err and not (tmp_path / "o.onnx").exists()

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from bevviz.errors import InputError
-from bevviz.io.outputs import Reads, refuse_input_as_output
+from bevviz.io.outputs import Reads, refuse_input_as_output, writable_file
 
 
 @pytest.fixture
@@ -42,3 +42,20 @@ def test_an_output_folder_inside_a_folder_read_is_refused(tmp_path):
     with pytest.raises(InputError, match="output folder .* inside"):
         refuse_input_as_output("--out", tmp_path / "dataroot" / "audit", reads, folder=True)
     assert refuse_input_as_output("--out", tmp_path / "audit", reads, folder=True) == tmp_path / "audit"
+
+
+@pytest.mark.parametrize(("output", "says"), [("missing/report.json", "the folder 'missing' of 'missing/report.json' "
+                                                                    "does not exist"),
+                                               ("data/rig.json/report.json", "the folder 'data/rig.json'"),
+                                               ("data", "'data' is a folder")])
+def test_an_output_that_cannot_be_written_where_named_is_refused_naming_the_field(tree, monkeypatch, output, says):
+    monkeypatch.chdir(tree)
+    with pytest.raises(InputError, match="field '--json'") as info:
+        writable_file("--json", output)
+    assert says in str(info.value) and info.value.value == output
+
+
+@pytest.mark.parametrize("output", ["report.json", "data/report.json", "data/rig.json"])
+def test_a_file_in_an_existing_folder_is_writable(tree, monkeypatch, output):
+    monkeypatch.chdir(tree)
+    assert str(writable_file("--json", output)) == output
