@@ -6,14 +6,10 @@ the process's ``VmHWM`` is then what onnxruntime needed for this model and these
 (``ru_maxrss`` of a child forked from a large parent would still hold the parent's size).
 Imports nothing from bevviz (a package import would load torch).
 
-Prints one JSON line: ``{"runs_s": [...], "cpu_s": [...], "vmhwm_kib": ..., "before_session_kib": ...,
-"copy_gbps": ...}`` (``cpu_s``: the process's CPU seconds per run, all threads: on a loaded
-machine the wall time of a run depends on the other load, its CPU time much less;
-``before_session_kib``: ``VmHWM`` with the inputs loaded, before the session exists;
-``copy_gbps``: the memory bandwidth this process saw right after its runs, read and write of
-a 64 MiB copy, best of 5, measured after ``VmHWM`` is read so it adds nothing to the peak).
-A gather-based rewrite is bound by memory bandwidth where GridSample is bound by arithmetic:
-on a shared machine whose bandwidth moves (neighbours), its ratio moves with it.
+Prints one JSON line: ``{"runs_s": [...], "cpu_s": [...], "vmhwm_kib": ..., "before_session_kib": ...}``
+(``cpu_s``: the process's CPU seconds per run, all threads: on a loaded machine the wall
+time of a run depends on the other load, its CPU time much less; ``before_session_kib``:
+``VmHWM`` with the inputs loaded, before the session exists).
 """
 
 from __future__ import annotations
@@ -35,26 +31,8 @@ def vmhwm_kib() -> int:
     return -1
 
 
-#: Floats copied by :func:`copy_gbps` (64 MiB, well past the last-level cache).
-COPY_FLOATS = 16 * 2**20
-
-
-def copy_gbps(repeats: int = 5) -> float:
-    """Memory bandwidth in GB/s: bytes read plus written by the fastest of ``repeats`` copies of
-    :data:`COPY_FLOATS` float32 values (one ``np.copyto``, one thread)."""
-    src = np.ones(COPY_FLOATS, np.float32)
-    dst = np.empty_like(src)
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        np.copyto(dst, src)
-        best = min(best, time.perf_counter() - t)
-    return 2 * src.nbytes / best / 1e9
-
-
 def main() -> None:
-    """Load, run ``--runs`` times after one warm-up, save the first output, read the peak, then the
-    bandwidth; print the JSON line."""
+    """Load, run ``--runs`` times after one warm-up, save the first output, print the JSON line."""
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("feed")
@@ -77,9 +55,8 @@ def main() -> None:
         session.run(None, feed)
         runs.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
-    peak = vmhwm_kib()
-    print(json.dumps({"runs_s": runs, "cpu_s": cpu, "vmhwm_kib": peak, "before_session_kib": before,
-                      "copy_gbps": copy_gbps()}), flush=True)
+    print(json.dumps({"runs_s": runs, "cpu_s": cpu, "vmhwm_kib": vmhwm_kib(), "before_session_kib": before}),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,7 @@ and onnxruntime only), so its peak resident memory ``VmHWM`` is the model's own;
 variants alternate round by round so load on the machine hits all alike. Reported: latency
 (min over the rounds' runs), CPU time of a run (min; all threads: less dependent on other
 load than wall time) and ``VmHWM``, each with its ratio to the original measured in the same
-run, max |diff| of each rewrite's output against the original's, and the memory bandwidth each
-variant's processes saw (``copy``, GB/s, least and most): the rewrites gather and are bound by
-bandwidth, GridSample by arithmetic, so on a shared machine whose bandwidth moves their ratios
-move with it (read two runs' ratios together only at like bandwidth).
+run, and max |diff| of each rewrite's output against the original's.
 
 Models (built here as ONNX graphs, GridSample nodes as any exporter writes them):
 
@@ -186,7 +183,6 @@ def _measure_model(name: str, model: onnx.ModelProto, folder: Path, threads: int
             "cpu_ms": cpu, "cpu_ratio": cpu / base_cpu,
             "vmhwm_mib": mib, "vmhwm_ratio": mib / base_mib,
             "before_session_mib": statistics.median(s["before_session_kib"] for s in samples[variant]) / 1024,
-            "copy_gbps": [min(s["copy_gbps"] for s in samples[variant]), max(s["copy_gbps"] for s in samples[variant])],
             "max_abs_diff": diff, **forms.get(variant, {})}
     return row
 
@@ -219,8 +215,7 @@ def run(config: str = "full", models: tuple[str, ...] = ("sca", "msda"), rounds:
                 print(f"{config:5s} {name:5s} {variant:9s} latency {v['latency_ms']:9.1f} ms "
                       f"({v['latency_ratio']:.2f}x; rounds {', '.join(f'{r:.2f}' for r in v['round_ratios'])})  "
                       f"CPU {v['cpu_ms']:9.1f} ms ({v['cpu_ratio']:.2f}x)  "
-                      f"VmHWM {v['vmhwm_mib']:7.0f} MiB ({v['vmhwm_ratio']:.2f}x)  max|diff| {v['max_abs_diff']:.1e}  "
-                      f"copy {v['copy_gbps'][0]:.0f}-{v['copy_gbps'][1]:.0f} GB/s",
+                      f"VmHWM {v['vmhwm_mib']:7.0f} MiB ({v['vmhwm_ratio']:.2f}x)  max|diff| {v['max_abs_diff']:.1e}",
                       flush=True)
             row["targets"] = verdicts(row)
             for variant, checks in row["targets"].items():

@@ -12,7 +12,7 @@ def test_quick_run_reports_latency_memory_and_parity_per_variant(tmp_path, capsy
     assert main(["--quick", "--rounds", "1", "--runs", "1", "--threads", "1", "--out", str(out_json),
                  "--markdown", str(out_md)]) == 0
     printed = capsys.readouterr().out
-    assert "VmHWM" in printed and "targets of issue 40 (quick" in printed and " GB/s" in printed
+    assert "VmHWM" in printed and "targets of issue 40 (quick" in printed
     assert printed.count(" target: latency ") == 4  # per-node and fused of both models
     out = json.loads(out_json.read_text())
     assert set(out["models"]) == {"sca", "msda"}
@@ -27,11 +27,6 @@ def test_quick_run_reports_latency_memory_and_parity_per_variant(tmp_path, capsy
             assert v[name]["max_abs_diff"] <= 1e-5
             # a fresh light process: its peak is onnxruntime's and the inputs', far from a torch parent's
             assert 0 < v[name]["before_session_mib"] <= v[name]["vmhwm_mib"] < 1024
-        # the bandwidth each variant's processes saw, read after the peak: no 128 MiB copy in VmHWM
-        for name in v:
-            lo, hi = v[name]["copy_gbps"]
-            assert 0 < lo <= hi
-        assert v["original"]["vmhwm_mib"] < 1024
         assert set(row["targets"]) == {"per-node", "fused"}
         assert row["targets"]["per-node"]["vmhwm_ratio"]["met"] == (v["per-node"]["vmhwm_ratio"] <= 2.0)
     misses = sum(not c["met"] for row in out["models"].values() for checks in row["targets"].values()
