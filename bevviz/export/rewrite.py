@@ -55,8 +55,8 @@ from bevviz.export.onnx_file import LoadedModel, as_loaded, check_valid, walk_gr
 from bevviz.export.sampler_graph import GraphBuilder, SamplerSpec
 from bevviz.samplers.gather_scatter import INT32_MAX
 
-__all__ = ["DEFAULT_CHUNK_MIB", "INDEX_DTYPES", "Kept", "NodeChange", "Refusal", "RewriteOptions", "RewriteReport",
-           "as_loaded", "rewrite_grid_sample"]
+__all__ = ["DEFAULT_CHUNK_MIB", "INDEX_DTYPES", "PER_NODE_MIN_CHUNK_MIB", "Kept", "NodeChange", "Refusal",
+           "RewriteOptions", "RewriteReport", "as_loaded", "rewrite_grid_sample"]
 
 #: ``index_dtype`` argument -> ONNX element type.
 INDEX_DTYPES = {"int32": TensorProto.INT32, "int64": TensorProto.INT64}
@@ -67,6 +67,12 @@ _INTS = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT
          TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL)
 #: Bounds of the default chunk budget: a tenth of the replaced GridSample output(s), within these.
 DEFAULT_CHUNK_MIB = (1.0, 64.0)
+#: The per-node form's own lower bound (MiB). Each of its chunks is 10-15 nodes, and on a small
+#: model their count, not the bytes, sets the time: the small ``sca`` of the rewrite bench
+#: (a 15 MB GridSample output) ran 1.61-1.70x its original with 40 chunks (1.5 MiB), 1.41-1.44x
+#: with 8 (8 MiB) at 1.45x -> 1.57x peak memory (2 threads, 2026-12-07; docs/npu.md). Models
+#: whose output is over 80 MiB (BEVFormer's) keep their tenth.
+PER_NODE_MIN_CHUNK_MIB = 8.0
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,8 @@ class RewriteOptions:
         fuse: Rewrite GridSample + weighted sum patterns as one fused gather (False: every
             node on its own, the per-node form).
         max_intermediate_mib: Largest gather chunk ``(q, K, C)`` in MiB; None: a tenth of the
-            replaced GridSample output(s), within :data:`DEFAULT_CHUNK_MIB`.
+            replaced GridSample output(s), within :data:`DEFAULT_CHUNK_MIB` (at least
+            :data:`PER_NODE_MIN_CHUNK_MIB` in the per-node form).
         backend: Rewrite only the GridSample nodes this backend's rules reject (a name of
             the rules table, matched case-insensitively as in ``npu check --backend``);
             None: all.
@@ -262,8 +269,9 @@ def _itemsize(elem: int) -> int:
         return 4
 
 
-def _budget(options: RewriteOptions, types: dict, outputs: list[str]) -> int:
-    """Bytes of one gather chunk: the option, or a tenth of the replaced outputs within DEFAULT_CHUNK_MIB."""
+def _budget(options: RewriteOptions, types: dict, outputs: list[str], floor_mib: float = DEFAULT_CHUNK_MIB[0]) -> int:
+    """Bytes of one gather chunk: the option, or a tenth of the replaced outputs within
+    ``floor_mib`` and ``DEFAULT_CHUNK_MIB[1]``."""
     if options.max_intermediate_mib is not None:
         return max(1, int(options.max_intermediate_mib * MiB))
     total = 0
@@ -272,8 +280,7 @@ def _budget(options: RewriteOptions, types: dict, outputs: list[str]) -> int:
         if shape is None or not all(isinstance(d, int) for d in shape):
             return int(DEFAULT_CHUNK_MIB[1] * MiB)
         total += int(np.prod(shape)) * _itemsize(elem)
-    lo, hi = DEFAULT_CHUNK_MIB
-    return int(min(max(total / 10, lo * MiB), hi * MiB))
+    return int(min(max(total / 10, floor_mib * MiB), DEFAULT_CHUNK_MIB[1] * MiB))
 
 
 @dataclass
@@ -354,8 +361,8 @@ def _rewrite_graph(g: onnx.GraphProto, w: _Work) -> None:
         label = w.specs[node_key(node)][2]
         b = GraphBuilder(prefix=f"{label}/gs", taken=w.taken)
         elem = w.types.get(node.input[0], (0, None))[0]
-        chunks = build_per_node(b, w.level(node), node.output[0], _budget(w.options, w.types, [node.output[0]]),
-                                _itemsize(elem))
+        budget = _budget(w.options, w.types, [node.output[0]], PER_NODE_MIN_CHUNK_MIB)
+        chunks = build_per_node(b, w.level(node), node.output[0], budget, _itemsize(elem))
         new_nodes.extend(b.nodes)
         w.record(node, b, "per-node", chunks)
         if node_key(node) in unfused:

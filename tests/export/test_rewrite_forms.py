@@ -16,7 +16,8 @@ from onnx.reference import ReferenceEvaluator
 from bevviz.export import check_model, inspect_onnx, rewrite_grid_sample
 from bevviz.export.gather_graph import chunk_rows
 from bevviz.export.inspection import GATHER_OPS, SCATTER_OPS
-from bevviz.export.rewrite import RewriteOptions
+from bevviz.export.rewrite import DEFAULT_CHUNK_MIB, PER_NODE_MIN_CHUNK_MIB, RewriteOptions
+from bevviz.export.rewrite_bench import CONFIGS, sca_model
 
 TOL, CUBIC_TOL = 1e-5, 1e-4
 F = TensorProto.FLOAT
@@ -276,3 +277,15 @@ def test_backend_keeps_what_it_runs_and_rewrites_what_it_rejects():
     feed = _feed(model)
     assert np.abs(_run(model, feed) - _run(report.model, feed)).max() <= TOL
     assert rewrite_grid_sample(model).grid_sample_after == 0  # default: all
+
+
+def test_the_per_node_form_of_a_small_model_keeps_to_few_chunks():
+    # the bench's small sca: a 15 MB GridSample output, 60,000 points x 4 taps x 64 channels
+    model = sca_model(CONFIGS["small"])
+    fused = rewrite_grid_sample(model, options=RewriteOptions(fuse=True)).replaced[0].chunks
+    per_node = rewrite_grid_sample(model, options=RewriteOptions(fuse=False)).replaced[0].chunks
+    out_bytes = 6 * 64 * 2500 * 4 * 4
+    assert out_bytes / 10 < PER_NODE_MIN_CHUNK_MIB * 2**20  # the floor, not the tenth, sizes its chunks
+    assert per_node == -(-60000 // int(PER_NODE_MIN_CHUNK_MIB * 2**20 // (4 * 64 * 4))) == 8
+    # the fused form keeps the tenth of the output (16 taps a query: 15,000 queries)
+    assert fused == -(-15000 // int(max(out_bytes / 10, DEFAULT_CHUNK_MIB[0] * 2**20) // (16 * 64 * 4))) == 40
