@@ -259,7 +259,8 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
         else:
             click.echo(f"fixed rig written to {write_fixed_rig(fixed, fixed_path, reads)}")
     if json_path:
-        atomic_write_bytes(Path(json_path), (json.dumps(report.to_dict(strict), indent=2) + "\n").encode())
+        doc = json.dumps(report.to_dict(strict), indent=2, allow_nan=False)  # strict JSON: no NaN or Infinity
+        atomic_write_bytes(Path(json_path), (doc + "\n").encode())
     if html_path:
         atomic_write_bytes(Path(html_path), check_html(report, scene.images, strict).encode())
     return report.exit_code(strict)

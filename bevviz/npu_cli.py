@@ -137,7 +137,7 @@ def print_check(result: ModelCheck) -> None:
 
 
 @npu.command("check")
-@click.argument("model", metavar="MODEL.onnx")
+@click.argument("model", metavar="MODEL.onnx", type=click.Path(exists=True, dir_okay=False))
 @click.option("--backend", "backend", multiple=True, metavar="NAME",
               help="Only rules whose backend contains NAME (case-insensitive; repeatable), e.g. CANN, DrivingSDK, "
                    "Ascend, ONNX.")
@@ -194,7 +194,7 @@ def print_rewrite(report: RewriteReport) -> None:
 
 
 @npu.command("rewrite")
-@click.argument("src", metavar="IN.onnx")
+@click.argument("src", metavar="IN.onnx", type=click.Path(exists=True, dir_okay=False))
 @click.argument("dst", metavar="OUT.onnx")
 @click.option("--index-dtype", type=click.Choice(list(INDEX_DTYPES)), default="int32", show_default=True,
               help="Index dtype of the sampler's gathers and of the model's own gather / scatter indices.")

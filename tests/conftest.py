@@ -1,7 +1,7 @@
 """Fixtures shared by every test: the sample rig, the embedded sample's images, a small BEV grid,
 the two embedded nuScenes-format dataroots, the real keyframe and its LiDAR evidence; and every
-temporary file of the run (the app's audit folders and ONNX exports, the CLI's subprocesses)
-under pytest's own temporary folder, which pytest rotates, instead of the system's.
+temporary file of the run (the app's audit folders and ONNX exports, the CLI's subprocesses,
+Ray's session) in one folder that the run removes at its end.
 
 Folders add only their own (``samplers/``: edge-rich grids; ``calibration/``: the embedded
 dataset's frames; ``audit/``: recorded truths and check settings; ``app/``: the Streamlit
@@ -10,6 +10,7 @@ test harness; ``viz/``: figure validation).
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -28,13 +29,17 @@ SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def temporary_files_under_pytest(tmp_path_factory):
-    """``tempfile`` (and, through ``TMPDIR``, every subprocess) writes under pytest's basetemp."""
-    folder = tmp_path_factory.mktemp("tmp")
+def temporary_files_of_the_run():
+    """``tempfile`` (and, through ``TMPDIR``, every subprocess) writes into one folder of the
+    run, removed at its end. Short, under the system's temporary folder: Ray puts its sockets
+    in there (at most 107 bytes a path), which pytest's own ``tmp_path`` folders are too deep for.
+    """
+    folder = tempfile.mkdtemp(prefix="bevviz-tests-")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tempfile, "tempdir", str(folder))
-        mp.setenv("TMPDIR", str(folder))
-        yield folder
+        mp.setattr(tempfile, "tempdir", folder)
+        mp.setenv("TMPDIR", folder)
+        yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -85,6 +85,22 @@ def test_check_refuses_an_output_in_a_missing_folder_before_it_checks(tmp_path, 
 
 
 @needs_sample
+def test_check_of_an_empty_scan_says_so_and_writes_strict_json(tmp_path, capsys):
+    folder = tmp_path / "tri"
+    shutil.copytree(SAMPLE / "real_tri", folder)
+    np.save(folder / "lidar_ego.npy", np.zeros((0, 4), np.float32))
+    j = tmp_path / "c.json"
+    assert main(["check", str(folder), "--no-estimate", "--json", str(j)]) == 0  # nothing to judge is no fault
+    out = capsys.readouterr().out
+    assert "note: the LiDAR scan holds no points" in out and "inf" not in out
+    text = j.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    doc = json.loads(text)
+    assert all(c["verdict"] == "inconclusive" and c["offset_deg"] is None and c["uncertainty_deg"] is None
+               for c in doc["cameras"])
+
+
+@needs_sample
 def test_check_exits_1_for_a_turned_camera_in_a_json_rig(tmp_path, capsys):
     rf = load_rig_file(SAMPLE / "rig.json")
     save_rig(perturb_rig(rf.rig, "CAM_BACK_RIGHT", roll_deg=2.0), tmp_path / "bad.json", rf.image_files)

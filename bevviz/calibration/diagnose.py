@@ -308,8 +308,9 @@ def _lidar_findings(rig: Rig, findings: dict[str, CameraFinding], evidence: Mapp
         said = [ev.set_aside_reason] if ev.set_aside and f.doubt is not Doubt.FRAME_SET_ASIDE else []
         text = "; ".join([text, *said, *(r for r in (ev.repeats_reason, ev.frozen_reason) if r)])  # what it rests on
         f.witnesses = judged.witnesses
-        f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
-        f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
+        if ev.n_points > 0:  # no edge point in view: nothing measured, not an offset of 0 +- inf
+            f.offset_deg = {a: float(v) for a, v in zip(AXES, lv.residual_deg)}
+            f.uncertainty_deg = {a: float(v) for a, v in zip(AXES, lv.uncertainty_deg)}
         f.edge_points = ev.n_points
         f.lidar = ev.second_look if lv.second_look else ev  # the look the verdict is (its optimum, its profiles)
         f.evidence = ev  # as made: judged again, it reads its second look where the verdict does

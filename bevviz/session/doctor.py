@@ -499,6 +499,8 @@ class Doctor:
         notes.extend(n for n in (self.ground_note(),) if n)
         scan = self.lidar
         n_points = 0 if scan is None else int(len(scan.points if isinstance(scan, LidarScan) else scan))
+        if scan is not None and n_points == 0 and self.settings.lidar:
+            notes.append("the LiDAR scan holds no points: the LiDAR witness has nothing to judge")
         cams: list[CameraCheck] = []
         median = float("nan")
         if not self.scene.has_all_images:

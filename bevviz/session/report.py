@@ -25,7 +25,7 @@ from bevviz.projection import inside_image
 
 __all__ = [
     "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings", "ConventionCheck", "SensorFault",
-    "finite", "projection_sanity",
+    "finite", "json_safe", "projection_sanity",
 ]
 
 
@@ -226,8 +226,9 @@ class CheckReport:
         return 1 if self.flagged(strict) else 0
 
     def to_dict(self, strict: bool = False) -> dict:
-        """The JSON document ``bevviz check --json`` writes (docs/audit.md)."""
-        return {
+        """The JSON document ``bevviz check --json`` writes (docs/audit.md); NaN and infinity,
+        which JSON does not have, as null."""
+        return json_safe({
             "format": "bevviz-check", "version": 1,
             "source": dict(self.source), "settings": self.settings.to_dict(),
             "flagged": self.flagged(strict), "strict": strict, "exit_code": self.exit_code(strict),
@@ -242,12 +243,23 @@ class CheckReport:
                          "sanity": {**asdict(c.sanity), "problems": list(c.sanity.problems),
                                     "notes": list(c.sanity.notes)}}
                         for c in self.cameras],
-        }
+        })
 
 
 def finite(x: float) -> float | None:
     """JSON has no NaN or infinity: those become null."""
     return float(x) if x is not None and math.isfinite(x) else None
+
+
+def json_safe(value):
+    """``value`` (dicts, lists, tuples, scalars) with every non-finite float as None: strict JSON."""
+    if isinstance(value, float):
+        return finite(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------------------
