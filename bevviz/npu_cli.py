@@ -30,6 +30,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto
 
+from bevviz.errors import InputError
 from bevviz.export.model_check import ModelCheck, backends, check_model
 from bevviz.export.model_parity import parse_dims
 from bevviz.export.onnx_file import MAX_ONNX_BYTES, walk_graphs
@@ -61,6 +62,15 @@ def _write_json(path: str | None, data: dict) -> None:
         click.echo(text)
     else:
         atomic_write_bytes(path, (text + "\n").encode("utf-8"))
+
+
+def _model_file(field: str, model: str) -> str:
+    """``model`` when it names an existing file; else an InputError naming the argument."""
+    if os.path.isdir(model):
+        raise InputError(f"field '{field}': {model!r} is a folder, not an ONNX file", field, model)
+    if not os.path.isfile(model):
+        raise InputError(f"field '{field}': no such file (got {model!r})", field, model)
+    return model
 
 
 def model_reads(model: str) -> Reads:
@@ -137,7 +147,7 @@ def print_check(result: ModelCheck) -> None:
 
 
 @npu.command("check")
-@click.argument("model", metavar="MODEL.onnx", type=click.Path(exists=True, dir_okay=False))
+@click.argument("model", metavar="MODEL.onnx")
 @click.option("--backend", "backend", multiple=True, metavar="NAME",
               help="Only rules whose backend contains NAME (case-insensitive; repeatable), e.g. CANN, DrivingSDK, "
                    "Ascend, ONNX.")
@@ -147,7 +157,7 @@ def check(ctx: click.Context, model: str, backend: tuple[str, ...], json_path: s
     """Check MODEL.onnx against the backend rules table (exit 1: a rule of severity error or warn fails)."""
     if (ctx.obj or {}).get("parse_only"):
         return EXIT_OK
-    _refuse_outputs(model_reads(model), json_path)
+    _refuse_outputs(model_reads(_model_file("MODEL.onnx", model)), json_path)
     result = check_model(model, backend=backend)
     if json_path != "-":
         print_check(result)
@@ -194,7 +204,7 @@ def print_rewrite(report: RewriteReport) -> None:
 
 
 @npu.command("rewrite")
-@click.argument("src", metavar="IN.onnx", type=click.Path(exists=True, dir_okay=False))
+@click.argument("src", metavar="IN.onnx")
 @click.argument("dst", metavar="OUT.onnx")
 @click.option("--index-dtype", type=click.Choice(list(INDEX_DTYPES)), default="int32", show_default=True,
               help="Index dtype of the sampler's gathers and of the model's own gather / scatter indices.")
@@ -222,7 +232,7 @@ def rewrite(ctx: click.Context, src: str, dst: str, index_dtype: str, check: boo
     """
     if (ctx.obj or {}).get("parse_only"):
         return EXIT_OK
-    _refuse_outputs(model_reads(src), json_path, dst)
+    _refuse_outputs(model_reads(_model_file("IN.onnx", src)), json_path, dst)
     dims_ = parse_dims(dims, "--dim")
     options = RewriteOptions(fuse=not per_node, max_intermediate_mib=max_intermediate_mib, backend=backend)
     done: list[RewriteReport] = []

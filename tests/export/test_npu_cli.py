@@ -83,7 +83,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
 
 def test_a_missing_model_or_a_folder_is_named_by_its_argument(tmp_path, capsys):
     assert main(["npu", "check", str(tmp_path / "none.onnx")]) == 2
-    assert "'MODEL.onnx'" in (err := capsys.readouterr().err) and "does not exist" in err
+    assert "field 'MODEL.onnx': no such file" in capsys.readouterr().err
     assert main(["npu", "rewrite", str(tmp_path), str(tmp_path / "out.onnx")]) == 2
-    assert "'IN.onnx'" in (err := capsys.readouterr().err) and "is a directory" in err
+    assert "field 'IN.onnx'" in (err := capsys.readouterr().err) and "is a folder" in err
     assert not (tmp_path / "out.onnx").exists()
