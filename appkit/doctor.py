@@ -14,6 +14,7 @@ from bevviz.bev_grid import BEVGrid
 from bevviz.calibration import (
     AXES,
     CONFIDENCE,
+    INCONCLUSIVE,
     MISCALIBRATED,
     PERTURBATION_KEYS,
     TOLERANCE_DEG,
@@ -143,10 +144,18 @@ def ranking(found: Sequence[CameraFinding], names: Sequence[str], title: str, x_
 
 
 def named_markdown(found: Sequence[CameraFinding]) -> str:
-    """The cameras a LiDAR diagnosis convicts, in one markdown sentence (tolerance and confidence included)."""
+    """The cameras a LiDAR diagnosis convicts, in one markdown sentence (tolerance and confidence
+    included); when it convicts none, how many it could not judge, so that "no camera" never
+    reads as a clean bill for a rig the witness could not judge."""
     named = ", ".join(f.camera for f in found if f.verdict == MISCALIBRATED)
-    return (f"Miscalibrated: **{escape_markdown(named) or 'no camera'}** (turned more than {TOLERANCE_DEG:g} deg, "
+    head = (f"Miscalibrated: **{escape_markdown(named) or 'no camera'}** (turned more than {TOLERANCE_DEG:g} deg, "
             f"in {CONFIDENCE:.0%} of the bootstrap replicates).")
+    unsure = sum(f.verdict == INCONCLUSIVE for f in found)
+    if named or not unsure:
+        return head
+    if unsure == len(found):
+        return f"{head} But none is judged ok either: all {unsure} are inconclusive (why: below)."
+    return f"{head} {len(found) - unsure} judged ok, {unsure} inconclusive (why: below)."
 
 
 def loss_figure(hist: RefineHistory):

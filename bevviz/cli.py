@@ -156,7 +156,9 @@ def _print_check(report: CheckReport, strict: bool) -> None:
     for note in report.notes:
         click.echo(f"note: {note}")
     flagged = report.flagged(strict)
-    click.echo(f"flagged: {', '.join(flagged) if flagged else 'none'}")
+    unsure = report.unjudged(strict)
+    tail = f" ({len(unsure)} of {len(report.cameras)} cameras inconclusive: not judged)" if unsure else ""
+    click.echo(f"flagged: {', '.join(flagged) if flagged else 'none'}{tail}")
 
 
 @cli.command(context_settings=CONTEXT)

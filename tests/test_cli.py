@@ -93,11 +93,13 @@ def test_check_of_an_empty_scan_says_so_and_writes_strict_json(tmp_path, capsys)
     assert main(["check", str(folder), "--no-estimate", "--json", str(j)]) == 0  # nothing to judge is no fault
     out = capsys.readouterr().out
     assert "note: the LiDAR scan holds no points" in out and "inf" not in out
+    assert "flagged: none (6 of 6 cameras inconclusive: not judged)" in out
     text = j.read_text()
     assert "Infinity" not in text and "NaN" not in text
     doc = json.loads(text)
     assert all(c["verdict"] == "inconclusive" and c["offset_deg"] is None and c["uncertainty_deg"] is None
                for c in doc["cameras"])
+    assert doc["flagged"] == [] and sorted(doc["unjudged"]) == sorted(c["camera"] for c in doc["cameras"])
 
 
 @needs_sample

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
-from bevviz.calibration import BOOTSTRAP, MISCALIBRATED, OK
+from bevviz.calibration import BOOTSTRAP, INCONCLUSIVE, MISCALIBRATED, OK
 from bevviz.camera import Rig
 from bevviz.checks import field_error
 from bevviz.convention_ranking import HEIGHT_RANGE, OVERLAP_RING, ground_footprints, measured_from_ground
@@ -221,6 +221,12 @@ class CheckReport:
             return named + [c.camera for c in self.cameras if c.camera not in named]
         return named + [c.camera for c in self.cameras if c.flagged(strict) and c.camera not in named]
 
+    def unjudged(self, strict: bool = False) -> list[str]:
+        """Cameras the doctor could not judge (inconclusive) that are not flagged: what a
+        "nothing flagged" does not vouch for."""
+        flagged = set(self.flagged(strict))
+        return [c.camera for c in self.cameras if c.verdict == INCONCLUSIVE and c.camera not in flagged]
+
     def exit_code(self, strict: bool = False) -> int:
         """0 when nothing is flagged, else 1 (``bevviz check``'s exit status)."""
         return 1 if self.flagged(strict) else 0
@@ -231,7 +237,8 @@ class CheckReport:
         return json_safe({
             "format": "bevviz-check", "version": 1,
             "source": dict(self.source), "settings": self.settings.to_dict(),
-            "flagged": self.flagged(strict), "strict": strict, "exit_code": self.exit_code(strict),
+            "flagged": self.flagged(strict), "unjudged": self.unjudged(strict), "strict": strict,
+            "exit_code": self.exit_code(strict),
             "lidar_points": self.lidar_points, "notes": list(self.notes), "runtime_s": self.runtime_s,
             "seam_median": finite(self.seam_median), "faults": [asdict(f) for f in self.faults],
             "conventions": {"stored": self.conventions.stored, "best": self.conventions.best,
