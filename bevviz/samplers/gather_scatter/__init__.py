@@ -28,7 +28,8 @@ Convention:
 The package in three steps: :mod:`~bevviz.samplers.gather_scatter.rounding` (index
 rounding, as PyTorch rounds), :mod:`~bevviz.samplers.gather_scatter.taps` (stage 1) and
 :mod:`~bevviz.samplers.gather_scatter.engine` (stage 2, the drop-in, the scatter) over
-:mod:`~bevviz.samplers.gather_scatter.blocks` (its cache-sized blocks); the
+:mod:`~bevviz.samplers.gather_scatter.blocks` (its cache-sized blocks) over
+:mod:`~bevviz.samplers.gather_scatter.transpose` (their exact transposing store); the
 worker threads are :mod:`bevviz.threads`'. Every public name is re-exported here.
 See docs/conventions.md.
 """

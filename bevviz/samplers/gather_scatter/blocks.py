@@ -2,9 +2,8 @@
 
 :func:`gather_blocks` computes ``sum_k weights[k] * table[indices[k]]`` block by block
 (one weighted ``embedding_bag`` sum of every point's taps, :func:`bag_rows`, and for a
-channels-first output a transposing store, :func:`_copy_transposed`, by an exact identity
-product where it can be); :class:`Layout` says which points of
-an ``(N, C, P)`` result are gathered (all, or only those that reach the image);
+channels-first output the transposing store of :mod:`~bevviz.samplers.gather_scatter.transpose`);
+:class:`Layout` says which points of an ``(N, C, P)`` result are gathered (all, or only those that reach the image);
 :func:`scatter_blocks` is the backward of :func:`layout_gather`, a blocked scatter-add.
 Everything here runs without autograd; :mod:`~bevviz.samplers.gather_scatter.engine`
 wraps it in the public gather, the drop-in ``grid_sample`` and its autograd node. Why
@@ -25,6 +24,14 @@ import torch
 
 from bevviz import threads
 from bevviz.samplers.gather_scatter.taps import tap_arrays
+from bevviz.samplers.gather_scatter.transpose import (
+    TILE,
+    WEIGHT_BOUND,
+    copy_transposed,
+    rows_of,
+    table_bounded,
+    within_bound,
+)
 
 __all__ = ["Layout", "gather_blocks", "layout_gather", "precomputed", "scatter_blocks", "tap_maker",
            "weighted_rows"]
@@ -37,7 +44,7 @@ __all__ = ["Layout", "gather_blocks", "layout_gather", "precomputed", "scatter_b
 _CHUNK_ELEMENTS = 1 << 20
 
 #: The forward's blocks are this many times larger (8192 points of 64 channels and 4
-#: taps): its transposing store (:func:`_transpose_by_identity`) costs a fixed overhead per
+#: taps): its transposing store (:func:`transpose_by_identity`) costs a fixed overhead per
 #: call, and larger blocks leave cache. In-image grid against ``F.grid_sample`` in the same
 #: run, ratio of minima [range of the rounds]: on a quiet-ish machine (load 3), one thread,
 #: 16384 points 0.68x and 0.75x, 8192 0.73x and 0.82x, 4096 0.86x, 32768 0.89x; under load
@@ -45,9 +52,6 @@ _CHUNK_ELEMENTS = 1 << 20
 #: [0.82-0.88] / 0.75x [0.70-0.84] / 0.75x [0.70-1.04], two threads 1.04x [0.92-1.08] /
 #: 0.89x [0.84-0.90] / 0.99x [0.87-1.06].
 _GATHER_SCALE = 2
-
-#: Points per tile of the two-step transposing copy (64 x C floats stay in L1).
-_TILE = 64
 
 #: Blocks per segment: a segment's taps are computed in one go by the worker that
 #: gathers it, so segments are a few blocks long (few op launches, taps stay in cache).
@@ -81,7 +85,7 @@ def weighted_rows(
             tensor is returned through autograd-friendly ops.
         scratch: With ``out``: a contiguous ``(>= 2 * M, C)`` buffer, staging for a
             transposed ``out``.
-        finite: With ``out``: the sums are known to be finite (see :func:`_copy_transposed`).
+        finite: With ``out``: the sums are known to be finite (see :func:`copy_transposed`).
 
     Returns:
         ``(M, C)`` weighted sums (``out`` itself when given).
@@ -100,7 +104,7 @@ def weighted_rows(
     rows = block_values(table, indices, weights, skip_weights, scratch)
     if out.is_contiguous():
         return out.copy_(rows)
-    return _copy_transposed(out, rows, scratch[m : 2 * m], finite)
+    return copy_transposed(out, rows, scratch[m : 2 * m], finite)
 
 
 def block_values(table: torch.Tensor, indices: torch.Tensor, weights: torch.Tensor, skip_weights: bool,
@@ -146,155 +150,6 @@ def bag_rows(table: torch.Tensor, indices: torch.Tensor, weights: torch.Tensor |
     if weights is not None:
         weights = weights.t().contiguous()
     return torch.nn.functional.embedding_bag(bags, table, mode="sum", per_sample_weights=weights)
-
-
-def _copy_transposed(dest: torch.Tensor, src: torch.Tensor, staging: torch.Tensor,
-                     finite: bool = False) -> torch.Tensor:
-    """``dest.copy_(src)`` where ``dest.t()`` has contiguous rows (a channels-first slice).
-
-    A direct copy reads ``src`` with a stride of C elements for every output element: a
-    scalar loop, ~0.9 ns an element, the largest part of the in-image forward. Fastest
-    first (:func:`_transpose_by_identity`): the transposed operand of a batched matrix
-    product with identities, which BLAS packs with vector instructions -- the exact values
-    wherever that product is exact. Otherwise in two copies: transpose tiles of ``_TILE``
-    points, which fit in L1, into ``staging``; then copy runs of ``_TILE`` contiguous
-    values.
-
-    Args:
-        dest: ``(M, C)`` view whose transpose ``(C, M)`` has unit stride along M.
-        src: ``(M, C)`` contiguous.
-        staging: ``(>= M, C)`` contiguous scratch.
-        finite: ``src`` is known to be all finite (else the identity product checks).
-
-    Returns:
-        ``dest``.
-    """
-    m, c = src.shape
-    rows = dest.t()
-    if rows.stride(1) == 1 and _transpose_by_identity(rows, src, finite):
-        return dest
-    if m % _TILE or rows.stride(1) != 1:
-        return dest.copy_(src)
-    tiles = staging[:m].view(m // _TILE, c, _TILE)
-    tiles.copy_(src.view(m // _TILE, _TILE, c).permute(0, 2, 1))
-    rows.view(c, m // _TILE, _TILE).copy_(tiles.permute(1, 0, 2))
-    return dest
-
-
-def _exact_matmul(t: torch.Tensor) -> bool:
-    """Whether a matrix product of ``t``'s dtype and device runs in its own precision on CPU.
-
-    float64 always; float32 unless a reduced-precision setting (``torch.set_float32_
-    matmul_precision("medium")``, the ``fp32_precision`` switches: bf16 / tf32) may hand
-    it to a lower-precision kernel; no other dtype (half types accumulate differently).
-    """
-    if t.device.type != "cpu" or t.dtype not in (torch.float32, torch.float64):
-        return False
-    if t.dtype == torch.float64:
-        return True
-    if torch.get_float32_matmul_precision() != "highest":
-        return False
-    backends = torch.backends
-    mkldnn = getattr(backends, "mkldnn", None)
-    settings = (getattr(backends, "fp32_precision", None), getattr(mkldnn, "fp32_precision", None),
-                getattr(getattr(mkldnn, "matmul", None), "fp32_precision", None))
-    return all(value in (None, "none", "ieee") for value in settings)
-
-
-#: Channels per identity of :func:`_transpose_by_identity` (8 x 8: 8 multiply-adds per
-#: value). Storing the bench's in-image output (117 blocks of 8192 points x 64 channels,
-#: one thread, two interleaved runs): 4 / 8 / 16 / 32 channels 52 and 49 / 44 and 41 / 62
-#: and 44 / 77 and 87 ms, the direct copy 97 and 86 ms, a plain copy of contiguous rows 24
-#: and 19 ms.
-_IDENTITY_SIZE = 8
-
-_IDENTITIES: dict = {}  # (dtype, groups) -> (groups, size, size) expanded identity
-
-
-def _transpose_by_identity(rows: torch.Tensor, src: torch.Tensor, finite: bool = False) -> bool:
-    """``rows.copy_(src.t())`` as ``bmm(identity, src.t())``, channels in groups of
-    ``_IDENTITY_SIZE`` (8).
-
-    Exact where it runs: each output is ``1 * x`` plus products ``0 * y = +-0``, so ``x``
-    itself (a zero may come out as ``+0.0`` for ``-0.0``). It runs only when that holds:
-    ``src`` all finite (``0 * inf`` would be NaN; known to the caller, see
-    :func:`_table_bounded`, or checked by the sum, finite only if every value is), a
-    full-precision product (:func:`_exact_matmul`), C a multiple of the group size.
-    The bench's in-image output (234 blocks of 4096 points x 64 channels) stored this way
-    took 36-48 ms single-threaded against 54-58 ms by the direct copy.
-
-    Args:
-        rows: ``(C, M)`` destination with unit stride along M (a channels-first slice).
-        src: ``(M, C)`` contiguous.
-        finite: ``src`` is known to be all finite: no check (a sum over the block; for every
-            block, 18 ms in a profile of one single-threaded in-image forward).
-
-    Returns:
-        Whether it wrote ``rows`` (False: nothing written, the caller copies).
-    """
-    m, c = src.shape
-    size = _IDENTITY_SIZE
-    if c % size or m < size or not _exact_matmul(src):
-        return False
-    if not finite and not bool(torch.isfinite(src.sum())):
-        return False
-    groups = c // size
-    key = (src.dtype, groups)
-    eye = _IDENTITIES.get(key)
-    if eye is None:
-        eye = _IDENTITIES.setdefault(key, torch.eye(size, dtype=src.dtype).expand(groups, size, size))
-    torch.bmm(eye, src.view(m, groups, size).permute(1, 2, 0), out=rows.view(groups, size, m))
-    return True
-
-
-#: Largest |weight| of a block that :func:`_table_bounded` vouches for.
-_WEIGHT_BOUND = 4.0
-
-
-def _bounded(t: torch.Tensor, bound: float) -> bool:
-    """Whether every value of ``t`` lies in ``[-bound, bound]`` (False if any is NaN)."""
-    if not t.numel():
-        return True
-    low, high = torch.aminmax(t)
-    return bool(low >= -bound) and bool(high <= bound)
-
-
-def _table_bounded(table: torch.Tensor, num_taps: int) -> bool:
-    """Whether blocks of weighted sums of ``table`` rows are finite wherever their weights
-    lie within ``+-_WEIGHT_BOUND`` (all 1 for nearest), so that they need no check of their own.
-
-    One pass over the table per call, and only where the identity product can run: every
-    value within ``max / (2 K _WEIGHT_BOUND)`` of the dtype; then a block's sums of ``K``
-    such products are at most half the dtype's largest value (no inf, no NaN), rounding
-    included.
-    """
-    if table.shape[1] % _IDENTITY_SIZE or not _exact_matmul(table):
-        return False
-    return _bounded(table, torch.finfo(table.dtype).max / (2 * max(num_taps, 1) * _WEIGHT_BOUND))
-
-
-def _rows_of(src: torch.Tensor, dest: torch.Tensor, staging: torch.Tensor) -> torch.Tensor:
-    """``dest.copy_(src.t())``: a channels-first block ``(C, M)`` as contiguous rows ``(M, C)``.
-
-    The mirror of :func:`_copy_transposed` (same two tiled steps) for the backward pass,
-    which reads blocks of a channels-first output gradient. Any strides (an expanded
-    gradient of ``out.sum()`` has stride 0) take the direct copy.
-
-    Args:
-        src: ``(C, M)`` view.
-        dest: ``(M, C)`` contiguous.
-        staging: ``(>= M, C)`` contiguous scratch.
-
-    Returns:
-        ``dest``.
-    """
-    c, m = src.shape
-    if m % _TILE or src.stride(1) != 1:
-        return dest.copy_(src.t())
-    tiles = staging[:m].view(m // _TILE, c, _TILE)
-    tiles.copy_(src.reshape(c, m // _TILE, _TILE).permute(1, 0, 2))
-    dest.view(m // _TILE, _TILE, c).copy_(tiles.permute(0, 2, 1))
-    return dest
 
 
 @dataclass(frozen=True)
@@ -358,11 +213,11 @@ class Layout:
             ``dest``.
         """
         if self.positions is None:
-            return _rows_of(t[i, :, start:stop], dest, scratch)
+            return rows_of(t[i, :, start:stop], dest, scratch)
         c, m = t.shape[1], stop - start
         cols = scratch[m : 2 * m].view(c, m)
         torch.gather(t[i], 1, self.positions[i][start:stop].expand(c, m), out=cols)
-        return _rows_of(cols, dest, scratch)
+        return rows_of(cols, dest, scratch)
 
     def rows_into(self, t: torch.Tensor, i: int, start: int, stop: int, src: torch.Tensor,
                   scratch: torch.Tensor, finite: bool = False) -> None:
@@ -371,7 +226,7 @@ class Layout:
         ``src`` known to be finite)."""
         c, m = t.shape[1], stop - start
         cols = scratch[m : 2 * m].view(c, m)
-        _copy_transposed(cols.t(), src, scratch, finite)
+        copy_transposed(cols.t(), src, scratch, finite)
         t[i].scatter_(1, self.positions[i][start:stop].expand(c, m), cols)
 
 
@@ -381,7 +236,7 @@ def _block_points(c: int, num_taps: int, chunk: int | None = None) -> int:
     transposition tiles."""
     chunk = _CHUNK_ELEMENTS if chunk is None else chunk
     block = min(chunk // max(c * num_taps, 1), chunk // 4 // max(c, 1))
-    return max(_TILE, block // _TILE * _TILE)
+    return max(TILE, block // TILE * TILE)
 
 
 def _run_blocks(counts, c: int, num_taps: int, taps_of, make_state, block_work, shared: bool = False,
@@ -452,13 +307,13 @@ def gather_blocks(table, taps_of, num_taps: int, skip_weights: bool, counts, des
         dest_of: ``dest_of(i, start, stop)``: the ``(stop - start, C)`` destination view;
         store: or ``store(i, start, stop, rows, scratch, finite)``, called with the block's
             result ``rows`` ``(m, C)`` (contiguous), free contiguous scratch of ``(2 m, C)``
-            and whether ``rows`` are known to be finite (:func:`_table_bounded`).
+            and whether ``rows`` are known to be finite (:func:`table_bounded`).
     """
     c = table.shape[1]
-    bounded = _table_bounded(table, num_taps)
+    table_ok = table_bounded(table, num_taps)
 
     def block_work(scratch, i, start, stop, indices, weights):
-        finite = bounded and (skip_weights or _bounded(weights, _WEIGHT_BOUND))
+        finite = table_ok and (skip_weights or within_bound(weights, WEIGHT_BOUND))
         if store is None:
             weighted_rows(table, indices, weights, skip_weights, dest_of(i, start, stop), scratch, finite)
             return

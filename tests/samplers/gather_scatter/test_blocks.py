@@ -1,6 +1,7 @@
 """bevviz.samplers.gather_scatter.blocks: the blocked gather (block sizes, partial last
-blocks, the two-step transposition, worker threads), sparse layouts and the blocked
-scatter-add backward, against F.grid_sample and plain index arithmetic as oracles."""
+blocks, the two-step transposition and the identity product in use, worker threads), sparse
+layouts and the blocked scatter-add backward, against F.grid_sample and plain index
+arithmetic as oracles."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 
 from bevviz import threads
 from bevviz.samplers import gather_scatter as gs
-from bevviz.samplers.gather_scatter import blocks
+from bevviz.samplers.gather_scatter import blocks, transpose
 from bevviz.samplers.reference import MODES
 
 
@@ -92,7 +93,8 @@ def test_layout_gather_equals_index_arithmetic(sparse, dtype, monkeypatch):
     # blocks and tiles so every branch (tiled copy, partial block, scatter into the
     # sparse output) runs.
     monkeypatch.setattr(blocks, "_CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(blocks, "_TILE", 4)
+    monkeypatch.setattr(blocks, "TILE", 4)
+    monkeypatch.setattr(transpose, "TILE", 4)
     n, c, p, k, rows = 3, 5, 70, 4, 40
     table = torch.randn(rows, c, dtype=dtype, generator=torch.Generator().manual_seed(1))
     keep = torch.rand(n, p, generator=torch.Generator().manual_seed(2)) < 0.4
@@ -114,7 +116,8 @@ def test_scatter_blocks_is_the_adjoint_of_the_gather(sparse, skip_weights, monke
     # <gather(table), grad> == <table, scatter(grad)>, and the weights' gradient is
     # sum_c grad * table[idx[k]]: checked against autograd of plain index arithmetic.
     monkeypatch.setattr(blocks, "_CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(blocks, "_TILE", 4)
+    monkeypatch.setattr(blocks, "TILE", 4)
+    monkeypatch.setattr(transpose, "TILE", 4)
     n, c, p, k, rows = 2, 3, 90, 4, 25
     dtype = torch.float64
     table = torch.randn(rows, c, dtype=dtype, generator=torch.Generator().manual_seed(3))
@@ -152,8 +155,8 @@ def test_blocks_are_whole_tiles_and_cache_sized():
     for c in (1, 7, 64, 256, 4096):
         for k in (1, 4, 16):
             block = blocks._block_points(c, k)
-            assert block % blocks._TILE == 0 and block >= blocks._TILE
-            if block > blocks._TILE:  # only the minimum block may exceed the cache budget
+            assert block % blocks.TILE == 0 and block >= blocks.TILE
+            if block > blocks.TILE:  # only the minimum block may exceed the cache budget
                 assert block * c * k <= blocks._CHUNK_ELEMENTS
 
 
@@ -183,56 +186,6 @@ def test_bag_rows_is_the_weighted_sum_of_tap_rows(k, index_dtype, dtype):
                                rtol=0, atol=1e-6 if dtype == torch.float32 else 1e-12)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
-@pytest.mark.parametrize("c", [8, 24, 48])
-def test_transposition_by_identity_is_bit_exact(c, dtype):
-    # Into a channels-first slice (a row stride longer than the block): every value's bits,
-    # subnormals and extremes included; a zero may only change its sign.
-    m, p = 96, 200
-    src = torch.randn(m, c, dtype=dtype, generator=torch.Generator().manual_seed(9))
-    info = torch.finfo(dtype)
-    src[0, :4] = torch.tensor([info.tiny / 8, -info.tiny / 3, info.max, -info.max / 7], dtype=dtype)
-    src[1, :2] = torch.tensor([0.0, -0.0], dtype=dtype)
-    out = torch.full((c, p), 7.0, dtype=dtype)
-    assert blocks._transpose_by_identity(out[:, 50 : 50 + m], src)
-    bits = torch.int32 if dtype == torch.float32 else torch.int64
-    got, want = out[:, 50 : 50 + m], src.t()
-    same = (got.view(bits) == want.view(bits)) | ((got == 0) & (want == 0))
-    assert bool(same.all()), int((~same).sum())
-    assert bool((out[:, :50] == 7).all() and (out[:, 50 + m :] == 7).all())  # nothing else written
-
-
-def test_transposition_by_identity_declines_what_it_cannot_do_exactly(monkeypatch):
-    rows = torch.empty(16, 64)
-    src = torch.randn(64, 16, generator=torch.Generator().manual_seed(10))
-    for bad in (float("inf"), float("nan")):  # 0 * inf would spread NaN across channels
-        poisoned = src.clone()
-        poisoned[5, 3] = bad
-        assert not blocks._transpose_by_identity(rows, poisoned)
-    assert not blocks._transpose_by_identity(torch.empty(12, 64), torch.randn(64, 12))  # C % 8
-    assert not blocks._transpose_by_identity(rows.half(), src.half())
-    monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "medium")  # bf16 allowed
-    assert not blocks._exact_matmul(src) and blocks._exact_matmul(src.double())
-    assert not blocks._transpose_by_identity(rows, src)
-
-
-def test_a_bounded_table_vouches_for_its_blocks_and_nothing_else():
-    # Bounded table (per call) + bounded weights (per block): the block's sums are finite
-    # without reading them; anything else is checked by the block's own sum.
-    table = torch.randn(40, 16, generator=torch.Generator().manual_seed(13))
-    assert blocks._table_bounded(table, 16) and blocks._table_bounded(table.double(), 4)
-    assert not blocks._table_bounded(table[:, :12], 4)  # no identity product at C = 12
-    for bad in (float("inf"), float("nan"), torch.finfo(torch.float32).max / 10):
-        poisoned = table.clone()
-        poisoned[7, 2] = bad
-        assert not blocks._table_bounded(poisoned, 4)
-    weights = torch.rand(16, 30, generator=torch.Generator().manual_seed(14)) * 2 - 1
-    assert blocks._bounded(weights, blocks._WEIGHT_BOUND)
-    weights[3, 4] = float("nan")
-    assert not blocks._bounded(weights, blocks._WEIGHT_BOUND)
-    assert not blocks._bounded(torch.tensor([0.5, -5.0]), blocks._WEIGHT_BOUND)
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_grid_sample_with_and_without_identity_transposition_agree_exactly(mode, monkeypatch, matches, tolerance):
     # C = 32 with whole tiles: the identity product stores the blocks; with it refused, the
@@ -243,16 +196,16 @@ def test_grid_sample_with_and_without_identity_transposition_agree_exactly(mode,
     x[1, 5, 4, 6] = float("inf")
     g = torch.rand(2, 16, 24, 2, generator=torch.Generator().manual_seed(12)) * 2.2 - 1.1
     taken = []
-    real = blocks._transpose_by_identity
+    real = transpose.transpose_by_identity
 
     def spy(rows, src, finite=False):
         taken.append(real(rows, src, finite))
         return taken[-1]
 
-    monkeypatch.setattr(blocks, "_transpose_by_identity", spy)
+    monkeypatch.setattr(transpose, "transpose_by_identity", spy)
     fast = gs.grid_sample(x, g, mode)
     assert True in taken and False in taken  # finite blocks by the product, the inf's by the copy
-    monkeypatch.setattr(blocks, "_transpose_by_identity", lambda rows, src, finite=False: False)
+    monkeypatch.setattr(transpose, "transpose_by_identity", lambda rows, src, finite=False: False)
     plain = gs.grid_sample(x, g, mode)
     assert torch.equal(torch.isnan(fast), torch.isnan(plain))
     assert torch.equal(fast.nan_to_num(3.0), plain.nan_to_num(3.0))
@@ -263,10 +216,10 @@ def test_grid_sample_with_and_without_identity_transposition_agree_exactly(mode,
         x = _features(2, 32, 9, 11, torch.float32, seed=15)
         x[0, :, 3:6] = big
         taken.clear()
-        monkeypatch.setattr(blocks, "_transpose_by_identity", spy)
+        monkeypatch.setattr(transpose, "transpose_by_identity", spy)
         fast = gs.grid_sample(x, g, mode)
-        assert blocks._table_bounded(gs.feature_table(x), 16) == bounded and True in taken
-        monkeypatch.setattr(blocks, "_transpose_by_identity", lambda rows, src, finite=False: False)
+        assert transpose.table_bounded(gs.feature_table(x), 16) == bounded and True in taken
+        monkeypatch.setattr(transpose, "transpose_by_identity", lambda rows, src, finite=False: False)
         plain = gs.grid_sample(x, g, mode)
         assert torch.equal(torch.isnan(fast), torch.isnan(plain))
         assert torch.equal(fast.nan_to_num(3.0), plain.nan_to_num(3.0))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bevviz import threads
 from bevviz.samplers import gather_scatter as gs
-from bevviz.samplers.gather_scatter import blocks, engine, rounding, taps
+from bevviz.samplers.gather_scatter import blocks, engine, rounding, taps, transpose
 from bevviz.samplers.reference import MODES, PADDING_MODES
 
 DTYPES = [torch.float32, torch.float64]
@@ -191,7 +191,8 @@ def test_sparse_and_dense_zeros_paths_match_grid_sample(path, mode, align_corner
                                                         monkeypatch, edge_grid, matches,
                                                         tolerance):
     # Tiles of 4 points so small grids have many; force one path and check it was taken.
-    monkeypatch.setattr(blocks, "_TILE", 4)
+    monkeypatch.setattr(blocks, "TILE", 4)
+    monkeypatch.setattr(transpose, "TILE", 4)
     monkeypatch.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
     calls = []
     sparse = blocks._sparse_gather_blocks
@@ -437,7 +438,8 @@ def test_property_sparse_zeros_path_matches_grid_sample(case, mode, tile):
     x, g, align_corners = case
     expected = _oracle(x, g, mode, "zeros", align_corners)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(blocks, "_TILE", tile)
+        mp.setattr(blocks, "TILE", tile)
+        mp.setattr(transpose, "TILE", tile)
         mp.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0)
         out = gs.grid_sample(x, g, mode, "zeros", align_corners)
     tol = 0.0 if mode == "nearest" else TOL[x.dtype]
@@ -590,7 +592,8 @@ def _grads(fn, x, g, mode, padding_mode, align_corners, grad_out=None, wrt=(True
 def _force_path(mp, path, tile=4):
     """Transposition tiles of ``tile`` points (blocks are whole tiles); the sparse zeros
     path forced, or never taken."""
-    mp.setattr(blocks, "_TILE", tile)
+    mp.setattr(blocks, "TILE", tile)
+    mp.setattr(transpose, "TILE", tile)
     mp.setattr(engine, "_SPARSE_MAX_FRACTION", 1.0 if path == "sparse" else -1.0)
 
 
