@@ -14,8 +14,9 @@ and folders whose every file it may read) and passes each output path through
 
 Before any work, :func:`writable_file` also refuses an output file whose folder does not exist
 or that is a folder itself: a check of minutes must not end in an error about a temporary
-file it could never have written. What is refused is then never opened for writing; what is written goes through
-:func:`bevviz.io.atomic.atomic_write` (a temporary file beside the target, renamed over it),
+file it could never have written. What is refused is then never opened for writing; what is
+written goes through :func:`bevviz.io.atomic.atomic_write` (a temporary file beside the
+target, renamed over it),
 so even a path the rule cannot see (a hard link to a file deep in a dataroot, which no
 command lists) has its old content replaced as a new file, never overwritten in place.
 """
