@@ -16,9 +16,9 @@ Before any work, :func:`writable_file` also refuses an output file whose folder 
 or that is a folder itself: a check of minutes must not end in an error about a temporary
 file it could never have written. What is refused is then never opened for writing; what is
 written goes through :func:`bevviz.io.atomic.atomic_write` (a temporary file beside the
-target, renamed over it),
-so even a path the rule cannot see (a hard link to a file deep in a dataroot, which no
-command lists) has its old content replaced as a new file, never overwritten in place.
+target, renamed over it), so even a path the rule cannot see (a hard link to a file deep in a
+dataroot, which no command lists) has its old content replaced as a new file, never
+overwritten in place.
 """
 
 from __future__ import annotations
