@@ -89,8 +89,8 @@ def test_check_of_an_empty_scan_says_so_and_writes_strict_json(tmp_path, capsys)
     folder = tmp_path / "tri"
     shutil.copytree(SAMPLE / "real_tri", folder)
     np.save(folder / "lidar_ego.npy", np.zeros((0, 4), np.float32))
-    j = tmp_path / "c.json"
-    assert main(["check", str(folder), "--no-estimate", "--json", str(j)]) == 0  # nothing to judge is no fault
+    j, h = tmp_path / "c.json", tmp_path / "c.html"
+    assert main(["check", str(folder), "--no-estimate", "--json", str(j), "--html", str(h)]) == 0  # no fault
     out = capsys.readouterr().out
     assert "note: the LiDAR scan holds no points" in out and "inf" not in out
     assert "flagged: none (6 of 6 cameras inconclusive: not judged)" in out
@@ -100,6 +100,7 @@ def test_check_of_an_empty_scan_says_so_and_writes_strict_json(tmp_path, capsys)
     assert all(c["verdict"] == "inconclusive" and c["offset_deg"] is None and c["uncertainty_deg"] is None
                for c in doc["cameras"])
     assert doc["flagged"] == [] and sorted(doc["unjudged"]) == sorted(c["camera"] for c in doc["cameras"])
+    assert "Nothing flagged.</b> <span class='inconclusive'>6 of 6 cameras inconclusive: not judged" in h.read_text()
 
 
 @needs_sample

@@ -204,8 +204,11 @@ def check_html(report: CheckReport, images: Mapping[str, np.ndarray] | None = No
     flagged = report.flagged(strict)
     src = report.source
     where = " · ".join(str(src[k]) for k in ("path", "version", "scene", "sample") if src.get(k) is not None)
-    status = (f"<p><b class='miscalibrated'>Flagged: {html.escape(', '.join(flagged))}</b></p>" if flagged
-              else "<p><b class='ok'>Nothing flagged.</b></p>")
+    unjudged = report.unjudged(strict)
+    tail = (f" <span class='inconclusive'>{len(unjudged)} of {len(report.cameras)} cameras inconclusive: not "
+            f"judged ({html.escape(', '.join(unjudged))}).</span>" if unjudged else "")
+    status = (f"<p><b class='miscalibrated'>Flagged: {html.escape(', '.join(flagged))}</b>{tail}</p>" if flagged
+              else f"<p><b class='ok'>Nothing flagged.</b>{tail}</p>")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in report.notes)
     conv = report.conventions
     verdict = "consistent" if conv.ok else "<span class=miscalibrated>the stored reading is not the best</span>"
