@@ -93,7 +93,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -116,6 +115,8 @@ from bevviz.timing import (
     forward_backward_timers,
     huge_pages_state,
     keep_freed_memory,
+    machine_info,
+    machine_line,
     peak_rss_mb,
     pin_threads,
     process_usage,
@@ -136,11 +137,6 @@ CONFIGS = {
 TARGETS = {"gather_scatter_max_ratio": 1.0, "lut_min_speedup": 30.0, "lut_max_abs_diff": 1e-5,
            "dropin_max_ratio": 1.0, "dropin_in_image_max_ratio": 1.0, "dropin_backward_max_ratio": 2.0}
 QUICK_VERDICT = "n/a (quick)"
-#: Vector-ISA flags reported when the CPU has them (x86 ``/proc/cpuinfo`` names; ARM ``asimd``/``sve``).
-ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-             "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "asimd", "sve", "sve2")
-#: Environment variables that set thread counts, reported as found.
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
 MALLOC_KEPT = "freed memory kept (M_MMAP_MAX=0, M_TRIM_THRESHOLD=2 GiB)"
 
 
@@ -166,73 +162,6 @@ def verdict(stats: PairStats, limit: float, kind: str, quick: bool, extra_ok: bo
 
 # --------------------------------------------------------------------------- machine
 
-def _cpuinfo() -> tuple[str, set[str]]:
-    """CPU model name and feature flags from ``/proc/cpuinfo`` (Linux; else the platform's)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:  # not Linux
-        return platform.processor() or platform.machine(), set()
-    model = re.search(r"^(?:model name|Hardware|CPU part)\s*:\s*(.+)$", text, re.M)
-    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
-    return (model.group(1).strip() if model else platform.machine()), set(flags.group(1).split() if flags else ())
-
-
-def _config_line(text: str, pattern: str) -> str | None:
-    """The first match of ``pattern`` (its group 1) in torch's build/parallel description."""
-    m = re.search(pattern, text, re.M)
-    return m.group(1).strip() if m else None
-
-
-def machine_info(default_threads: int | None = None) -> dict:
-    """What a ratio of this run depends on, as found (see the module docstring).
-
-    Args:
-        default_threads: torch's intra-op thread count before the bench set its own (None:
-            not known).
-
-    Returns:
-        JSON-ready dict: ``cpu_model``, ``isa`` (the :data:`ISA_FLAGS` the CPU has),
-        ``cpus``, ``cpus_usable`` (affinity), ``machine``, ``cpu_capability`` (torch's
-        kernel: DEFAULT/AVX2/AVX512/...), ``threads``, ``threads_default``,
-        ``interop_threads``, ``thread_env``, ``torch``, ``parallel_backend``, ``openmp``,
-        ``mkl``, ``mkldnn``.
-    """
-    model, flags = _cpuinfo()
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        usable = os.cpu_count()
-    parallel = torch.__config__.parallel_info()
-    build = torch.__config__.show()
-    return {
-        "cpu_model": model, "isa": [f for f in ISA_FLAGS if f in flags], "cpus": os.cpu_count(),
-        "cpus_usable": usable, "machine": platform.machine(),
-        "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
-        "threads": torch.get_num_threads(), "threads_default": default_threads,
-        "interop_threads": torch.get_num_interop_threads(),
-        "thread_env": {k: os.environ[k] for k in THREAD_ENV if k in os.environ},
-        "torch": torch.__version__,
-        "parallel_backend": _config_line(parallel, r"^ATen parallel backend:\s*(.+)$"),
-        "openmp": _config_line(parallel, r"^(OpenMP [^\n]+)$"),
-        "mkl": (_config_line(build, r"Math Kernel Library Version ([\w.]+)") or "available")
-        if torch.backends.mkl.is_available() else None,
-        "mkldnn": (_config_line(build, r"MKL-DNN (v[\w.]+)") or "available")
-        if torch.backends.mkldnn.is_available() else None,
-    }
-
-
-def machine_line(m: dict) -> str:
-    """One line of :func:`machine_info` for the report."""
-    default = m.get("threads_default")
-    env = ", ".join(f"{k}={v}" for k, v in m.get("thread_env", {}).items()) or "no thread variables set"
-    return (f"machine: {m['cpu_model']} ({m['machine']}, {m['cpus']} CPUs, {m['cpus_usable']} usable), "
-            f"ISA {' '.join(m['isa']) or 'none of ' + '/'.join(ISA_FLAGS[:3])}; torch {m['torch']} "
-            f"kernels {m['cpu_capability']}; {m['threads']} intra-op threads"
-            f"{'' if default is None else f' (torch default {default})'}, {m['interop_threads']} inter-op; "
-            f"{env}; {m['parallel_backend']} backend, {m['openmp']}; MKL {m['mkl'] or 'none'}, "
-            f"oneDNN {m['mkldnn'] or 'none'}")
-
-
 # --------------------------------------------------------------------------- benchmark
 
 def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc: str = "as found",
@@ -255,7 +184,6 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
     usage_start = process_usage()
     cfg = dict(CONFIGS["quick" if quick else "default"])
     rounds = int(repeats or cfg["rounds"])
-    alternations = cfg["alternations"]
     dropin = (rounds, cfg["dropin_alternations"])
     info = (min(rounds, cfg["info"][0]), cfg["info"][1])
     rig = nuscenes_like_rig()
@@ -264,58 +192,20 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
     C = cfg["channels"]
     feats = torch.randn(len(rig), C, hf, wf, generator=torch.Generator().manual_seed(0))
     H, W = grid.shape
-    config = {
-        "quick": quick, "cameras": len(rig), "channels": C, "feature_size": [hf, wf],
-        "bev": [H, W], "pillar_points": grid.num_z, "rounds": rounds, "alternations": alternations,
-        "dropin_alternations": dropin[1],
-        "info_rounds": list(info),
-        "dtype": "float32", "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "cpus": os.cpu_count(), "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
-        "machine": platform.machine(), "python": platform.python_version(), "malloc": malloc,
-        "huge_pages": huge_pages_state(), "machine_info": machine_info(default_threads),
-    }
-    try:
-        config["load_average_start"] = list(os.getloadavg())
-    except OSError:  # pragma: no cover
-        pass
+    config = _config(quick, cfg, rounds, dropin, info, (len(rig), C, hf, wf, H, W, grid.num_z), malloc,
+                     default_threads)
     log(f"bevviz bench: {len(rig)} cameras, features {C} x {hf} x {wf}, BEV {H} x {W} x {grid.num_z} "
-        f"points, float32, {rounds} interleaved rounds of {alternations} (drop-in forward: {dropin[1]}), torch "
-        f"{torch.__version__} pinned to "
-        f"{config['threads']} threads")
+        f"points, float32, {rounds} interleaved rounds of {cfg['alternations']} (drop-in forward: {dropin[1]}), "
+        f"torch {torch.__version__} pinned to {config['threads']} threads")
     log(machine_line(config["machine_info"]))
 
     table = build_lut(rig, grid, (hf, wf))
     g = bev_geometry(rig, grid).grid.to(torch.float32).reshape(len(rig), grid.num_z * H, W, 2)
     g_in = torch.rand(g.shape, generator=torch.Generator().manual_seed(1)) * 2 - 1
-    bil = DeformableConfig(kernel_size=3, rounding="bilinear")
-
-    def pipe(variant: SamplerVariant) -> Callable:
-        kw = variant.options(kernel_size=3, lut=table)
-        return lambda f: bev_features(f, rig, grid, variant.sampler, **kw).features
-
-    def deformable_dense(f):
-        geom = bev_geometry(rig, grid)
-        w, _, _ = point_weights(geom.valid)
-        return deformable_bev_reference(f, geom.grid, w, bil)
-
-    pipelines = {v.key: pipe(v) for v in BEV_VARIANTS}
-    # name -> (forward, differentiable)
-    entries: dict[str, tuple[Callable, bool]] = {
-        **{k: (fn, True) for k, fn in pipelines.items() if k != "lut_pipeline"},
-        "deformable_reference": (deformable_dense, True),
-        "lut_build": (lambda f: build_lut(rig, grid, (hf, wf)), False),
-        **{f"lut_apply_{m}": (lambda f, m=m: table.apply(f, method=m), True) for m in LUT_METHODS},
-        "lut_pipeline": (pipelines["lut_pipeline"], True),
-        "F.grid_sample": (lambda f: torch.nn.functional.grid_sample(f, g, align_corners=False), True),
-        "gather_scatter.grid_sample": (lambda f: gs.grid_sample(f, g, align_corners=False), True),
-        # Informational: a grid of the same shape entirely inside the image (no target).
-        "F.grid_sample[in-image]": (
-            lambda f: torch.nn.functional.grid_sample(f, g_in, align_corners=False), False),
-        "gather_scatter.grid_sample[in-image]": (lambda f: gs.grid_sample(f, g_in, align_corners=False), False),
-    }
+    entries = _entries(rig, grid, table, (hf, wf), g, g_in)
+    full = (rounds, cfg["alternations"])
     # (baseline, candidates, forward schedule, backward schedule): the targets' groups first;
     # a schedule is (rounds, alternations per round), None for not timed.
-    full = (rounds, alternations)
     groups = [
         ("reference", ["gather_scatter", f"lut_apply_{table.method}", "lut_pipeline"], full, info),
         ("F.grid_sample", ["gather_scatter.grid_sample"], dropin, full),
@@ -330,6 +220,92 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
         log("  warm-up and outputs ...")
         for name, (fn, _) in entries.items():
             outputs[name] = fn(feats)
+    measured = _timed(entries, groups, feats, log)
+    usage_timed = process_usage()
+    log("  peak memory ...")
+    results, pairs = _results(entries, measured, feats)
+    results["lut_build"].update(nnz=table.nnz, ell_slots=int(table.ell[0].shape[1]))
+    best = table.method  # what table.apply(features) runs
+    results["lut_apply"] = dict(results[f"lut_apply_{best}"], method=best)
+    pairs["lut_apply"] = pairs[f"lut_apply_{best}"]
+    diffs = _diffs(outputs, feats, rig, grid, best)
+
+    targets = _targets(measured, results, diffs, best, quick)
+    targets["bev_grid_inside_fraction"] = float((g.abs() <= 1).all(-1).float().mean())
+    try:
+        config["load_average_end"] = list(os.getloadavg())
+    except OSError:  # pragma: no cover
+        pass
+    usage_end = process_usage()
+    process = {k: usage_end[k] - usage_start[k] for k in usage_end}
+    process["timings"] = {k: usage_timed[k] - usage_start[k] for k in usage_end}
+    return {"config": config, "results": results, "pairs": pairs, "max_abs_diff": diffs, "targets": targets,
+            "process": process}
+
+
+def _config(quick: bool, cfg: dict, rounds: int, dropin: tuple[int, int], info: tuple[int, int], sizes: tuple,
+            malloc: str, default_threads: int | None) -> dict:
+    """The report's ``config``: sizes, schedules, versions, threads and the machine, as found."""
+    n_cam, C, hf, wf, H, W, num_z = sizes
+    config = {
+        "quick": quick, "cameras": n_cam, "channels": C, "feature_size": [hf, wf],
+        "bev": [H, W], "pillar_points": num_z, "rounds": rounds, "alternations": cfg["alternations"],
+        "dropin_alternations": dropin[1],
+        "info_rounds": list(info),
+        "dtype": "float32", "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(), "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
+        "machine": platform.machine(), "python": platform.python_version(), "malloc": malloc,
+        "huge_pages": huge_pages_state(), "machine_info": machine_info(default_threads),
+    }
+    try:
+        config["load_average_start"] = list(os.getloadavg())
+    except OSError:  # pragma: no cover
+        pass
+    return config
+
+
+def _entries(rig, grid: BEVGrid, table, feature_size: tuple[int, int], g: torch.Tensor,
+             g_in: torch.Tensor) -> dict[str, tuple[Callable, bool]]:
+    """Name -> (forward of the features, differentiable): every pipeline, sampler and LUT step timed.
+
+    Args:
+        rig: The rig.
+        grid: The BEV grid.
+        table: Its lookup table (:func:`bevviz.samplers.lut.build_lut`).
+        feature_size: ``(H_f, W_f)`` of the features.
+        g: ``(N_cam, Z * H, W, 2)`` the BEV grid's sampling coordinates, float32.
+        g_in: The same shape, every point inside the image.
+    """
+    bil = DeformableConfig(kernel_size=3, rounding="bilinear")
+
+    def pipe(variant: SamplerVariant) -> Callable:
+        kw = variant.options(kernel_size=3, lut=table)
+        return lambda f: bev_features(f, rig, grid, variant.sampler, **kw).features
+
+    def deformable_dense(f):
+        geom = bev_geometry(rig, grid)
+        w, _, _ = point_weights(geom.valid)
+        return deformable_bev_reference(f, geom.grid, w, bil)
+
+    pipelines = {v.key: pipe(v) for v in BEV_VARIANTS}
+    return {
+        **{k: (fn, True) for k, fn in pipelines.items() if k != "lut_pipeline"},
+        "deformable_reference": (deformable_dense, True),
+        "lut_build": (lambda f: build_lut(rig, grid, feature_size), False),
+        **{f"lut_apply_{m}": (lambda f, m=m: table.apply(f, method=m), True) for m in LUT_METHODS},
+        "lut_pipeline": (pipelines["lut_pipeline"], True),
+        "F.grid_sample": (lambda f: torch.nn.functional.grid_sample(f, g, align_corners=False), True),
+        "gather_scatter.grid_sample": (lambda f: gs.grid_sample(f, g, align_corners=False), True),
+        # Informational: a grid of the same shape entirely inside the image (no target).
+        "F.grid_sample[in-image]": (
+            lambda f: torch.nn.functional.grid_sample(f, g_in, align_corners=False), False),
+        "gather_scatter.grid_sample[in-image]": (lambda f: gs.grid_sample(f, g_in, align_corners=False), False),
+    }
+
+
+def _timed(entries: dict, groups: list, feats: torch.Tensor, log) -> dict[str, dict[str, dict]]:
+    """Phase (forward, backward) -> entry -> its samples, faults and, for a candidate, its
+    :class:`PairStats` against its group's baseline: every group timed in interleaved rounds."""
     timers = {name: forward_backward_timers(fn, feats) for name, (fn, _) in entries.items()}
     measured: dict[str, dict[str, dict]] = {"forward": {}, "backward": {}}
     for phase in ("forward", "backward"):
@@ -355,8 +331,12 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
                 measured[phase][n]["pair"] = PairStats.of(*({k: res[k][m] for k in ("samples", "round_min")}
                                                             for m in (n, base)))
                 measured[phase][n]["base"] = base
-    usage_timed = process_usage()
-    log("  peak memory ...")
+    return measured
+
+
+def _results(entries: dict, measured: dict, feats: torch.Tensor) -> tuple[dict, dict]:
+    """(results, pairs): per entry its timing summaries, peak memory and ratios; per candidate
+    its pairs' statistics (JSON-ready)."""
     results: dict[str, dict] = {}
     pairs: dict[str, dict] = {}
     for name, (fn, diff) in entries.items():
@@ -379,11 +359,12 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
         if "ratio" in res:
             res["speedup"] = 1.0 / res["ratio"]
         results[name] = res
-    results["lut_build"].update(nnz=table.nnz, ell_slots=int(table.ell[0].shape[1]))
-    best = table.method  # what table.apply(features) runs
-    results["lut_apply"] = dict(results[f"lut_apply_{best}"], method=best)
-    pairs["lut_apply"] = pairs[f"lut_apply_{best}"]
+    return results, pairs
 
+
+def _diffs(outputs: dict, feats: torch.Tensor, rig, grid: BEVGrid, best: str) -> dict[str, float]:
+    """Max |diff| of every candidate's output against its reference (and the deformable
+    floor's mean and relative RMS error)."""
     ref = outputs["reference"]
     d_ref = outputs["deformable_reference"]
     diffs = {
@@ -405,18 +386,7 @@ def run_bench(quick: bool = False, repeats: int | None = None, log=print, malloc
         d_one = bev_features(feats, rig, grid, "deformable", deformable=DeformableConfig(kernel_size=1)).features
     diffs["deformable_k1_vs_reference"] = float((d_one - ref).abs().max())
     diffs["lut_apply"] = diffs[f"lut_apply_{best}"]
-
-    targets = _targets(measured, results, diffs, best, quick)
-    targets["bev_grid_inside_fraction"] = float((g.abs() <= 1).all(-1).float().mean())
-    try:
-        config["load_average_end"] = list(os.getloadavg())
-    except OSError:  # pragma: no cover
-        pass
-    usage_end = process_usage()
-    process = {k: usage_end[k] - usage_start[k] for k in usage_end}
-    process["timings"] = {k: usage_timed[k] - usage_start[k] for k in usage_end}
-    return {"config": config, "results": results, "pairs": pairs, "max_abs_diff": diffs, "targets": targets,
-            "process": process}
+    return diffs
 
 
 def _targets(measured: dict, results: dict, diffs: dict, lut_method: str, quick: bool) -> dict:

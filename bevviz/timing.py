@@ -4,7 +4,8 @@ The machinery under :mod:`bevviz.bench`, with nothing of bevviz in it: :func:`ke
 and :func:`pin_threads` set the process up; :func:`peak_rss_mb` and :func:`backward_once`
 measure one call; :func:`time_group` times a baseline and its candidates in interleaved
 rounds and :class:`PairStats` turns two members of a group into a ratio of minima with the
-spread of the rounds' ratios. Why each of these is done so: the docstring of
+spread of the rounds' ratios; :func:`machine_info` says what a ratio depends on (CPU, vector
+ISA, threads, torch's kernels and libraries). Why each of these is done so: the docstring of
 :mod:`bevviz.bench`.
 
 Convention:
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import platform
 import re
 import resource
 import statistics
@@ -29,8 +31,8 @@ import torch
 
 __all__ = [
     "HUGE_PAGES_ENV", "MAX_CALLS_PER_SAMPLE", "PairStats", "backward_once", "calls_per_sample",
-    "forward_backward_peak_mb", "forward_backward_timers", "huge_pages_state", "keep_freed_memory", "peak_rss_mb",
-    "pin_threads", "process_usage", "summary", "time_group",
+    "forward_backward_peak_mb", "forward_backward_timers", "huge_pages_state", "keep_freed_memory", "machine_info",
+    "machine_line", "peak_rss_mb", "pin_threads", "process_usage", "summary", "time_group", "ISA_FLAGS", "THREAD_ENV",
 ]
 
 #: Most calls one sample of a fast entry averages over (see "Equal windows" in bevviz.bench).
@@ -258,3 +260,79 @@ def summary(measured: dict, prefix: str) -> dict:
     return {f"{prefix}_s": statistics.median(samples), f"{prefix}_min_s": min(samples),
             f"{prefix}_max_s": max(samples), f"{prefix}_times_s": samples,
             f"{prefix}_faults_per_call": statistics.median(measured["faults"])}
+
+
+# --------------------------------------------------------------------------- the machine
+
+#: Vector-ISA flags reported when the CPU has them (x86 ``/proc/cpuinfo`` names; ARM ``asimd``/``sve``).
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+             "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "asimd", "sve", "sve2")
+#: Environment variables that set thread counts, reported as found.
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOMP_CPU_AFFINITY", "KMP_AFFINITY")
+
+
+def _cpuinfo() -> tuple[str, set[str]]:
+    """CPU model name and feature flags from ``/proc/cpuinfo`` (Linux; else the platform's)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:  # not Linux
+        return platform.processor() or platform.machine(), set()
+    model = re.search(r"^(?:model name|Hardware|CPU part)\s*:\s*(.+)$", text, re.M)
+    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
+    return (model.group(1).strip() if model else platform.machine()), set(flags.group(1).split() if flags else ())
+
+
+def _config_line(text: str, pattern: str) -> str | None:
+    """The first match of ``pattern`` (its group 1) in torch's build/parallel description."""
+    m = re.search(pattern, text, re.M)
+    return m.group(1).strip() if m else None
+
+
+def machine_info(default_threads: int | None = None) -> dict:
+    """What a ratio of this run depends on, as found (see the module docstring).
+
+    Args:
+        default_threads: torch's intra-op thread count before the bench set its own (None:
+            not known).
+
+    Returns:
+        JSON-ready dict: ``cpu_model``, ``isa`` (the :data:`ISA_FLAGS` the CPU has),
+        ``cpus``, ``cpus_usable`` (affinity), ``machine``, ``cpu_capability`` (torch's
+        kernel: DEFAULT/AVX2/AVX512/...), ``threads``, ``threads_default``,
+        ``interop_threads``, ``thread_env``, ``torch``, ``parallel_backend``, ``openmp``,
+        ``mkl``, ``mkldnn``.
+    """
+    model, flags = _cpuinfo()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count()
+    parallel = torch.__config__.parallel_info()
+    build = torch.__config__.show()
+    return {
+        "cpu_model": model, "isa": [f for f in ISA_FLAGS if f in flags], "cpus": os.cpu_count(),
+        "cpus_usable": usable, "machine": platform.machine(),
+        "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
+        "threads": torch.get_num_threads(), "threads_default": default_threads,
+        "interop_threads": torch.get_num_interop_threads(),
+        "thread_env": {k: os.environ[k] for k in THREAD_ENV if k in os.environ},
+        "torch": torch.__version__,
+        "parallel_backend": _config_line(parallel, r"^ATen parallel backend:\s*(.+)$"),
+        "openmp": _config_line(parallel, r"^(OpenMP [^\n]+)$"),
+        "mkl": (_config_line(build, r"Math Kernel Library Version ([\w.]+)") or "available")
+        if torch.backends.mkl.is_available() else None,
+        "mkldnn": (_config_line(build, r"MKL-DNN (v[\w.]+)") or "available")
+        if torch.backends.mkldnn.is_available() else None,
+    }
+
+
+def machine_line(m: dict) -> str:
+    """One line of :func:`machine_info` for the report."""
+    default = m.get("threads_default")
+    env = ", ".join(f"{k}={v}" for k, v in m.get("thread_env", {}).items()) or "no thread variables set"
+    return (f"machine: {m['cpu_model']} ({m['machine']}, {m['cpus']} CPUs, {m['cpus_usable']} usable), "
+            f"ISA {' '.join(m['isa']) or 'none of ' + '/'.join(ISA_FLAGS[:3])}; torch {m['torch']} "
+            f"kernels {m['cpu_capability']}; {m['threads']} intra-op threads"
+            f"{'' if default is None else f' (torch default {default})'}, {m['interop_threads']} inter-op; "
+            f"{env}; {m['parallel_backend']} backend, {m['openmp']}; MKL {m['mkl'] or 'none'}, "
+            f"oneDNN {m['mkldnn'] or 'none'}")

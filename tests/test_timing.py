@@ -67,3 +67,13 @@ def test_huge_pages_state_says_what_the_switch_and_the_kernel_say(monkeypatch, t
     assert timing.huge_pages_state() == "torch THP allocations off (kernel: madvise)"
     monkeypatch.setattr(timing, "_THP_SETTING", tmp_path / "missing")
     assert timing.huge_pages_state().endswith("(kernel: unavailable)")
+
+
+def test_machine_info_reads_what_torch_and_the_cpu_report(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    info = timing.machine_info(default_threads=7)
+    assert info["threads_default"] == 7 and info["thread_env"]["OMP_NUM_THREADS"] == "3"
+    assert info["cpu_capability"] == str(torch.backends.cpu.get_cpu_capability())
+    assert info["torch"] == torch.__version__ and info["interop_threads"] == torch.get_num_interop_threads()
+    line = timing.machine_line(info)
+    assert "OMP_NUM_THREADS=3" in line and "(torch default 7)" in line and info["cpu_model"] in line
