@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import json
 import os
@@ -176,7 +177,8 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @click.option("--version", "version", default="v1.0-mini", show_default=True, metavar="NAME",
               help="nuScenes: the table folder under the dataroot.")
 @click.option("--sample", metavar="TOKEN", help="nuScenes: the sample token (default: the first sample).")
-@click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON (schema: docs/audit.md).")
+@click.option("--json", "json_path", metavar="PATH",
+              help="Write the report as JSON (schema: docs/audit.md); '-': to stdout, instead of the table.")
 @click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML page with the figures.")
 @click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
 @click.option("--write-fixed", "fixed_path", metavar="PATH",
@@ -244,25 +246,32 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
                        frames=frames, more=sources[1:], scans=scans)
     scene.require_images("--images" if Path(scene.source.get("path", "")).is_file() else "SOURCE")  # JSON rig?
     reads = check_reads(sources, images, scene, scans)
-    for field, path in (("--json", json_path), ("--html", html_path), ("--write-fixed", fixed_path)):
+    to_stdout = json_path == "-"
+    for field, path in (("--json", None if to_stdout else json_path), ("--html", html_path),
+                        ("--write-fixed", fixed_path)):
         if path:  # refused before the check runs: nothing is computed for an output that cannot be written
             refuse_input_as_output(field, writable_file(field, path), reads)
-    if json_path and html_path and Path(json_path).resolve() == Path(html_path).resolve():
+    if json_path and html_path and not to_stdout and Path(json_path).resolve() == Path(html_path).resolve():
         raise InputError(f"field '--html': {html_path!r} is the --json file too; write them apart",
                          "--html", html_path)
     doctor = Doctor(scene, settings)
     with _progress_bar(doctor) as progress:
         report = doctor.check(progress)
-    _print_check(report, strict)
+    say = functools.partial(click.echo, err=to_stdout)  # stdout holds the JSON alone with --json -
+    if not to_stdout:
+        _print_check(report, strict)
     if fixed_path:
         fixed = doctor.fixed_rig()
         if fixed is None:
-            click.echo(f"--write-fixed: nothing to correct in the rig; {fixed_path} not written")
+            say(f"--write-fixed: nothing to correct in the rig; {fixed_path} not written")
         else:
-            click.echo(f"fixed rig written to {write_fixed_rig(fixed, fixed_path, reads)}")
+            say(f"fixed rig written to {write_fixed_rig(fixed, fixed_path, reads)}")
     if json_path:
         doc = json.dumps(report.to_dict(strict), indent=2, allow_nan=False)  # strict JSON: no NaN or Infinity
-        atomic_write_bytes(Path(json_path), (doc + "\n").encode())
+        if to_stdout:
+            click.echo(doc)
+        else:
+            atomic_write_bytes(Path(json_path), (doc + "\n").encode())
     if html_path:
         atomic_write_bytes(Path(html_path), check_html(report, scene.images, strict).encode())
     return report.exit_code(strict)

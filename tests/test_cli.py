@@ -104,6 +104,16 @@ def test_check_of_an_empty_scan_says_so_and_writes_strict_json(tmp_path, capsys)
 
 
 @needs_sample
+def test_check_json_to_stdout_is_the_json_alone(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "rig", "--no-estimate", "--json", "-"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out)  # nothing but the document on stdout: no table, no notes
+    assert doc["format"] == "bevviz-check" and doc["flagged"] == [] and len(doc["cameras"]) == 6
+    assert not (tmp_path / "-").exists()
+
+
+@needs_sample
 def test_check_exits_1_for_a_turned_camera_in_a_json_rig(tmp_path, capsys):
     rf = load_rig_file(SAMPLE / "rig.json")
     save_rig(perturb_rig(rf.rig, "CAM_BACK_RIGHT", roll_deg=2.0), tmp_path / "bad.json", rf.image_files)
