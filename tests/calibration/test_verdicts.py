@@ -311,14 +311,29 @@ def test_a_second_look_is_judged_by_its_own_larger_drops():
 
 
 def test_a_second_look_is_read_only_where_the_first_doubts_its_landscape():
-    """A first look that decides, or doubts its input (too few points, a stored pose that
-    scores almost as well), is the verdict whatever a second look says."""
-    for first, doubt in ((_ev([0.0, 0.1, 0.0]), None), (_ev([0.0, 1.5, 0.0], n=30), Doubt.TOO_FEW_EDGE_POINTS),
-                         (_ev([0.0, 1.0, 0.0], sd=0.5, stored=0.795), Doubt.STORED_POSE_CLOSE)):
+    """A first look that decides, or doubts its input (too few points, a LiDAR displacement
+    that explains it), is the verdict whatever a second look says."""
+    for first, doubt in ((_ev([0.0, 0.1, 0.0]), None), (_ev([0.0, 1.5, 0.0], n=30), Doubt.TOO_FEW_EDGE_POINTS)):
         first.second_look = _ev([0.0, 3.0, 0.0])
         v = lidar_verdict(first, NONE)
         assert not v.second_look and v.doubt is doubt and v.residual_deg[1] < 1.6
-    assert Doubt.STORED_POSE_CLOSE not in SECOND_LOOK_DOUBTS and Doubt.TIMING not in SECOND_LOOK_DOUBTS
+    assert Doubt.TIMING not in SECOND_LOOK_DOUBTS and Doubt.OTHERS_EXPLAIN not in SECOND_LOOK_DOUBTS
+
+
+def test_a_stored_pose_close_on_the_first_look_is_convicted_only_by_a_second_look_that_rejects_it():
+    """A first look whose stored pose scores almost as well as its optimum (a flat landscape
+    near the stored pose) is read past only to convict: the second look must reject the stored
+    pose by its own, stricter gap (SECOND_LOOK_RULE.z_gap 3.0); a second look that does not
+    leaves the first look's doubt."""
+    first = _ev([0.0, 1.0, 0.0], sd=0.5, stored=0.795)
+    assert lidar_verdict(first, NONE).doubt is Doubt.STORED_POSE_CLOSE
+    first.second_look = _ev([0.0, 1.5, 0.0])  # stored pose far below its optimum: rejected
+    v = lidar_verdict(first, NONE)
+    assert v.verdict == MISCALIBRATED and v.second_look and v.residual_deg[1] == pytest.approx(1.5, abs=0.05)
+    assert "the first look was unsure (the stored pose scores almost as well)" in v.reason
+    first.second_look = _ev([0.0, 1.5, 0.0], stored=0.76)  # z 3 against an optimum at z 5: not rejected
+    kept = lidar_verdict(first, NONE)
+    assert kept.doubt is Doubt.STORED_POSE_CLOSE and not kept.second_look
 
 
 def test_a_second_look_convicts_where_the_first_is_not_pinned_but_never_clears_it():
