@@ -250,8 +250,7 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
                       f"{TOLERANCE_DEG:g} deg in {CONFIDENCE:.0%} of the bootstrap replicates")
     elif verdict.verdict != MISCALIBRATED:
         hist.check = f"not corrected: the LiDAR verdict does not reject the stored pose ({verdict.reason})"
-    elif np.max(res.std(axis=0)) > MAX_SPREAD_DEG:
-        spread = res.std(axis=0)
+    elif np.max(spread := res.std(axis=0)) > MAX_SPREAD_DEG:
         hist.check = (f"the correction of {which} is not pinned down: bootstrap spread "
                       + ", ".join(f"{a} {v:.2f}" for a, v in zip(AXES, spread))
                       + f" deg (at most {MAX_SPREAD_DEG:g})")

@@ -17,6 +17,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+import numpy as np
+
 from bevviz.calibration import BOOTSTRAP, INCONCLUSIVE, MISCALIBRATED, OK
 from bevviz.camera import Rig
 from bevviz.checks import field_error
@@ -240,13 +242,11 @@ class CheckReport:
             "flagged": self.flagged(strict), "unjudged": self.unjudged(strict), "strict": strict,
             "exit_code": self.exit_code(strict),
             "lidar_points": self.lidar_points, "notes": list(self.notes), "runtime_s": self.runtime_s,
-            "seam_median": finite(self.seam_median), "faults": [asdict(f) for f in self.faults],
+            "seam_median": self.seam_median, "faults": [asdict(f) for f in self.faults],
             "conventions": {"stored": self.conventions.stored, "best": self.conventions.best,
                             "ok": self.conventions.ok, "evidence": list(self.conventions.evidence),
-                            "ranking": [{"convention": c, "score": finite(s)} for c, s in self.conventions.ranking]},
+                            "ranking": [{"convention": c, "score": s} for c, s in self.conventions.ranking]},
             "cameras": [{**{k: v for k, v in asdict(c).items() if k != "sanity"},
-                         "score": finite(c.score), "quick_score": finite(c.quick_score),
-                         "seam_costs": {k: finite(v) for k, v in c.seam_costs.items()},
                          "sanity": {**asdict(c.sanity), "problems": list(c.sanity.problems),
                                     "notes": list(c.sanity.notes)}}
                         for c in self.cameras],
@@ -259,8 +259,9 @@ def finite(x: float) -> float | None:
 
 
 def json_safe(value):
-    """``value`` (dicts, lists, tuples, scalars) with every non-finite float as None: strict JSON."""
-    if isinstance(value, float):
+    """``value`` (dicts, lists, tuples, scalars) with every float as a Python float and every
+    non-finite one as None: strict JSON."""
+    if isinstance(value, (float, np.floating)):
         return finite(value)
     if isinstance(value, dict):
         return {k: json_safe(v) for k, v in value.items()}

@@ -126,8 +126,8 @@ class TimingFit:
     def explaining(self, expected_deg: np.ndarray, tolerance_deg: float) -> int | None:
         """The displacement that explains the evidence as well as the rotation-only optimum
         does (score at least its score) with the camera within ``tolerance_deg`` of
-        ``expected_deg`` (3,) on every axis (:func:`explains`): its index into :attr:`shifts_m` (the best
-        scoring such), or None."""
+        ``expected_deg`` (3,) on every axis (:func:`~bevviz.rotations.within_every_axis`): its
+        index into :attr:`shifts_m` (the best scoring such), or None."""
         if not self.fitted:
             return None
         ok = ((self.shifts_m != 0) & (self.scores >= self.rotation_score)

@@ -32,14 +32,15 @@ LiDAR witness (per camera, on its residual after the rig consensus,
       (``LIDAR_MAY_BE_OFF``), the optimum at the edge of the search as widened (``AT_SEARCH_EDGE``),
       the stored pose less than ``z_gap`` below it (``STORED_POSE_CLOSE``), an image half
       that gains less than ``half_gain`` (``HALF_UNSUPPORTED``), path A only: no axis carrying
-      the offset (beyond ``TOLERANCE_DEG / sqrt(3)``) whose return to its stored value costs the score ``axis_drop`` 
-      (``FLAT_VALLEY``: the optimum slides along a flat valley) or halves whose own optima
-      differ by more than ``half_agree_deg`` (``HALVES_APART``), an offset within the
-      tolerance on every axis of where the *other* cameras alone put it under some plausible
-      consensus model (``OTHERS_EXPLAIN``), or a camera within the tolerance on every axis (of
-      the consensus, or of the LiDAR itself) once the LiDAR may be displaced along the car's axis (``TIMING``,
-      :mod:`~bevviz.calibration.lidar.sync`); else miscalibrated. Where the first doubt is
-      one of the landscape (``SECOND_LOOK_DOUBTS``) and the evidence holds a *second look*
+      the offset (beyond ``TOLERANCE_DEG / sqrt(3)``) whose return to its stored value costs
+      the score ``axis_drop`` (``FLAT_VALLEY``: the optimum slides along a flat valley) or
+      halves whose own optima differ by more than ``half_agree_deg`` (``HALVES_APART``), an
+      offset within the tolerance on every axis of where the *other* cameras alone put it
+      under some plausible consensus model (``OTHERS_EXPLAIN``), or a camera within the
+      tolerance on every axis (of the consensus, or of the LiDAR itself) once the LiDAR may be
+      displaced along the car's axis (``TIMING``, :mod:`~bevviz.calibration.lidar.sync`); else
+      miscalibrated. Where the first doubt is one of the landscape (``SECOND_LOOK_DOUBTS``)
+      and the evidence holds a *second look*
       (attraction maps less their local mean, :mod:`~bevviz.calibration.lidar.evidence`), the
       same checks judge the second look under ``SECOND_LOOK_RULE``, and its "miscalibrated"
       stands instead, its "ok" only after ``AT_SEARCH_EDGE`` (``SECOND_LOOK_CLEARS``);
@@ -68,8 +69,9 @@ cell of 0.512 m; a larger error smears objects across cells. It bounds the angle
 turned (:func:`~bevviz.rotations.offset_angle_deg`, the norm of roll, pitch and yaw), as the
 fault bands do: turned 0.4 deg in roll and 0.4 in yaw, a camera is 0.57 deg off. The doubts
 that clear an accusation by an explanation ask for the looser "within the tolerance on every
-axis" (:func:`~bevviz.rotations.within_every_axis`), so a doubt errs towards "inconclusive". docs/calibration.md says on
-what every other constant was chosen and which command tests it again.
+axis" (:func:`~bevviz.rotations.within_every_axis`), so a doubt errs towards "inconclusive".
+docs/calibration.md says on what every other constant was chosen and which command tests it
+again.
 
 Convention:
     Offsets in body-frame (FLU) degrees, see :mod:`bevviz.calibration.lidar.evidence` and

@@ -79,14 +79,19 @@ class LidarCase:
         return res.std(axis=0) if len(res) > 1 else np.full(3, np.inf)
 
     @cached_property
+    def turned(self) -> np.ndarray:
+        """How far each replicate turns the camera (:func:`~bevviz.rotations.offset_angle_deg`), (B,) degrees."""
+        return offset_angle_deg(self.residual)
+
+    @cached_property
     def beyond(self) -> float:
-        """Share of replicates turned more than the tolerance (:func:`~bevviz.rotations.offset_angle_deg`)."""
-        return float(np.mean(offset_angle_deg(self.residual) > self.tolerance))
+        """Share of replicates turned more than the tolerance."""
+        return float(np.mean(self.turned > self.tolerance))
 
     @cached_property
     def within(self) -> float:
         """Share of replicates turned less than the tolerance."""
-        return float(np.mean(offset_angle_deg(self.residual) < self.tolerance))
+        return float(np.mean(self.turned < self.tolerance))
 
     @cached_property
     def pinned(self) -> PinnedOffset:
