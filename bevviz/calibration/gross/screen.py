@@ -43,8 +43,9 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    ``FOCAL_FINE_STEP``). A small rotation mimics a position change (a metre at 30 m is 2 deg),
    so the stored position at its best rotation within a few degrees (a pitch-yaw grid and a
    roll line, then a finer walk) is compared with the alternatives that fit best, each at its
-   own best small rotation (``POSE_REFINED``), under stricter thresholds (``POSE_T``,
-   ``POSE_MIN_GAIN``); one is named only where one camera alone of a rig of at least
+   own best small rotation (``POSE_REFINED``), under thresholds of their own (``POSE_T``,
+   ``POSE_MIN_GAIN``; their standard errors count the edges of one image cell as one piece
+   of evidence, ``POSE_CELLS``); one is named only where one camera alone of a rig of at least
    ``POSE_MIN_CAMERAS`` prefers it (several at once point at the LiDAR). The edges seen from
    the stored place favour it, so the best alternative is looked at again on the edges seen
    from its own place, and wins on the first look or on the two looks' mean.
@@ -83,6 +84,7 @@ from bevviz.calibration.gross.pose import (
     POSE_MIN_CAMERAS,
     SECOND_LOOK_T,
     best_pose,
+    other_reading,
     pose_values,
     pose_wins,
     second_look,
@@ -179,11 +181,11 @@ class GrossScreen:
         errors: The gross errors named (empty for a clean rig).
         best: Camera -> (label of its best alternative, by how many standard errors its edges
             fit better than the stored pose's: negative when the stored pose fits best).
-        pose_best: Camera -> (``"position"`` or ``"focal"``, by how many standard errors its
-            best such alternative fits better than the stored position at its best small
-            rotation: the better of the first look and the two looks' mean), for the cameras
-            no turn or image settled (a turn of little lift, or one a move fits as well, waits
-            for it).
+        pose_best: Camera -> (``"position"`` or ``"focal"``, by how many standard errors
+            (clustered by image cell: ``pose.POSE_CELLS``) its best such alternative fits
+            better than the stored position at its best small rotation: the better of the
+            first look and the two looks' mean), for the cameras no turn or image settled (a
+            turn of little lift, or one a move fits as well, waits for it).
         lidar_agree: How many cameras prefer the best LiDAR correction on their own.
         fixed: The rig with every named camera error corrected, or None when none is.
         lidar_from_scan: The LiDAR correction found (4, 4) when the LiDAR is named, else None.
@@ -355,7 +357,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         # or a quarter turn without this)
         alternatives = pose_values(view, lid)
         won = _roll_or_image_wins(kind, t, lift, gain)
-        explained = won and view.compare(best_pose(view, alternatives, v0)[6], v_best)[0] < 0.0
+        explained = won and view.compare(best_pose(view, alternatives, v0, cells=None)[6], v_best)[0] < 0.0
         weak = won and kind == "turned" and lift < MIN_LIFT  # a move or refocus that wins goes first
         if not won or explained or weak:
             # each alternative against the stored position at its best small rotation
@@ -373,7 +375,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             swaps[n] = (what, t)
             continue
         # a move or refocus free to turn a little may fit about as well as the turn (``TURN_RIVAL_T``)
-        rival = best_pose(view, alternatives, v_best, lid)
+        rival = best_pose(view, alternatives, v_best, lid, cells=None)
         rival_words = short_words(view.camera, rival[0], rival[5])
         if explained:  # the LiDAR's edges cannot tell the turn from a move: no fix
             screen.errors.append(GrossError(n, kind, f"{n} {what}, or a {rival[0]} error ({rival_words}): the "
@@ -398,13 +400,20 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                                             f"view better than its own by {t:.1f} standard errors)", t, (other,)))
     if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS:
         (n, (kind, t, _, _, words, alt, v_alt)), = moved.items()
-        sizes = sizes_that_fit(views[n], in_camera(views[n].camera, lidar_move), kind, alt, v_alt)
-        if len(sizes) > 1:
-            span = (f"{sizes[0]:g} to {sizes[-1]:g} m" if kind == "position"
-                    else f"fx and fy x {sizes[0]:g} to x {sizes[-1]:g}")
-            words += f"; {span} fit about as well, so how far is not pinned: check the fix"
-        screen.errors.append(GrossError(n, kind, f"{n}{words}", t))
-        fixed[n] = alt
+        lid = in_camera(views[n].camera, lidar_move)
+        if (other := other_reading(views[n], lid, kind, v_alt)) is not None:
+            screen.errors.append(GrossError(n, kind, f"{n}{words}, or a {other[0]} error "
+                                            f"({short_words(views[n].camera, other[0], other[5])}): the LiDAR's "
+                                            "edges fit both about as well, so no fix is offered: look at the image",
+                                            t))
+        else:
+            sizes = sizes_that_fit(views[n], lid, kind, alt, v_alt)
+            if len(sizes) > 1:
+                span = (f"{sizes[0]:g} to {sizes[-1]:g} m" if kind == "position"
+                        else f"fx and fy x {sizes[0]:g} to x {sizes[-1]:g}")
+                words += f"; {span} fit about as well, so how far is not pinned: check the fix"
+            screen.errors.append(GrossError(n, kind, f"{n}{words}", t))
+            fixed[n] = alt
     elif moved:
         why = ("several cameras at once: the LiDAR (or the ego frame) is the likelier culprit"
                if len(moved) > 1 else f"a rig of fewer than {POSE_MIN_CAMERAS} cameras cannot tell a camera's "

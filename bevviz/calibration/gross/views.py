@@ -29,8 +29,8 @@ from bevviz.camera import Camera, Rig
 from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
 
-__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "edge_views", "frame_views",
-           "identical_images", "pooled_views", "relative_pose", "rotated_best", "seen_from"]
+__all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "clustered_se", "edge_views",
+           "frame_views", "identical_images", "pooled_views", "relative_pose", "rotated_best", "seen_from"]
 
 #: Fewest edges an alternative must bring into view to be scored (and the fewest a camera
 #: needs to be screened at all).
@@ -137,12 +137,18 @@ class EdgeView:
             out = min(out, self.compare(self.values(turn @ pre, cam.K, cam.size, channels, self.sideways), v)[0])
         return out
 
-    def compare(self, v0: np.ndarray, va: np.ndarray) -> tuple[float, float, float]:
+    def compare(self, v0: np.ndarray, va: np.ndarray, cells: int | None = None) -> tuple[float, float, float]:
         """How much better a pose's values ``va`` are than the stored pose's ``v0``, edge by edge.
 
         Args:
             v0: :meth:`values` of the stored pose, (M,).
             va: :meth:`values` of the alternative, (M,).
+            cells: None: each edge's difference counts as independent evidence (the standard
+                error of a plain mean). Else the image is cut into ``cells`` x ``cells`` cells
+                and the edges of one cell (where the view's camera sees them, every frame
+                alike) count as one cluster (:func:`clustered_se`): the same wall seen in
+                three frames of a drive, or along one silhouette, is one piece of evidence,
+                not three.
 
         Returns:
             ``(t, lift, gain)`` on the edges both bring into view: the mean paired difference
@@ -155,7 +161,29 @@ class EdgeView:
         if n < max(MIN_SCREEN_EDGES, MIN_SHARE_OF_STORED * np.count_nonzero(~np.isnan(v0))):
             return float("-inf"), 0.0, 0.0
         d = va[both] - v0[both]
-        return float(d.mean() / max(d.std() / np.sqrt(n), 1e-9)), float(va[both].mean()), float(d.mean())
+        se = d.std() / np.sqrt(n) if cells is None else clustered_se(d, self.cells(cells)[both])
+        return float(d.mean() / max(se, 1e-9)), float(va[both].mean()), float(d.mean())
+
+    def cells(self, cells: int) -> np.ndarray:
+        """Each edge's image cell where the view's camera sees it, (M,) int: the image cut
+        into ``cells`` x ``cells`` (edges outside it in a border cell of their side)."""
+        cam = self.camera
+        uv = (self.points @ cam.K.T)[:, :2] / np.maximum(self.points[:, 2:3], 1e-6)
+        col = np.clip(np.floor(uv[:, 0] / cam.size[0] * cells), -1, cells).astype(np.int64) + 1
+        row = np.clip(np.floor(uv[:, 1] / cam.size[1] * cells), -1, cells).astype(np.int64) + 1
+        return row * (cells + 2) + col
+
+
+def clustered_se(d: np.ndarray, cluster: np.ndarray) -> float:
+    """The standard error of the mean of ``d`` (n,) with the values of one ``cluster`` (n,)
+    correlated (a cluster-robust, "sandwich" estimate): the spread of the clusters' summed
+    deviations, with the small-sample factor G / (G - 1) of G clusters. With one value per
+    cluster it is the usual s / sqrt(n) (s with n - 1)."""
+    n = len(d)
+    _, idx = np.unique(cluster, return_inverse=True)
+    sums = np.bincount(idx, weights=d - d.mean())
+    g = len(sums)
+    return float(np.sqrt((sums ** 2).sum() * g / max(g - 1, 1)) / n)
 
 
 def edge_views(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan,
