@@ -27,7 +27,9 @@ or 2 m along an ego axis, its focal lengths scaled by 0.85, 0.9, 1.1 or 1.15, or
 screen names, counted as right (the camera and the kind; "fixed" where its fix also puts the
 camera back within 0.25 m and 3 % of the truth), the right camera named with two readings (a
 turn, or a move or refocus) and no fix, wrong (another camera or kind) and, on the clean rigs,
-false alarms.
+false alarms; and the step's margins: the best alternative of the clean cameras (of the clean
+rig) and of the cameras turned 2 deg, and how many faulty cameras' best alternative reaches
+1.5, 1.75, 2, 2.5 and 3 standard errors (``GrossScreen.pose_best``, whatever its gain).
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
     for name, rig, images, scan, more in frame_list:
         clean = screen_gross_errors(rig, images, scan, more)
         total["false alarms"] += len(clean.errors)
+        looks = {"clean": [t for _, t in clean.pose_best.values()], "turned": [], "faults": []}
         print(f"== {name}: clean: {named(clean)}; best position/focal alternative per camera: "
               + ", ".join(f"{c} {k} {t:+.1f}" for c, (k, t) in clean.pose_best.items()))
         counts = Counter()
@@ -115,6 +118,8 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
             for label, kind, bad in pose_faults(rig[cam]):
                 s = screen_gross_errors(rig.replace(bad), images, scan, more)
                 hits = [(e.sensor, e.kind) for e in s.errors]
+                if cam in s.pose_best:
+                    looks["faults" if kind else "turned"].append(s.pose_best[cam][1])
                 if kind is None:
                     counts["turn named position/focal"] += any(k in ("position", "focal") for _, k in hits)
                     counts["turns"] += 1
@@ -130,8 +135,19 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
                     counts["wrong"] += 1
                     print(f"   {cam} {label}: WRONG {named(s)}")
         print(f"   {dict(counts)}")
+        print("   " + pose_margins(looks))
         total.update(counts)
     print(f"total: {dict(total)}")
+
+
+def pose_margins(looks: dict[str, list[float]]) -> str:
+    """The position and focal step's margins on one frame: the best alternative (in the
+    step's standard errors, ``GrossScreen.pose_best``) of the clean cameras and of those turned
+    2 deg at most, and how many faulty cameras' best reach each of a few thresholds."""
+    reach = ", ".join(f">= {t:g}: {sum(x >= t for x in looks['faults'])}" for t in (1.5, 1.75, 2.0, 2.5, 3.0))
+    return (f"pose step: clean cameras' best alternative at most {max(looks['clean'], default=float('nan')):+.2f}, "
+            f"turned 2 deg {max(looks['turned'], default=float('nan')):+.2f}; faulty cameras' best "
+            f"({len(looks['faults'])} screened) {reach}")
 
 
 def measure_turns(extra: list[str], drives: list[str] = ()) -> None:
