@@ -32,6 +32,7 @@ from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera, Rig
 from bevviz.errors import InputError
+from bevviz.lidar import as_lidar_scan, ground_height
 
 ROLL_180 = np.diag([-1.0, -1.0, 1.0])
 ROLL_90 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
@@ -227,6 +228,23 @@ def test_a_camera_off_by_a_metre_or_its_focal_length_is_named_and_fixed(dev_fram
     fixed = screen.fixed[camera]
     assert np.allclose(fixed.ego_from_cam[:3, 3], rig[camera].ego_from_cam[:3, 3], atol=0.01)
     assert np.allclose(fixed.K, rig[camera].K, rtol=0.03)  # a fix "lands" within 3 % (docs/gross_errors.md)
+
+
+def test_no_position_alternative_puts_a_camera_in_the_road(dev_frames):
+    """TRI CAMERA_07 stands 1.56 m above the ground its LiDAR sees: of the moves down only the
+    metre keeps it MIN_HEIGHT_M up. Moved 2 m down (0.45 m under the road), the screen names it
+    upside down with the hedge of a move, and that move is one up, not a further 1-2 m down
+    (before the floor: "the camera 2 m lower")."""
+    rig, images, scan = dev_frames["real_tri"]
+    cam = rig["CAMERA_07"]
+    ground = ground_height(as_lidar_scan(scan))
+    assert 1.3 < cam.position[2] - ground < 1.8
+    every = {w for _, w, _ in pose_module.pose_alternatives(cam)}
+    kept = {w for _, w, _ in pose_module.pose_alternatives(cam, ground)}
+    assert every - kept == {w for w in every if "1.5 m lower" in w or "2 m lower" in w}
+    screen = screen_gross_errors(rig.replace(_moved(cam, [0.0, 0.0, -2.0])), images, scan)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAMERA_07", "turned")]
+    assert "but a position error fits about as well (the camera 1.5 m higher)" in screen.errors[0].message
 
 
 def test_a_move_whose_size_the_edges_do_not_pin_says_so(dev_frames):

@@ -35,16 +35,21 @@ from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera
 
 __all__ = [
-    "FOCAL_FINE_REACH", "FOCAL_FINE_STEP", "FOCAL_MIN_OFF", "FOCAL_SCALES", "POSE_CELLS", "POSE_MIN_CAMERAS",
-    "POSE_MIN_GAIN", "POSE_REFINED", "POSE_T", "POSITION_MOVES_M", "SECOND_LOOK_T", "best_pose", "finer_focal",
-    "focal_alternative", "other_reading", "pose_alternatives", "pose_offset", "pose_values", "pose_wins",
-    "second_look", "short_words", "sizes_that_fit",
+    "FOCAL_FINE_REACH", "FOCAL_FINE_STEP", "FOCAL_MIN_OFF", "FOCAL_SCALES", "MIN_HEIGHT_M", "POSE_CELLS",
+    "POSE_MIN_CAMERAS", "POSE_MIN_GAIN", "POSE_REFINED", "POSE_T", "POSITION_MOVES_M", "SECOND_LOOK_T",
+    "best_pose", "finer_focal", "focal_alternative", "other_reading", "pose_alternatives", "pose_offset",
+    "pose_values", "pose_wins", "second_look", "short_words", "sizes_that_fit",
 ]
 
 #: A camera's optical centre moved by these distances (metres) along each ego axis, both
 #: ways, and its focal lengths (fx and fy together, principal point kept) scaled by these:
 #: the position and focal alternatives (step 4 of the module docstring).
 POSITION_MOVES_M = (1.0, 1.5, 2.0)
+#: A position alternative must keep the optical centre at least this high (metres) above the
+#: ground the LiDAR sees (:func:`bevviz.lidar.ground_height`): no camera is mounted in the
+#: road, and a camera moved 2 m down (TRI, 1.55 m up: 0.45 m under the road) fitted "1 m
+#: lower" better than its stored place on TRI t2, a fix that would have left it further off.
+MIN_HEIGHT_M = 0.2
 FOCAL_SCALES = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
 #: Between those steps, next to the focal scale that fits best: scales ``FOCAL_FINE_STEP``
 #: apart within ``FOCAL_FINE_REACH`` of it, none nearer 1 than ``FOCAL_MIN_OFF`` (a focal
@@ -64,7 +69,11 @@ FOCAL_MIN_OFF = 0.09
 #: table).
 POSE_T = 2.0
 SECOND_LOOK_T = 0.0
-POSE_MIN_GAIN = 0.03
+#: ``POSE_MIN_GAIN`` is a floor of size, not of evidence: by cell, ``POSE_T`` holds the clean
+#: and the 2-deg-turned cameras whatever their gain, and ``MIN_LIFT`` structureless images
+#: (they lift under 0.022); at 0.03 it held 9 moves of the TRI drive that stood 2.0-3.9
+#: standard errors by cell (gains 0.015-0.029).
+POSE_MIN_GAIN = 0.015
 #: The standard errors of those comparisons count the edges of one image cell (the image cut
 #: into ``POSE_CELLS`` x ``POSE_CELLS``) as one cluster (:meth:`EdgeView.compare`): edges along
 #: one silhouette, and the same structure seen in every frame of a drive, are not independent.
@@ -86,11 +95,15 @@ POSE_MIN_CAMERAS = 3
 _AXIS_WORDS = (("further forward", "further back"), ("further left", "further right"), ("higher", "lower"))
 
 
-def pose_alternatives(camera: Camera) -> list[tuple[str, str, Camera]]:
-    """(kind, words, camera) of every position and focal alternative (step 4)."""
+def pose_alternatives(camera: Camera, ground_z: float | None = None) -> list[tuple[str, str, Camera]]:
+    """(kind, words, camera) of every position and focal alternative (step 4); with
+    ``ground_z`` (the ego z of the ground, metres) only the positions at least
+    ``MIN_HEIGHT_M`` above it."""
     out = []
     for ax, h, sign in itertools.product(range(3), POSITION_MOVES_M, (1.0, -1.0)):
         alt = perturb_camera(camera, translation=np.eye(3)[ax] * sign * h)
+        if ground_z is not None and alt.position[2] < ground_z + MIN_HEIGHT_M:
+            continue
         words = (f"'s position is off by about {h:g} m: the LiDAR's edges fit it {h:g} m "
                  f"{_AXIS_WORDS[ax][0 if sign > 0 else 1]} (ego {'+' if sign > 0 else '-'}{'xyz'[ax]})")
         out.append(("position", words, alt))
@@ -147,13 +160,15 @@ def short_words(camera: Camera, kind: str, alt: Camera) -> str:
     return f"the camera {abs(d[ax]):g} m {_AXIS_WORDS[ax][0 if d[ax] > 0 else 1]}"
 
 
-def pose_values(view: EdgeView, lid: np.ndarray) -> list[tuple[str, str, Camera, np.ndarray]]:
-    """(kind, words, camera, its values (M,)) of every position and focal alternative, ``lid``
-    (4, 4) the LiDAR's correction in the camera's frame."""
+def pose_values(view: EdgeView, lid: np.ndarray, ground_z: float | None = None) -> list[tuple[str, str, Camera,
+                                                                                               np.ndarray]]:
+    """(kind, words, camera, its values (M,)) of every position and focal alternative
+    (:func:`pose_alternatives`, above ``ground_z``), ``lid`` (4, 4) the LiDAR's correction in
+    the camera's frame."""
     cam = view.camera
     return [(kind, words, alt, view.values(relative_pose(cam, alt) @ lid, alt.K, alt.size, view.channels,
                                            view.sideways))
-            for kind, words, alt in pose_alternatives(cam)]
+            for kind, words, alt in pose_alternatives(cam, ground_z)]
 
 
 def best_pose(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.ndarray]], reference: np.ndarray,
@@ -207,12 +222,14 @@ def second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame]) -> tu
     return kind, 0.5 * (t + t2), 0.5 * (lift + lift2), 0.5 * (gain + gain2), words, alt, v_alt
 
 
-def sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_alt: np.ndarray) -> list[float]:
+def sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_alt: np.ndarray,
+                   ground_z: float | None = None) -> list[float]:
     """The sizes of the alternatives of ``kind`` in ``alt``'s direction (a move along the same
     axis and sign, or a focal scale on the same side of 1) that fit about as well as ``alt``
     at their own best small rotation (within ``GROSS_T`` standard errors of ``v_alt`` (M,)),
     ``alt``'s own included: metres, or focal scales; sorted. More than one: the edges do not
-    pin the size. ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
+    pin the size. ``lid`` (4, 4): the LiDAR's correction in the camera's frame; ``ground_z``:
+    as :func:`pose_alternatives` takes it."""
     cam = view.camera
 
     def size(d: np.ndarray) -> float:
@@ -220,7 +237,7 @@ def sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_al
 
     d0 = pose_offset(cam, kind, alt)
     out = [size(d0)]
-    for k, _, a in pose_alternatives(cam):
+    for k, _, a in pose_alternatives(cam, ground_z):
         d = pose_offset(cam, kind, a)
         if k != kind or np.allclose(d, d0) or np.dot(d, d0) < np.linalg.norm(d) * np.linalg.norm(d0) * (1 - 1e-9):
             continue  # another kind, ``alt`` itself, or not the same direction
@@ -230,14 +247,16 @@ def sizes_that_fit(view: EdgeView, lid: np.ndarray, kind: str, alt: Camera, v_al
     return sorted(out)
 
 
-def other_reading(view: EdgeView, lid: np.ndarray, kind: str, v_alt: np.ndarray) -> tuple | None:
+def other_reading(view: EdgeView, lid: np.ndarray, kind: str, v_alt: np.ndarray,
+                  ground_z: float | None = None) -> tuple | None:
     """The best alternative of the other kind (a focal scale for a move, a move for a focal
     scale; as :func:`best_pose` returns it) where, at its own best small rotation, it fits
     about as well as the winner's values ``v_alt`` (M,): within ``GROSS_T`` standard errors,
     edge by edge, as :func:`sizes_that_fit` asks of other sizes; else None. A camera moved
     along its optical axis and one with a longer focal length shift far edges alike (TRI
     CAMERA_09 moved 2 m forward, the drive's frames pooled, fitted fx and fy x 1.09 best).
-    ``lid`` (4, 4): the LiDAR's correction in the camera's frame."""
-    others = [a for a in pose_values(view, lid) if a[0] != kind]
+    ``lid`` (4, 4): the LiDAR's correction in the camera's frame; ``ground_z``: as
+    :func:`pose_alternatives` takes it."""
+    others = [a for a in pose_values(view, lid, ground_z) if a[0] != kind]
     rival = best_pose(view, others, v_alt, lid, cells=None)
     return rival if rival[1] > -GROSS_T else None

@@ -48,7 +48,8 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    of evidence, ``POSE_CELLS``); one is named only where one camera alone of a rig of at least
    ``POSE_MIN_CAMERAS`` prefers it (several at once point at the LiDAR). The edges seen from
    the stored place favour it, so the best alternative is looked at again on the edges seen
-   from its own place, and wins on the first look or on the two looks' mean.
+   from its own place, and wins on the first look or on the two looks' mean. No position
+   alternative puts the camera in the road (``pose.MIN_HEIGHT_M`` above the LiDAR's ground).
 
 What the thresholds were chosen on and what the screen does not try (turns that point a camera
 elsewhere; a position or focal length of a one-camera rig): docs/gross_errors.md (the tuning
@@ -108,7 +109,7 @@ from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.repeats import frozen_words
 from bevviz.camera import Camera, Rig
-from bevviz.lidar import as_lidar_scan
+from bevviz.lidar import as_lidar_scan, ground_height
 from bevviz.rotations import make_transform
 
 __all__ = [
@@ -313,6 +314,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         screen.errors += [GrossError(n, "frozen", frozen_words(n, ks), float(len(ks))) for n, ks in frozen.items()]
         frames += more
         screen.frames = len(frames)
+    # no position alternative puts a camera in the road (``pose.MIN_HEIGHT_M``)
+    ground_z = ground_height(scan if screen.lidar_from_scan is None else moved_scan(scan, screen.lidar_from_scan))
     fixed = {n: rig[n] for n in rig.names}
     duplicated = set()
     for n, other, gain in identical_images(images, views):
@@ -355,7 +358,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         # by chance: a turn or an image is named only where it beats every position and focal
         # alternative too (TRI, 1-2 m or 10-15 %: 71 of 594 such faults were named a wrong image
         # or a quarter turn without this)
-        alternatives = pose_values(view, lid)
+        alternatives = pose_values(view, lid, ground_z)
         won = _roll_or_image_wins(kind, t, lift, gain)
         explained = won and view.compare(best_pose(view, alternatives, v0, cells=None)[6], v_best)[0] < 0.0
         weak = won and kind == "turned" and lift < MIN_LIFT  # a move or refocus that wins goes first
@@ -401,13 +404,13 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS:
         (n, (kind, t, _, _, words, alt, v_alt)), = moved.items()
         lid = in_camera(views[n].camera, lidar_move)
-        if (other := other_reading(views[n], lid, kind, v_alt)) is not None:
+        if (other := other_reading(views[n], lid, kind, v_alt, ground_z)) is not None:
             screen.errors.append(GrossError(n, kind, f"{n}{words}, or a {other[0]} error "
                                             f"({short_words(views[n].camera, other[0], other[5])}): the LiDAR's "
                                             "edges fit both about as well, so no fix is offered: look at the image",
                                             t))
         else:
-            sizes = sizes_that_fit(views[n], lid, kind, alt, v_alt)
+            sizes = sizes_that_fit(views[n], lid, kind, alt, v_alt, ground_z)
             if len(sizes) > 1:
                 span = (f"{sizes[0]:g} to {sizes[-1]:g} m" if kind == "position"
                         else f"fx and fy x {sizes[0]:g} to x {sizes[-1]:g}")
