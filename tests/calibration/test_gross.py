@@ -232,9 +232,10 @@ def test_a_camera_off_by_a_metre_or_its_focal_length_is_named_and_fixed(dev_fram
 
 def test_no_position_alternative_puts_a_camera_in_the_road(dev_frames):
     """TRI CAMERA_07 stands 1.56 m above the ground its LiDAR sees: of the moves down only the
-    metre keeps it MIN_HEIGHT_M up. Moved 2 m down (0.45 m under the road), the screen names it
-    upside down with the hedge of a move, and that move is one up, not a further 1-2 m down
-    (before the floor: "the camera 2 m lower")."""
+    metre keeps it MIN_HEIGHT_M up. Moved 2 m down (0.45 m under the road), it is a position
+    error whatever its edges say, named without a fix (before: upside down, with a fix, and a
+    hedge of "the camera 2 m lower"); two cameras in the road at once point at the LiDAR (a
+    note), and only a move the edges prefer is named."""
     rig, images, scan = dev_frames["real_tri"]
     cam = rig["CAMERA_07"]
     ground = ground_height(as_lidar_scan(scan))
@@ -242,9 +243,17 @@ def test_no_position_alternative_puts_a_camera_in_the_road(dev_frames):
     every = {w for _, w, _ in pose_module.pose_alternatives(cam)}
     kept = {w for _, w, _ in pose_module.pose_alternatives(cam, ground)}
     assert every - kept == {w for w in every if "1.5 m lower" in w or "2 m lower" in w}
-    screen = screen_gross_errors(rig.replace(_moved(cam, [0.0, 0.0, -2.0])), images, scan)
-    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAMERA_07", "turned")]
-    assert "but a position error fits about as well (the camera 1.5 m higher)" in screen.errors[0].message
+    down = np.array([0.0, 0.0, -2.0])
+    screen = screen_gross_errors(rig.replace(_moved(cam, down)), images, scan)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAMERA_07", "position")]
+    assert "CAMERA_07 stands 0.5" in screen.errors[0].message and "m under the road the LiDAR sees" in \
+        screen.errors[0].message
+    assert "no fix is offered" in screen.errors[0].message and screen.fixed is None
+    both = rig.replace(_moved(cam, down)).replace(_moved(rig["CAMERA_08"], down))
+    screen = screen_gross_errors(both, images, scan)
+    assert "CAMERA_07" not in screen.sensors  # its edges prefer no move: the road alone names it no more
+    assert any("CAMERA_07, CAMERA_08 stand within 0.2 m of the road" in n and "several cameras at once" in n
+               for n in screen.notes)
 
 
 def test_a_move_whose_size_the_edges_do_not_pin_says_so(dev_frames):
@@ -404,14 +413,27 @@ def test_a_refocus_a_move_fits_as_well_is_named_with_both_readings_and_no_fix(tr
 
 
 def test_a_move_named_a_turn_says_a_move_fits_about_as_well(dev_frames):
-    """nuScenes CAM_FRONT_RIGHT moved 1.5 m down is named upside down (its edges fit that), but
-    the move back up, free to turn a little, fits them better still: the turn says so."""
+    """TRI CAMERA_01 moved 1 m up is named upside down (its edges fit that), but a move, free to
+    turn a little, fits them about as well: the turn says so."""
+    rig, images, scan = dev_frames["real_tri"]
+    moved = rig.replace(perturb_camera(rig["CAMERA_01"], translation=np.array([0.0, 0.0, 1.0])))
+    screen = screen_gross_errors(moved, images, scan)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAMERA_01", "turned")]
+    message = screen.errors[0].message
+    assert message.startswith(f"CAMERA_01 {UPSIDE_DOWN}; but a position error fits about as well (the camera ")
+    assert message.endswith(HEDGE)
+
+
+def test_a_camera_moved_into_the_road_is_named_moved_not_turned(dev_frames):
+    """nuScenes CAM_FRONT_RIGHT moved 1.5 m down stands at the road (0.00 m above it): its
+    edges fitted a turn of 180 deg, and the screen named it upside down (with a hedge); a camera
+    in the road is a position error, and the move back up wins and lands."""
     rig, images, scan = dev_frames["real-nuscenes"]
     moved = rig.replace(perturb_camera(rig["CAM_FRONT_RIGHT"], translation=np.array([0.0, 0.0, -1.5])))
     screen = screen_gross_errors(moved, images, scan)
-    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAM_FRONT_RIGHT", "turned")]
-    assert screen.errors[0].message == (f"CAM_FRONT_RIGHT {UPSIDE_DOWN}; but a position error fits about as well "
-                                        f"(the camera 1.5 m higher){HEDGE}")
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAM_FRONT_RIGHT", "position")]
+    assert "the LiDAR's edges fit it 1.5 m higher (ego +z)" in screen.errors[0].message
+    assert np.allclose(screen.fixed["CAM_FRONT_RIGHT"].position, rig["CAM_FRONT_RIGHT"].position, atol=0.01)
 
 
 def test_a_turn_needs_less_lift_of_its_own_than_an_image():

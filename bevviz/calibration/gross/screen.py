@@ -82,6 +82,7 @@ from bevviz.calibration.gross.lidar_placement import (
     with_edges,
 )
 from bevviz.calibration.gross.pose import (
+    MIN_HEIGHT_M,
     POSE_MIN_CAMERAS,
     SECOND_LOOK_T,
     best_pose,
@@ -161,7 +162,8 @@ class GrossError:
         margin: The evidence's strength: by how many standard errors the winning alternative's
             edges fit better than the stored pose's (turns, swaps, a wrong image); for the LiDAR,
             how many cameras prefer its correction; for one image under two names, by how
-            much mean lift it fits the other's view better.
+            much mean lift it fits the other's view better; for a camera in the road, how far
+            (metres) it stands below ``pose.MIN_HEIGHT_M`` above the LiDAR's ground.
         others: Other sensors the error involves (the swapped camera).
         frames: How many frames' edges named it (a camera's error on a drive: pooled; the LiDAR: 1).
     """
@@ -329,6 +331,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     image_t: dict[tuple[str, str], float] = {}
     swaps: dict[str, tuple[str, float]] = {}
     moved: dict[str, tuple] = {}
+    in_road: dict[str, float] = {}  # camera -> its height above the LiDAR's ground, under MIN_HEIGHT_M
     for n, view in views.items():
         if n in duplicated:  # its image is another's: nothing of its own to screen
             continue
@@ -362,14 +365,21 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         won = _roll_or_image_wins(kind, t, lift, gain)
         explained = won and view.compare(best_pose(view, alternatives, v0, cells=None)[6], v_best)[0] < 0.0
         weak = won and kind == "turned" and lift < MIN_LIFT  # a move or refocus that wins goes first
-        if not won or explained or weak:
+        # a camera in the road is a position error whatever its edges say (a turn fitted by chance
+        # would be fixed wrongly): TRI cameras moved 2 m down were named turned 90 deg
+        height = None if ground_z is None else float(cam.position[2] - ground_z)
+        low = height is not None and height < MIN_HEIGHT_M
+        if not won or explained or weak or low:
             # each alternative against the stored position at its best small rotation
             pose = best_pose(view, alternatives, rotated_best(view, lid), lid)
             looks = [pose, second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
             screen.pose_best[n] = (pose[0], max(p[1] for p in looks))
-            if (winner := next((p for p in looks if pose_wins(p)), None)) is not None:
+            winner = next((p for p in looks if pose_wins(p) and (not low or p[0] == "position")), None)
+            if winner is not None:
                 moved[n] = winner
-            if not (won and kind == "turned" and winner is None):
+            if low:
+                in_road[n] = height
+            if low or not (won and kind == "turned" and winner is None):
                 continue
             # a turn that a move held at the stored rotation explains, or one of little lift, where
             # no move or refocus wins: named, the first with both readings and no fix (a gross
@@ -404,7 +414,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS:
         (n, (kind, t, _, _, words, alt, v_alt)), = moved.items()
         lid = in_camera(views[n].camera, lidar_move)
-        if (other := other_reading(views[n], lid, kind, v_alt, ground_z)) is not None:
+        # a camera in the road is off in position whatever else fits as well
+        if n not in in_road and (other := other_reading(views[n], lid, kind, v_alt, ground_z)) is not None:
             screen.errors.append(GrossError(n, kind, f"{n}{words}, or a {other[0]} error "
                                             f"({short_words(views[n].camera, other[0], other[5])}): the LiDAR's "
                                             "edges fit both about as well, so no fix is offered: look at the image",
@@ -423,10 +434,38 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                "position from the LiDAR's")
         screen.notes.append(f"{', '.join(moved)} fit the LiDAR's edges better moved or with another focal "
                             f"length ({why}); no camera named for it")
+    named_moved = set(moved) if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS else set()
+    _name_in_road(screen, in_road, named_moved, ground_z, len(views))
     if any(fixed[n] is not rig[n] for n in rig.names):
         screen.fixed = Rig([fixed[n] for n in rig.names])
     screen.errors = [e if e.kind == "lidar" else dataclasses.replace(e, frames=screen.frames) for e in screen.errors]
     return screen
+
+
+def _name_in_road(screen: GrossScreen, in_road: dict[str, float], named: set[str], ground_z: float | None,
+                  n_views: int) -> None:
+    """Name the camera that stands in the road (``in_road``: camera -> its height, metres,
+    above the LiDAR's ground at ego z ``ground_z``, under ``MIN_HEIGHT_M``), unless its move
+    is ``named`` already: a position error without a fix. Only one camera of a rig of at least
+    ``POSE_MIN_CAMERAS``: several at once, or a rig too small to tell, point at the LiDAR's
+    height (or the ego frame), and get a note."""
+    if not in_road:
+        return
+    if len(in_road) == 1 and n_views >= POSE_MIN_CAMERAS:
+        (n, h), = in_road.items()
+        if n in named:
+            return
+        where = f"{-h:.2f} m under" if h < 0 else f"only {h:.2f} m above"
+        screen.errors.append(GrossError(n, "position", f"{n} stands {where} the road the LiDAR sees (ego z "
+                                        f"{h + ground_z:.2f} m, the road at {ground_z:.2f} m; a camera stands at "
+                                        f"least {MIN_HEIGHT_M:g} m above it): its position is off, and the "
+                                        "LiDAR's edges do not say where it belongs, so no fix is offered",
+                                        MIN_HEIGHT_M - h))
+        return
+    why = "several cameras at once" if len(in_road) > 1 else f"a rig of fewer than {POSE_MIN_CAMERAS} cameras"
+    screen.notes.append(f"{', '.join(in_road)} stand within {MIN_HEIGHT_M:g} m of the road the LiDAR sees or under "
+                        f"it ({why}: the LiDAR's height, or the ego frame, is the likelier culprit); no camera named "
+                        "for it")
 
 
 def swapped_images(images: Mapping[str, np.ndarray], screen: GrossScreen) -> dict[str, np.ndarray]:
