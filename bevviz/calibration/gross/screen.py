@@ -448,7 +448,12 @@ def _name_in_road(screen: GrossScreen, in_road: dict[str, float], named: set[str
     above the LiDAR's ground at ego z ``ground_z``, under ``MIN_HEIGHT_M``), unless its move
     is ``named`` already: a position error without a fix. Only one camera of a rig of at least
     ``POSE_MIN_CAMERAS``: several at once, or a rig too small to tell, point at the LiDAR's
-    height (or the ego frame), and get a note."""
+    height (or the ego frame), and get a note.
+
+    Convention:
+        Ego frame z up, metres; a camera's height is its optical centre's ego z less the
+        ground's (:func:`bevviz.lidar.ground_height`).
+    """
     if not in_road:
         return
     if len(in_road) == 1 and n_views >= POSE_MIN_CAMERAS:
