@@ -25,7 +25,9 @@ camera in turn with its optical centre moved 1, 1.5
 or 2 m along an ego axis, its focal lengths scaled by 0.85, 0.9, 1.1 or 1.15, or turned 2 deg
 (a fault for the fine search, which must not be named a position or focal error): what the
 screen names, counted as right (the camera and the kind; "fixed" where its fix also puts the
-camera back within 0.25 m and 3 % of the truth), the right camera named with two readings (a
+camera back within 0.25 m and 3 % of the truth, "fix further off" where it leaves the camera
+further from the truth than the fault did, "in the road, no fix" a camera moved down into the
+road and named so), the right camera named with two readings (a
 turn, or a move or refocus) and no fix, wrong (another camera or kind) and, on the clean rigs,
 false alarms; and the step's margins: the best alternative of the clean cameras (of the clean
 rig) and of the cameras turned 2 deg, and how many faulty cameras' best alternative reaches
@@ -55,6 +57,8 @@ from bevviz.session.embedded import sample_path  # noqa: E402
 
 #: What a named turn says when a move fits about as well and no fix is offered.
 NO_FIX = "no fix is offered"
+#: What the screen says of a camera in the road whose edges prefer no move up.
+ROAD = "the road the LiDAR sees"
 TURNS = {"180": np.diag([-1.0, -1.0, 1.0]), "90": np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])}
 
 
@@ -128,6 +132,9 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
                 if (cam, kind) in hits:
                     counts[f"{kind} named"] += 1
                     counts[f"{kind} fixed"] += bool(s.fixed is not None and _fixed(s.fixed[cam], rig[cam]))
+                    counts[f"{kind} fix further off"] += bool(s.fixed is not None
+                                                              and _further_off(s.fixed[cam], bad, rig[cam]))
+                    counts["position named in the road, no fix"] += any(ROAD in e.message for e in s.errors)
                 if any(h != (cam, kind) for h in hits):
                     if all(e.sensor == cam and NO_FIX in e.message for e in s.errors):
                         counts["right camera, two readings, no fix"] += 1
@@ -178,6 +185,17 @@ def _fixed(fixed, truth) -> bool:
     position and 3 % of its true focal lengths (a named fault of the right size)."""
     moved = np.linalg.norm(fixed.ego_from_cam[:3, 3] - truth.ego_from_cam[:3, 3])
     return bool(moved <= 0.25 and np.allclose(np.diag(fixed.K)[:2], np.diag(truth.K)[:2], rtol=0.03))
+
+
+def _further_off(fixed, faulty, truth) -> bool:
+    """Whether the screen's fix leaves a camera further from the truth than the fault did: its
+    optical centre further from the true one, or its focal length further from the true one
+    (as a ratio)."""
+    def off(c):
+        return (np.linalg.norm(c.ego_from_cam[:3, 3] - truth.ego_from_cam[:3, 3]),
+                abs(np.log(c.K[0, 0] / truth.K[0, 0])))
+    (p1, f1), (p0, f0) = off(fixed), off(faulty)
+    return bool(p1 > p0 + 1e-6 or f1 > f0 + 1e-6)
 
 
 def named(screen) -> str:

@@ -52,6 +52,7 @@ def test_a_clean_rig_raises_no_gross_error(dev_frames, frame):
     assert screen.fixed is None
     assert max(t for _, t in screen.best.values()) < 0  # the stored pose fits best, every camera
     assert set(screen.best) == set(rig.names)  # every camera was screened
+    assert not any("of the road the LiDAR sees" in n for n in screen.notes)  # every camera stands above the road
 
 
 UPSIDE_DOWN = "is upside down: 180 deg about its optical axis"
