@@ -134,7 +134,8 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
                     counts[f"{kind} fixed"] += bool(s.fixed is not None and _fixed(s.fixed[cam], rig[cam]))
                     counts[f"{kind} fix further off"] += bool(s.fixed is not None
                                                               and _further_off(s.fixed[cam], bad, rig[cam]))
-                    counts["position named in the road, no fix"] += any(ROAD in e.message for e in s.errors)
+                    counts["position named in the road, no fix"] += any(e.sensor == cam and ROAD in e.message
+                                                                        for e in s.errors)
                 if any(h != (cam, kind) for h in hits):
                     if all(e.sensor == cam and NO_FIX in e.message for e in s.errors):
                         counts["right camera, two readings, no fix"] += 1
@@ -192,8 +193,7 @@ def _further_off(fixed, faulty, truth) -> bool:
     optical centre further from the true one, or its focal length further from the true one
     (as a ratio)."""
     def off(c):
-        return (np.linalg.norm(c.ego_from_cam[:3, 3] - truth.ego_from_cam[:3, 3]),
-                abs(np.log(c.K[0, 0] / truth.K[0, 0])))
+        return np.linalg.norm(c.position - truth.position), abs(np.log(c.K[0, 0] / truth.K[0, 0]))
     (p1, f1), (p0, f0) = off(fixed), off(faulty)
     return bool(p1 > p0 + 1e-6 or f1 > f0 + 1e-6)
 

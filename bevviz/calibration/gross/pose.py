@@ -160,8 +160,8 @@ def short_words(camera: Camera, kind: str, alt: Camera) -> str:
     return f"the camera {abs(d[ax]):g} m {_AXIS_WORDS[ax][0 if d[ax] > 0 else 1]}"
 
 
-def pose_values(view: EdgeView, lid: np.ndarray, ground_z: float | None = None) -> list[tuple[str, str, Camera,
-                                                                                               np.ndarray]]:
+def pose_values(view: EdgeView, lid: np.ndarray,
+                ground_z: float | None = None) -> list[tuple[str, str, Camera, np.ndarray]]:
     """(kind, words, camera, its values (M,)) of every position and focal alternative
     (:func:`pose_alternatives`, above ``ground_z``), ``lid`` (4, 4) the LiDAR's correction in
     the camera's frame."""

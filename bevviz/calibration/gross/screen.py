@@ -411,7 +411,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             done.add(n)
             screen.errors.append(GrossError(n, "wrong image", f"{n}'s image is {other}'s (it fits {other}'s "
                                             f"view better than its own by {t:.1f} standard errors)", t, (other,)))
-    if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS:
+    named_moved = set(moved) if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS else set()
+    if named_moved:
         (n, (kind, t, _, _, words, alt, v_alt)), = moved.items()
         lid = in_camera(views[n].camera, lidar_move)
         # a camera in the road is off in position whatever else fits as well
@@ -434,7 +435,6 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                "position from the LiDAR's")
         screen.notes.append(f"{', '.join(moved)} fit the LiDAR's edges better moved or with another focal "
                             f"length ({why}); no camera named for it")
-    named_moved = set(moved) if len(moved) == 1 and len(views) >= POSE_MIN_CAMERAS else set()
     _name_in_road(screen, in_road, named_moved, ground_z, len(views))
     if any(fixed[n] is not rig[n] for n in rig.names):
         screen.fixed = Rig([fixed[n] for n in rig.names])
