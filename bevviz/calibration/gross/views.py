@@ -14,7 +14,7 @@ Convention:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -30,7 +30,8 @@ from bevviz.lidar import LidarScan, as_lidar_scan
 from bevviz.projection import inside_image
 
 __all__ = ["MIN_SCREEN_EDGES", "MIN_SHARE_OF_STORED", "SHARPNESS_TURN_DEG", "EdgeView", "clustered_se", "edge_views",
-           "frame_views", "identical_images", "pooled_views", "relative_pose", "rotated_best", "seen_from"]
+           "frame_views", "identical_images", "pooled_views", "relative_pose", "rotated_best", "seen_from",
+           "walked_many"]
 
 #: Fewest edges an alternative must bring into view to be scored (and the fewest a camera
 #: needs to be screened at all).
@@ -100,22 +101,31 @@ class EdgeView:
                 another camera's images of the same frames).
             sideways: Whether the pose's view rows are image columns (:func:`view_axes`).
         """
-        pc = self.points @ alt_from_cam[:3, :3].T + alt_from_cam[:3, 3]
-        z = pc[:, 2]
-        uv = (pc @ K.T)[:, :2] / np.maximum(z, 1e-6)[:, None]
-        keep = (z > 1.0) & inside_image(uv[:, 0], uv[:, 1], size[0], size[1])
-        out = np.full(len(pc), np.nan)
+        return self.values_many(alt_from_cam[None], K, size, channels, sideways)[0]
+
+    def values_many(self, alt_from_cam: np.ndarray, K: np.ndarray, size: tuple[int, int],
+                    channels: tuple[np.ndarray, ...], sideways: bool) -> np.ndarray:
+        """:meth:`values` of P poses at once, (P, M): ``alt_from_cam`` (P, 4, 4), ``K`` (3, 3)
+        or one per pose (P, 3, 3), the rest as :meth:`values` takes them. Each pose's values
+        are those :meth:`values` gives it alone (the image maps are sampled once for all
+        poses)."""
+        P, M = len(alt_from_cam), len(self.points)
+        pc = self.points[None] @ alt_from_cam[:, :3, :3].transpose(0, 2, 1) + alt_from_cam[:, None, :3, 3]
+        z = pc[..., 2]
+        uv = (pc @ (K.transpose(0, 2, 1) if K.ndim == 3 else K.T))[..., :2] / np.maximum(z, 1e-6)[..., None]
+        u_all, v_all = uv[..., 0], uv[..., 1]
+        keep = (z > 1.0) & inside_image(u_all, v_all, size[0], size[1])
+        out = np.full((P, M), np.nan)
         channel = self.orient ^ int(sideways != self.sideways)
         for f, maps in enumerate(channels):
             sx, sy = maps.shape[2] / size[0], maps.shape[1] / size[1]
-            u = ((uv[:, 0] + 0.5) * sx - 0.5).astype(np.float32)
-            v = ((uv[:, 1] + 0.5) * sy - 0.5).astype(np.float32)
-            in_frame = keep & (self.frame == f)
+            u = ((u_all + 0.5) * sx - 0.5).astype(np.float32)
+            v = ((v_all + 0.5) * sy - 0.5).astype(np.float32)
+            in_frame = keep & (self.frame == f)[None]
             for c in (0, 1):
-                m = in_frame & (channel == c)
+                m = in_frame & (channel == c)[None]
                 if m.any():
-                    out[m] = cv2.remap(maps[c], u[m][None], v[m][None], cv2.INTER_LINEAR,
-                                       borderMode=cv2.BORDER_CONSTANT, borderValue=0)[0]
+                    out[m] = _sample(maps[c], u[m], v[m])
         return out
 
     def sharpness(self, pre: np.ndarray, channels: np.ndarray, v: np.ndarray) -> float:
@@ -172,6 +182,23 @@ class EdgeView:
         col = np.clip(np.floor(uv[:, 0] / cam.size[0] * cells), -1, cells).astype(np.int64) + 1
         row = np.clip(np.floor(uv[:, 1] / cam.size[1] * cells), -1, cells).astype(np.int64) + 1
         return row * (cells + 2) + col
+
+
+#: ``cv2.remap`` takes maps narrower than 32767 columns: points are sampled in rows this long.
+_REMAP_ROW = 16384
+
+
+def _sample(image: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Bilinear samples of ``image`` (h, w) float32 at pixel (``u``, ``v``) (n,) float32, 0
+    outside: ``cv2.remap`` with a constant border, in rows of ``_REMAP_ROW``."""
+    n = len(u)
+    if n <= _REMAP_ROW:
+        return cv2.remap(image, u[None], v[None], cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)[0]
+    rows = -(-n // _REMAP_ROW)
+    pad = rows * _REMAP_ROW - n
+    mu = np.concatenate([u, np.full(pad, -1e4, np.float32)]).reshape(rows, _REMAP_ROW)
+    mv = np.concatenate([v, np.full(pad, -1e4, np.float32)]).reshape(rows, _REMAP_ROW)
+    return cv2.remap(image, mu, mv, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0).reshape(-1)[:n]
 
 
 def clustered_se(d: np.ndarray, cluster: np.ndarray) -> float:
@@ -295,21 +322,25 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
     enough = max(MIN_SCREEN_EDGES, 0.8 * seen)
     best = float(np.nanmean(best_v)) if seen else float("-inf")
 
-    def better(trial: np.ndarray) -> bool:
+    def better(trial: np.ndarray, v: np.ndarray | None = None) -> bool:
         nonlocal d, best, best_v
-        v = values(trial)
+        v = values(trial) if v is None else v
         if int(np.count_nonzero(~np.isnan(v))) >= enough and float(np.nanmean(v)) > best:
             d, best, best_v = trial, float(np.nanmean(v)), v
             return True
         return False
 
+    def in_turn(trials: list[np.ndarray]) -> None:  # each trial in turn, their values taken at once
+        turns = np.stack([np.eye(4)] * len(trials))
+        turns[:, :3, :3] = [hypothesis_matrix(t) for t in trials]
+        for t, v in zip(trials, view.values_many(turns @ pre, K, size, view.channels, view.sideways), strict=True):
+            better(t, v)
+
     if grid:
         g = np.arange(-ROTATION_GRID_DEG, ROTATION_GRID_DEG + 1e-9, ROTATION_GRID_STEP_DEG)
-        for pitch, yaw in itertools.product(g, g):
-            better(np.array([0.0, pitch, yaw]))
+        in_turn([np.array([0.0, pitch, yaw]) for pitch, yaw in itertools.product(g, g)])
         at = d.copy()
-        for roll in g:  # then the roll line through the best of them
-            better(np.array([roll, at[1], at[2]]))
+        in_turn([np.array([roll, at[1], at[2]]) for roll in g])  # then the roll line through the best of them
     step, last = ROTATION_STEPS_DEG
     while step >= last:
         moved = False
@@ -320,6 +351,61 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
         if not moved:
             step /= 2
     return best_v
+
+
+def walked_many(view: EdgeView, pres: np.ndarray, K: np.ndarray, size: tuple[int, int], start: np.ndarray,
+                stop: Callable[[np.ndarray], bool] | None = None) -> np.ndarray:
+    """Each of A poses at its best small rotation, walked side by side: at every step each pose
+    moves to the best of its six neighbours (``ROTATION_STEPS_DEG`` apart on each axis, the
+    step halved where none is better, down to the last), all poses' neighbours taken at once
+    (:meth:`EdgeView.values_many`). The walk of :func:`rotated_best` without its grid, steepest
+    first instead of axis by axis, so its optimum may differ a little.
+
+    Args:
+        view: The camera's evidence.
+        pres: (A, 4, 4) each pose relative to the stored camera frame before the rotation.
+        K: (A, 3, 3) each pose's intrinsics.
+        size: The poses' calibrated (W, H).
+        start: (A, M) each pose's values unturned (:meth:`EdgeView.values`).
+        stop: Given a pose's values (M,), whether its walk may end there (it is good enough).
+
+    Returns:
+        (A, M) the values at each pose's best rotation (or where ``stop`` ended its walk).
+
+    Convention:
+        As :func:`rotated_best`: a pose's values at ``turn(d) @ pre``.
+    """
+    A = len(pres)
+    d = np.zeros((A, 3))
+    best_v = start.copy()
+    seen = np.count_nonzero(~np.isnan(start), axis=1)
+    enough = np.maximum(MIN_SCREEN_EDGES, 0.8 * seen)
+    best = np.array([float(np.nanmean(v)) if n else float("-inf") for v, n in zip(start, seen, strict=True)])
+    step = np.full(A, ROTATION_STEPS_DEG[0])
+    active = np.array([stop is None or not stop(v) for v in best_v])
+    moves = np.concatenate([np.eye(3), -np.eye(3)])
+    while True:
+        active &= step >= ROTATION_STEPS_DEG[1]
+        idx = np.flatnonzero(active)
+        if not len(idx):
+            return best_v
+        trials = (d[idx, None, :] + step[idx, None, None] * moves[None]).reshape(-1, 3)
+        turns = np.stack([np.eye(4)] * len(trials))
+        turns[:, :3, :3] = [hypothesis_matrix(t) for t in trials]
+        vals = view.values_many(turns @ np.repeat(pres[idx], 6, axis=0), np.repeat(K[idx], 6, axis=0), size,
+                                view.channels, view.sideways).reshape(len(idx), 6, -1)
+        for j, a in enumerate(idx):
+            counts = np.count_nonzero(~np.isnan(vals[j]), axis=1)
+            means = np.array([float(np.nanmean(v)) if c else float("-inf") for v, c in zip(vals[j], counts,
+                                                                                          strict=True)])
+            means[counts < enough[a]] = float("-inf")
+            k = int(np.argmax(means))
+            if means[k] > best[a]:
+                d[a], best[a], best_v[a] = trials[6 * j + k], means[k], vals[j, k]
+                if stop is not None and stop(best_v[a]):
+                    active[a] = False
+            else:
+                step[a] /= 2
 
 
 def pooled_views(rig: Rig, more_frames: Sequence[tuple[Mapping[str, np.ndarray], object]],
