@@ -63,10 +63,13 @@ def gross_screen(doc: Doctor) -> None:
         return
     pooled = f" ({screen.frames} frames, their edges pooled)" if screen.frames > 1 else ""
     screened, cameras = len(screen.best), len(doc.rig)
+    unsure = screen.not_ruled_out
     if not screen.errors:
         if screened == cameras:  # a clean screen is said only where every camera was screened
             lidar = ", the LiDAR where the cameras put it" if cameras > 1 else ""
-            st.caption(f"Gross-error screen{pooled}: no camera turned or swapped{lidar}.")
+            open_ = (f"; the positions and focal lengths of {len(unsure)} camera{'s' if len(unsure) != 1 else ''} "
+                     "not ruled out (below)" if unsure else "")
+            st.caption(f"Gross-error screen{pooled}: no camera turned or swapped{lidar}{open_}.")
         else:  # what could not be screened is never reported clean
             st.warning(f"Gross-error screen{pooled}: {screened} of {cameras} cameras screened, no gross error "
                        "named among them; the others could not be judged (below).")
@@ -76,8 +79,17 @@ def gross_screen(doc: Doctor) -> None:
             st.caption(f"The cameras were screened on {screen.frames} frames, their edges pooled.")
         for fault in screen.errors:
             st.warning(esc(fault.message))
+    said_below = set(screen.not_ruled_out_notes())
     for note in screen.notes:
-        st.info(esc(note))
+        if note not in said_below:
+            st.info(esc(note))
+    if unsure:  # one table, not a note a camera
+        with st.expander(f"Not ruled out: position or focal errors the LiDAR's edges cannot tell from none "
+                         f"({len(unsure)} camera{'s' if len(unsure) != 1 else ''})"):
+            st.dataframe(pd.DataFrame({"camera": list(unsure), "not ruled out": list(unsure.values())}),
+                         hide_index=True, key="cd_gross_not_ruled_out")
+            st.caption("Each, turned a little, fits the LiDAR's edges about as well as the stored pose, so the "
+                       "screen's silence does not clear it. More frames (a drive) rule out more.")
     if (fixed := doc.fixed_rig()) is not None:  # a fix exists only for an error named
         st.download_button("Download the fixed rig (JSON)", fixed_rig_json(fixed), file_name="rig_fixed.json",
                            mime="application/json", key="cd_fixed_rig")

@@ -29,7 +29,11 @@ camera back within 0.25 m and 3 % of the truth, "fix further off" where it leave
 further from the truth than the fault did, "in the road, no fix" a camera moved down into the
 road and named so), the right camera named with two readings (a
 turn, or a move or refocus) and no fix, wrong (another camera or kind) and, on the clean rigs,
-false alarms; and the step's margins: the best alternative of the clean cameras (of the clean
+false alarms and the cameras with a not-ruled-out note; each fault the screen does not name,
+by what it says of the camera: a not-ruled-out note that holds the fix's direction (the axis
+and sign of the move back, or the side of 1 of the focal scale back;
+``GrossScreen.not_ruled_out``), one without it (the screen's silence would mislead), another
+note naming the camera, or nothing; and the step's margins: the best alternative of the clean cameras (of the clean
 rig) and of the cameras turned 2 deg, and how many faulty cameras' best alternative reaches
 1.5, 1.75, 2, 2.5 and 3 standard errors (``GrossScreen.pose_best``, whatever its gain).
 """
@@ -51,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 
 from bevviz.calibration import diagnose, perturb_camera  # noqa: E402
 from bevviz.calibration.gross import screen_gross_errors  # noqa: E402
+from bevviz.calibration.gross.pose import AXIS_WORDS  # noqa: E402
 from bevviz.io.frame_folder import load_frame_folder  # noqa: E402
 from bevviz.io.nuscenes import load_lidar, load_sample  # noqa: E402
 from bevviz.session.embedded import sample_path  # noqa: E402
@@ -117,7 +122,7 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
         looks = {"clean": [t for _, t in clean.pose_best.values()], "turned": [], "faults": []}
         print(f"== {name}: clean: {named(clean)}; best position/focal alternative per camera: "
               + ", ".join(f"{c} {k} {t:+.1f}" for c, (k, t) in clean.pose_best.items()))
-        counts = Counter()
+        counts = Counter({"clean cameras with a not-ruled-out note": len(clean.not_ruled_out)})
         for cam in rig.names:
             for label, kind, bad in pose_faults(rig[cam]):
                 s = screen_gross_errors(rig.replace(bad), images, scan, more)
@@ -136,6 +141,12 @@ def measure_pose(extra: list[str], drives: list[str] = ()) -> None:
                                                               and _further_off(s.fixed[cam], bad, rig[cam]))
                     counts["position named in the road, no fix"] += any(e.sensor == cam and ROAD in e.message
                                                                         for e in s.errors)
+                if cam not in {h[0] for h in hits}:  # missed: does the screen say it could not rule it out?
+                    said = s.not_ruled_out.get(cam)
+                    counts["missed, its fix not ruled out (a note)" if said and _fix_in(said, kind, bad, rig[cam])
+                           else "missed, not ruled out without its fix" if said
+                           else "missed, another note names the camera" if any(cam in n for n in s.notes)
+                           else "missed, nothing said"] += 1
                 if any(h != (cam, kind) for h in hits):
                     if all(e.sensor == cam and NO_FIX in e.message for e in s.errors):
                         counts["right camera, two readings, no fix"] += 1
@@ -179,6 +190,19 @@ def measure_turns(extra: list[str], drives: list[str] = ()) -> None:
         print(f"== {name}: {dict(counts)}")
         total.update(counts)
     print(f"total: {dict(total)}")
+
+
+def _fix_in(words: str, kind: str, faulty, truth) -> bool:
+    """Whether a screen's not-ruled-out words (``GrossScreen.not_ruled_out``: "1-2 m further
+    back, fx and fy x 1.1-1.2") name the direction of the fix that undoes a fault: the axis and
+    sign of the move back, or the side of 1 of the focal scale back."""
+    parts = words.split(", ")
+    if kind == "position":
+        d = truth.position - faulty.position
+        ax = int(np.argmax(np.abs(d)))
+        return any(p.endswith(" m " + AXIS_WORDS[ax][0 if d[ax] > 0 else 1]) for p in parts)
+    side = truth.K[0, 0] > faulty.K[0, 0]
+    return any((float(p.split(" x ")[1].split("-")[0]) > 1.0) == side for p in parts if p.startswith("fx and fy x "))
 
 
 def _fixed(fixed, truth) -> bool:

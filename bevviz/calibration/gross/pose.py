@@ -29,16 +29,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bevviz.calibration.gross.views import GROSS_T, MIN_LIFT, EdgeView, relative_pose, rotated_best, seen_from
+from bevviz.calibration.gross.views import (
+    GROSS_T,
+    MIN_LIFT,
+    EdgeView,
+    relative_pose,
+    rotated_best,
+    seen_from,
+    walked_many,
+)
 from bevviz.calibration.lidar.frames import LidarFrame
 from bevviz.calibration.perturbations import perturb_camera
 from bevviz.camera import Camera
 
 __all__ = [
-    "FOCAL_FINE_REACH", "FOCAL_FINE_STEP", "FOCAL_MIN_OFF", "FOCAL_SCALES", "MIN_HEIGHT_M", "POSE_CELLS",
+    "AXIS_WORDS", "FOCAL_FINE_REACH", "FOCAL_FINE_STEP", "FOCAL_MIN_OFF", "FOCAL_SCALES", "MIN_HEIGHT_M", "POSE_CELLS",
     "POSE_MIN_CAMERAS", "POSE_MIN_GAIN", "POSE_REFINED", "POSE_T", "POSITION_MOVES_M", "SECOND_LOOK_T",
-    "best_pose", "finer_focal", "focal_alternative", "other_reading", "pose_alternatives", "pose_offset",
-    "pose_values", "pose_wins", "second_look", "short_words", "sizes_that_fit",
+    "best_pose", "finer_focal", "focal_alternative", "not_ruled_out", "not_ruled_out_words", "other_reading",
+    "pose_alternatives", "pose_offset", "pose_values", "pose_wins", "second_look", "short_words", "sizes_that_fit",
 ]
 
 #: A camera's optical centre moved by these distances (metres) along each ego axis, both
@@ -92,7 +100,8 @@ POSE_REFINED = 4
 #: camera's position from its LiDAR's.
 POSE_MIN_CAMERAS = 3
 
-_AXIS_WORDS = (("further forward", "further back"), ("further left", "further right"), ("higher", "lower"))
+#: How a move along each ego axis (x, y, z), either way, is said: a position alternative's words.
+AXIS_WORDS = (("further forward", "further back"), ("further left", "further right"), ("higher", "lower"))
 
 
 def pose_alternatives(camera: Camera, ground_z: float | None = None) -> list[tuple[str, str, Camera]]:
@@ -105,7 +114,7 @@ def pose_alternatives(camera: Camera, ground_z: float | None = None) -> list[tup
         if ground_z is not None and alt.position[2] < ground_z + MIN_HEIGHT_M:
             continue
         words = (f"'s position is off by about {h:g} m: the LiDAR's edges fit it {h:g} m "
-                 f"{_AXIS_WORDS[ax][0 if sign > 0 else 1]} (ego {'+' if sign > 0 else '-'}{'xyz'[ax]})")
+                 f"{AXIS_WORDS[ax][0 if sign > 0 else 1]} (ego {'+' if sign > 0 else '-'}{'xyz'[ax]})")
         out.append(("position", words, alt))
     return out + [focal_alternative(camera, s) for s in FOCAL_SCALES]
 
@@ -157,7 +166,7 @@ def short_words(camera: Camera, kind: str, alt: Camera) -> str:
     if kind == "focal":
         return f"fx and fy x {d[0] + 1.0:.3g}"
     ax = int(np.argmax(np.abs(d)))
-    return f"the camera {abs(d[ax]):g} m {_AXIS_WORDS[ax][0 if d[ax] > 0 else 1]}"
+    return f"the camera {abs(d[ax]):g} m {AXIS_WORDS[ax][0 if d[ax] > 0 else 1]}"
 
 
 def pose_values(view: EdgeView, lid: np.ndarray,
@@ -260,3 +269,48 @@ def other_reading(view: EdgeView, lid: np.ndarray, kind: str, v_alt: np.ndarray,
     others = [a for a in pose_values(view, lid, ground_z) if a[0] != kind]
     rival = best_pose(view, others, v_alt, lid, cells=None)
     return rival if rival[1] > -GROSS_T else None
+
+
+def not_ruled_out(view: EdgeView, alternatives: list[tuple[str, str, Camera, np.ndarray]], reference: np.ndarray,
+                  lid: np.ndarray) -> list[tuple[str, Camera]]:
+    """(kind, camera) of the position and focal ``alternatives`` (:func:`pose_values`) that the
+    edges do not rule out: on its walk to its own best small rotation (:func:`walked_many`,
+    stopped there) each comes within ``POSE_T`` standard errors (by cell) of ``reference``
+    (values (M,): the stored position at its best small rotation), or brings too few of the
+    stored pose's edges into view to be compared.
+
+    The edges are those seen from the stored place, which favour it (:func:`second_look`), so
+    the list is what even that look cannot exclude: an alternative left out of it is not
+    thereby shown wrong, one in it is not shown right. ``lid`` (4, 4): the LiDAR's correction
+    in the camera's frame."""
+    if not alternatives:
+        return []
+
+    def open_(v: np.ndarray) -> bool:
+        t = view.compare(reference, v, POSE_CELLS)[0]
+        return t > -POSE_T or t == float("-inf")  # -inf: too few edges in view to compare
+
+    cam = view.camera
+    walked = walked_many(view, np.stack([relative_pose(cam, a[2]) @ lid for a in alternatives]),
+                         np.stack([a[2].K for a in alternatives]), cam.size, np.stack([a[3] for a in alternatives]),
+                         stop=open_)
+    return [(kind, alt) for (kind, _, alt, _), v in zip(alternatives, walked, strict=True) if open_(v)]
+
+
+def not_ruled_out_words(camera: Camera, open_: Sequence[tuple[str, Camera]]) -> str:
+    """:func:`not_ruled_out`'s list in words, sizes gathered by direction: "1-2 m further
+    forward, 1 m higher, fx and fy x 1.1-1.2" ("" for none)."""
+    parts = []
+    for ax, sign in itertools.product(range(3), (1.0, -1.0)):
+        sizes = sorted(float(abs(d[ax])) for k, a in open_ if k == "position"
+                       for d in [pose_offset(camera, k, a)] if np.sign(d[ax]) == sign and abs(d[ax]) > 0.5)
+        if sizes:
+            span = f"{sizes[0]:g}" if len(sizes) == 1 else f"{sizes[0]:g}-{sizes[-1]:g}"
+            parts.append(f"{span} m {AXIS_WORDS[ax][0 if sign > 0 else 1]}")
+    for side in (-1.0, 1.0):
+        scales = sorted(round(float(pose_offset(camera, k, a)[0]) + 1.0, 3) for k, a in open_
+                        if k == "focal" and np.sign(pose_offset(camera, k, a)[0]) == side)
+        if scales:
+            span = f"{scales[0]:g}" if len(scales) == 1 else f"{scales[0]:g}-{scales[-1]:g}"
+            parts.append(f"fx and fy x {span}")
+    return ", ".join(parts)

@@ -84,8 +84,11 @@ from bevviz.calibration.gross.lidar_placement import (
 from bevviz.calibration.gross.pose import (
     MIN_HEIGHT_M,
     POSE_MIN_CAMERAS,
+    POSE_T,
     SECOND_LOOK_T,
     best_pose,
+    not_ruled_out,
+    not_ruled_out_words,
     other_reading,
     pose_values,
     pose_wins,
@@ -192,8 +195,12 @@ class GrossScreen:
         lidar_agree: How many cameras prefer the best LiDAR correction on their own.
         fixed: The rig with every named camera error corrected, or None when none is.
         lidar_from_scan: The LiDAR correction found (4, 4) when the LiDAR is named, else None.
-        notes: Why a camera could not be screened.
+        notes: Why a camera could not be screened, and what the screen could not rule out.
         frames: How many frames the cameras were screened on (their edges pooled).
+        not_ruled_out: Camera -> the position and focal errors (in words: "1-2 m further
+            forward, fx and fy x 1.1") that its edges do not rule out, for the cameras the
+            screen names for nothing (:func:`~bevviz.calibration.gross.pose.not_ruled_out`):
+            the screen's silence about them clears nothing.
 
     Convention:
         ``lidar_from_scan`` maps the scan's points to where the cameras put them: ``p = M @ p_scan``.
@@ -207,11 +214,19 @@ class GrossScreen:
     lidar_from_scan: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     frames: int = 1
+    not_ruled_out: dict[str, str] = field(default_factory=dict)
 
     @property
     def sensors(self) -> list[str]:
         """The sensors named, in order."""
         return [e.sensor for e in self.errors]
+
+    def not_ruled_out_notes(self) -> list[str]:
+        """The notes (among :attr:`notes`) that say what :attr:`not_ruled_out` holds, one a camera."""
+        frames = f" over {self.frames} frames" if self.frames > 1 else ""
+        return [f"{n}: its LiDAR edges{frames} cannot rule out a position or focal error of {words} (each, "
+                f"turned a little, comes within {POSE_T:g} standard errors of the stored pose)"
+                for n, words in self.not_ruled_out.items()]
 
 
 def _turned(camera: Camera, T: np.ndarray) -> Camera:
@@ -332,6 +347,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
     swaps: dict[str, tuple[str, float]] = {}
     moved: dict[str, tuple] = {}
     in_road: dict[str, float] = {}  # camera -> its height above the LiDAR's ground, under MIN_HEIGHT_M
+    unsure: dict[str, str] = {}  # camera -> the position and focal errors its edges do not rule out, in words
     for n, view in views.items():
         if n in duplicated:  # its image is another's: nothing of its own to screen
             continue
@@ -371,12 +387,15 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         low = height is not None and height < MIN_HEIGHT_M
         if not won or explained or weak or low:
             # each alternative against the stored position at its best small rotation
-            pose = best_pose(view, alternatives, rotated_best(view, lid), lid)
+            reference = rotated_best(view, lid)
+            pose = best_pose(view, alternatives, reference, lid)
             looks = [pose, second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
             screen.pose_best[n] = (pose[0], max(p[1] for p in looks))
             winner = next((p for p in looks if pose_wins(p) and (not low or p[0] == "position")), None)
             if winner is not None:
                 moved[n] = winner
+            elif not low and not (won and kind == "turned"):  # what the edges cannot exclude
+                unsure[n] = not_ruled_out_words(cam, not_ruled_out(view, alternatives, reference, lid))
             if low:
                 in_road[n] = height
             if low or not (won and kind == "turned" and winner is None):
@@ -436,6 +455,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         screen.notes.append(f"{', '.join(moved)} fit the LiDAR's edges better moved or with another focal "
                             f"length ({why}); no camera named for it")
     _name_in_road(screen, in_road, named_moved, ground_z, len(views))
+    _not_ruled_out_notes(screen, unsure)
     if any(fixed[n] is not rig[n] for n in rig.names):
         screen.fixed = Rig([fixed[n] for n in rig.names])
     screen.errors = [e if e.kind == "lidar" else dataclasses.replace(e, frames=screen.frames) for e in screen.errors]
@@ -471,6 +491,17 @@ def _name_in_road(screen: GrossScreen, in_road: dict[str, float], named: set[str
     screen.notes.append(f"{', '.join(in_road)} stand within {MIN_HEIGHT_M:g} m of the road the LiDAR sees or under "
                         f"it ({why}: the LiDAR's height, or the ego frame, is the likelier culprit); no camera named "
                         "for it")
+
+
+def _not_ruled_out_notes(screen: GrossScreen, unsure: dict[str, str]) -> None:
+    """A note for each camera named for nothing whose edges do not rule out some position or
+    focal errors (``unsure``: camera -> :func:`~bevviz.calibration.gross.pose.not_ruled_out_words`),
+    kept in ``screen.not_ruled_out``: a screen that names nothing has not cleared those."""
+    named = set(screen.sensors)
+    for n, words in unsure.items():
+        if words and n not in named:
+            screen.not_ruled_out[n] = words
+    screen.notes += screen.not_ruled_out_notes()
 
 
 def swapped_images(images: Mapping[str, np.ndarray], screen: GrossScreen) -> dict[str, np.ndarray]:
