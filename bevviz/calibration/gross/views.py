@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from bevviz.calibration.lidar.alignment import EdgeAlignment, hypothesis_matrix
+from bevviz.calibration.lidar.alignment import EdgeAlignment, hypothesis_matrices, hypothesis_matrix
 from bevviz.calibration.lidar.edges import view_axes
 from bevviz.calibration.lidar.frames import LidarFrame, as_lidar_frames
 from bevviz.calibration.lidar.image_support import LOCAL_RAD, local_mean
@@ -332,7 +332,7 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
 
     def in_turn(trials: list[np.ndarray]) -> None:  # each trial in turn, their values taken at once
         turns = np.stack([np.eye(4)] * len(trials))
-        turns[:, :3, :3] = [hypothesis_matrix(t) for t in trials]
+        turns[:, :3, :3] = hypothesis_matrices(np.stack(trials))
         for t, v in zip(trials, view.values_many(turns @ pre, K, size, view.channels, view.sideways), strict=True):
             better(t, v)
 
@@ -391,17 +391,16 @@ def walked_many(view: EdgeView, pres: np.ndarray, K: np.ndarray, size: tuple[int
             return best_v
         trials = (d[idx, None, :] + step[idx, None, None] * moves[None]).reshape(-1, 3)
         turns = np.stack([np.eye(4)] * len(trials))
-        turns[:, :3, :3] = [hypothesis_matrix(t) for t in trials]
+        turns[:, :3, :3] = hypothesis_matrices(trials)
         vals = view.values_many(turns @ np.repeat(pres[idx], 6, axis=0), np.repeat(K[idx], 6, axis=0), size,
                                 view.channels, view.sideways).reshape(len(idx), 6, -1)
+        counts = np.count_nonzero(~np.isnan(vals), axis=2)  # (len(idx), 6)
+        means = np.where(counts >= np.maximum(enough[idx, None], 1),
+                         np.nansum(vals, axis=2) / np.maximum(counts, 1), float("-inf"))
         for j, a in enumerate(idx):
-            counts = np.count_nonzero(~np.isnan(vals[j]), axis=1)
-            means = np.array([float(np.nanmean(v)) if c else float("-inf") for v, c in zip(vals[j], counts,
-                                                                                          strict=True)])
-            means[counts < enough[a]] = float("-inf")
-            k = int(np.argmax(means))
-            if means[k] > best[a]:
-                d[a], best[a], best_v[a] = trials[6 * j + k], means[k], vals[j, k]
+            k = int(np.argmax(means[j]))
+            if means[j, k] > best[a]:
+                d[a], best[a], best_v[a] = trials[6 * j + k], means[j, k], vals[j, k]
                 if stop is not None and stop(best_v[a]):
                     active[a] = False
             else:
