@@ -12,7 +12,9 @@ seen from the stored place favour it, so the best alternative is looked at again
 seen from its own place (:func:`second_look`), and wins on the first look or on the two looks'
 mean. The screen names one only where one camera alone of a rig of at least
 ``POSE_MIN_CAMERAS`` prefers it, and says how far off when the edges pin the size
-(:func:`sizes_that_fit`). What the values were chosen on: docs/gross_errors.md (the tuning table).
+(:func:`sizes_that_fit`). For a camera it names for nothing, :func:`not_ruled_out` lists the
+alternatives its edges cannot exclude. What the values were chosen on: docs/gross_errors.md
+(the tuning table).
 
 Convention:
     Ego frame x forward, y left, z up, metres; camera RDF; pixels at centres. A position

@@ -50,6 +50,9 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    the stored place favour it, so the best alternative is looked at again on the edges seen
    from its own place, and wins on the first look or on the two looks' mean. No position
    alternative puts the camera in the road (``pose.MIN_HEIGHT_M`` above the LiDAR's ground).
+   A camera this step names for nothing gets a note of the alternatives its edges do not rule
+   out (:func:`~bevviz.calibration.gross.pose.not_ruled_out`; ``GrossScreen.not_ruled_out``):
+   the screen's silence does not clear them.
 
 What the thresholds were chosen on and what the screen does not try (turns that point a camera
 elsewhere; a position or focal length of a one-camera rig): docs/gross_errors.md (the tuning
