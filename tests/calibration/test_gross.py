@@ -257,6 +257,19 @@ def test_no_position_alternative_puts_a_camera_in_the_road(dev_frames):
                for n in screen.notes)
 
 
+def test_a_camera_in_the_road_is_moved_up_where_the_edges_seen_from_above_say_so(dev_frames):
+    """TRI CAMERA_09 moved 1.5 m down stands 0.06 m under the road: on the edges seen from
+    there no move up wins (nor on the two looks' mean), and it was named without a fix. Its
+    stored place is no place, so the edges seen from the move up are heard alone too: they
+    prefer 1.5 m up, which lands."""
+    rig, images, scan = dev_frames["real_tri"]
+    cam = rig["CAMERA_09"]
+    screen = screen_gross_errors(rig.replace(_moved(cam, [0.0, 0.0, -1.5])), images, scan)
+    assert [(e.sensor, e.kind) for e in screen.errors] == [("CAMERA_09", "position")]
+    assert "the LiDAR's edges fit it 1.5 m higher (ego +z)" in screen.errors[0].message
+    assert np.allclose(screen.fixed["CAMERA_09"].position, cam.position, atol=0.01)
+
+
 def test_a_move_whose_size_the_edges_do_not_pin_says_so(dev_frames):
     """nuScenes CAM_FRONT_LEFT moved 1.5 m sideways: a move of 2 m the same way fits about as
     well (within GROSS_T), so the message names the span and asks for the fix to be checked;

@@ -10,7 +10,7 @@ each at its own best small rotation (:func:`best_pose`), under stricter threshol
 turns and images of steps 2-3 (:func:`pose_wins`: ``POSE_T``, ``POSE_MIN_GAIN``). The edges
 seen from the stored place favour it, so the best alternative is looked at again on the edges
 seen from its own place (:func:`second_look`), and wins on the first look or on the two looks'
-mean. The screen names one only where one camera alone of a rig of at least
+mean (for a camera in the road also on the second look alone). The screen names one only where one camera alone of a rig of at least
 ``POSE_MIN_CAMERAS`` prefers it, and says how far off when the edges pin the size
 (:func:`sizes_that_fit`). For a camera it names for nothing, :func:`not_ruled_out` lists the
 alternatives its edges cannot exclude. What the values were chosen on: docs/gross_errors.md
@@ -212,12 +212,12 @@ def pose_wins(pose: tuple) -> bool:
     return pose[1] >= POSE_T and pose[2] >= MIN_LIFT and pose[3] >= POSE_MIN_GAIN
 
 
-def second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame]) -> tuple:
+def second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame], alone: bool = False) -> tuple:
     """The best position or focal alternative (``pose``, as :func:`best_pose` returns it)
     judged once more on the edges seen from its own place (:func:`seen_from`), and both looks
     averaged: ``pose`` with its ``(t, lift, gain)`` the mean of the two looks' (``t`` -inf where
-    the alternative's place shows too few edges). ``frames``: the frames the view holds, each
-    scan where the cameras put it.
+    the alternative's place shows too few edges); with ``alone``, the second look's own.
+    ``frames``: the frames the view holds, each scan where the cameras put it.
 
     A camera's edges are chosen from where it stands: edges chosen from the stored place
     favour the stored place, those chosen from the alternative's favour the alternative (TRI
@@ -230,6 +230,8 @@ def second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame]) -> tu
     cam = view.camera
     stored = rotated_best(seen, relative_pose(alt, cam), cam.K, cam.size)
     t2, lift2, gain2 = seen.compare(stored, rotated_best(seen, np.eye(4), alt.K, alt.size, grid=False), POSE_CELLS)
+    if alone:
+        return kind, t2, lift2, gain2, words, alt, v_alt
     return kind, 0.5 * (t + t2), 0.5 * (lift + lift2), 0.5 * (gain + gain2), words, alt, v_alt
 
 

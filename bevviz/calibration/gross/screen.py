@@ -48,8 +48,10 @@ by ``MIN_GAIN`` on average, and shows an alignment of its own (``MIN_LIFT``):
    of evidence, ``POSE_CELLS``); one is named only where one camera alone of a rig of at least
    ``POSE_MIN_CAMERAS`` prefers it (several at once point at the LiDAR). The edges seen from
    the stored place favour it, so the best alternative is looked at again on the edges seen
-   from its own place, and wins on the first look or on the two looks' mean. No position
-   alternative puts the camera in the road (``pose.MIN_HEIGHT_M`` above the LiDAR's ground).
+   from its own place, and wins on the first look or on the two looks' mean (a camera that
+   stands in the road, whose stored place is no place, also on the second look alone). No
+   position alternative puts the camera in the road (``pose.MIN_HEIGHT_M`` above the LiDAR's
+   ground).
    A camera this step names for nothing gets a note of the alternatives its edges do not rule
    out (:func:`~bevviz.calibration.gross.pose.not_ruled_out`; ``GrossScreen.not_ruled_out``):
    the screen's silence does not clear them.
@@ -393,6 +395,8 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             reference = rotated_best(view, lid)
             pose = best_pose(view, alternatives, reference, lid)
             looks = [pose, second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
+            if low and pose[0] == "position":  # its stored place is no place: its own edges need not be heard
+                looks.append(second_look(view, pose, frames, alone=True))
             screen.pose_best[n] = (pose[0], max(p[1] for p in looks))
             winner = next((p for p in looks if pose_wins(p) and (not low or p[0] == "position")), None)
             if winner is not None:
