@@ -10,11 +10,11 @@ each at its own best small rotation (:func:`best_pose`), under stricter threshol
 turns and images of steps 2-3 (:func:`pose_wins`: ``POSE_T``, ``POSE_MIN_GAIN``). The edges
 seen from the stored place favour it, so the best alternative is looked at again on the edges
 seen from its own place (:func:`second_look`), and wins on the first look or on the two looks'
-mean (for a camera in the road also on the second look alone). The screen names one only where one camera alone of a rig of at least
-``POSE_MIN_CAMERAS`` prefers it, and says how far off when the edges pin the size
-(:func:`sizes_that_fit`). For a camera it names for nothing, :func:`not_ruled_out` lists the
-alternatives its edges cannot exclude. What the values were chosen on: docs/gross_errors.md
-(the tuning table).
+mean (for a camera in the road also on the second look alone). The screen names one only
+where one camera alone of a rig of at least ``POSE_MIN_CAMERAS`` prefers it, and says how far
+off when the edges pin the size (:func:`sizes_that_fit`). For a camera it names for nothing,
+:func:`not_ruled_out` lists the alternatives its edges cannot exclude. What the values were
+chosen on: docs/gross_errors.md (the tuning table).
 
 Convention:
     Ego frame x forward, y left, z up, metres; camera RDF; pixels at centres. A position
