@@ -10,7 +10,7 @@ each at its own best small rotation (:func:`best_pose`), under stricter threshol
 turns and images of steps 2-3 (:func:`pose_wins`: ``POSE_T``, ``POSE_MIN_GAIN``). The edges
 seen from the stored place favour it, so the best alternative is looked at again on the edges
 seen from its own place (:func:`second_look`), and wins on the first look or on the two looks'
-mean (for a camera in the road also on the second look alone). The screen names one only
+mean (:func:`both_looks`; for a camera in the road also on the second look alone). The screen names one only
 where one camera alone of a rig of at least ``POSE_MIN_CAMERAS`` prefers it, and says how far
 off when the edges pin the size (:func:`sizes_that_fit`). For a camera it names for nothing,
 :func:`not_ruled_out` lists the alternatives its edges cannot exclude. What the values were
@@ -47,8 +47,9 @@ from bevviz.camera import Camera
 __all__ = [
     "AXIS_WORDS", "FOCAL_FINE_REACH", "FOCAL_FINE_STEP", "FOCAL_MIN_OFF", "FOCAL_SCALES", "MIN_HEIGHT_M", "POSE_CELLS",
     "POSE_MIN_CAMERAS", "POSE_MIN_GAIN", "POSE_REFINED", "POSE_T", "POSITION_MOVES_M", "SECOND_LOOK_T",
-    "best_pose", "finer_focal", "focal_alternative", "not_ruled_out", "not_ruled_out_words", "other_reading",
-    "pose_alternatives", "pose_offset", "pose_values", "pose_wins", "second_look", "short_words", "sizes_that_fit",
+    "best_pose", "both_looks", "finer_focal", "focal_alternative", "not_ruled_out", "not_ruled_out_words",
+    "other_reading", "pose_alternatives", "pose_offset", "pose_values", "pose_wins", "second_look", "short_words",
+    "sizes_that_fit",
 ]
 
 #: A camera's optical centre moved by these distances (metres) along each ego axis, both
@@ -212,26 +213,31 @@ def pose_wins(pose: tuple) -> bool:
     return pose[1] >= POSE_T and pose[2] >= MIN_LIFT and pose[3] >= POSE_MIN_GAIN
 
 
-def second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame], alone: bool = False) -> tuple:
+def second_look(view: EdgeView, pose: tuple, frames: Sequence[LidarFrame]) -> tuple:
     """The best position or focal alternative (``pose``, as :func:`best_pose` returns it)
-    judged once more on the edges seen from its own place (:func:`seen_from`), and both looks
-    averaged: ``pose`` with its ``(t, lift, gain)`` the mean of the two looks' (``t`` -inf where
-    the alternative's place shows too few edges); with ``alone``, the second look's own.
-    ``frames``: the frames the view holds, each scan where the cameras put it.
+    judged once more on the edges seen from its own place (:func:`seen_from`): ``pose`` with
+    the second look's own ``(t, lift, gain)`` (``t`` -inf where the alternative's place shows
+    too few edges). ``frames``: the frames the view holds, each scan where the cameras put it.
 
     A camera's edges are chosen from where it stands: edges chosen from the stored place
     favour the stored place, those chosen from the alternative's favour the alternative (TRI
     CAMERA_06 clean: -3.8 standard errors on the first, -0.7 on the second; moved 2 m down:
-    +0.9 and +5.9). The mean of the two takes neither side."""
-    kind, t, lift, gain, words, alt, v_alt = pose
+    +0.9 and +5.9). The mean of the two (:func:`both_looks`) takes neither side."""
+    kind, _, _, _, words, alt, v_alt = pose
     seen = seen_from(view, alt, frames)
     if seen is None:
         return kind, float("-inf"), 0.0, 0.0, words, alt, v_alt
     cam = view.camera
     stored = rotated_best(seen, relative_pose(alt, cam), cam.K, cam.size)
     t2, lift2, gain2 = seen.compare(stored, rotated_best(seen, np.eye(4), alt.K, alt.size, grid=False), POSE_CELLS)
-    if alone:
-        return kind, t2, lift2, gain2, words, alt, v_alt
+    return kind, t2, lift2, gain2, words, alt, v_alt
+
+
+def both_looks(first: tuple, second: tuple) -> tuple:
+    """One alternative's two looks (:func:`best_pose`'s and :func:`second_look`'s) averaged:
+    ``first`` with its ``(t, lift, gain)`` the mean of the two looks'."""
+    kind, t, lift, gain, words, alt, v_alt = first
+    t2, lift2, gain2 = second[1:4]
     return kind, 0.5 * (t + t2), 0.5 * (lift + lift2), 0.5 * (gain + gain2), words, alt, v_alt
 
 

@@ -92,6 +92,7 @@ from bevviz.calibration.gross.pose import (
     POSE_T,
     SECOND_LOOK_T,
     best_pose,
+    both_looks,
     not_ruled_out,
     not_ruled_out_words,
     other_reading,
@@ -394,9 +395,11 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             # each alternative against the stored position at its best small rotation
             reference = rotated_best(view, lid)
             pose = best_pose(view, alternatives, reference, lid)
-            looks = [pose, second_look(view, pose, frames)] if pose[1] >= SECOND_LOOK_T else [pose]
-            if low and pose[0] == "position":  # its stored place is no place: its own edges need not be heard
-                looks.append(second_look(view, pose, frames, alone=True))
+            # a camera in the road also on the second look alone: its stored place is no place
+            alone = low and pose[0] == "position"
+            second = second_look(view, pose, frames) if pose[1] >= SECOND_LOOK_T or alone else None
+            looks = [pose, *([both_looks(pose, second)] if pose[1] >= SECOND_LOOK_T else []),
+                     *([second] if alone else [])]
             screen.pose_best[n] = (pose[0], max(p[1] for p in looks))
             winner = next((p for p in looks if pose_wins(p) and (not low or p[0] == "position")), None)
             if winner is not None:

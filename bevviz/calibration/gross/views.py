@@ -290,6 +290,13 @@ ROTATION_GRID_STEP_DEG = 0.5
 ROTATION_STEPS_DEG = (0.25, 0.0625)
 
 
+def _turns(ds_deg: np.ndarray) -> np.ndarray:
+    """(P, 4, 4) the turns of :func:`hypothesis_matrices` for (roll, pitch, yaw) ``ds_deg`` (P, 3) deg."""
+    out = np.stack([np.eye(4)] * len(ds_deg))
+    out[:, :3, :3] = hypothesis_matrices(ds_deg)
+    return out
+
+
 def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, size: tuple[int, int] | None = None,
                  grid: bool = True) -> np.ndarray:
     """The values (:meth:`EdgeView.values`, (M,)) of a pose at its best small rotation.
@@ -313,9 +320,7 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
     size = cam.size if size is None else size
 
     def values(d: np.ndarray) -> np.ndarray:
-        turn = np.eye(4)
-        turn[:3, :3] = hypothesis_matrix(d)
-        return view.values(turn @ pre, K, size, view.channels, view.sideways)
+        return view.values(_turns(d[None])[0] @ pre, K, size, view.channels, view.sideways)
 
     d, best_v = np.zeros(3), values(np.zeros(3))
     seen = int(np.count_nonzero(~np.isnan(best_v)))
@@ -331,9 +336,8 @@ def rotated_best(view: EdgeView, pre: np.ndarray, K: np.ndarray | None = None, s
         return False
 
     def in_turn(trials: list[np.ndarray]) -> None:  # each trial in turn, their values taken at once
-        turns = np.stack([np.eye(4)] * len(trials))
-        turns[:, :3, :3] = hypothesis_matrices(np.stack(trials))
-        for t, v in zip(trials, view.values_many(turns @ pre, K, size, view.channels, view.sideways), strict=True):
+        for t, v in zip(trials, view.values_many(_turns(np.stack(trials)) @ pre, K, size, view.channels,
+                                                 view.sideways), strict=True):
             better(t, v)
 
     if grid:
@@ -390,9 +394,7 @@ def walked_many(view: EdgeView, pres: np.ndarray, K: np.ndarray, size: tuple[int
         if not len(idx):
             return best_v
         trials = (d[idx, None, :] + step[idx, None, None] * moves[None]).reshape(-1, 3)
-        turns = np.stack([np.eye(4)] * len(trials))
-        turns[:, :3, :3] = hypothesis_matrices(trials)
-        vals = view.values_many(turns @ np.repeat(pres[idx], 6, axis=0), np.repeat(K[idx], 6, axis=0), size,
+        vals = view.values_many(_turns(trials) @ np.repeat(pres[idx], 6, axis=0), np.repeat(K[idx], 6, axis=0), size,
                                 view.channels, view.sideways).reshape(len(idx), 6, -1)
         counts = np.count_nonzero(~np.isnan(vals), axis=2)  # (len(idx), 6)
         means = np.where(counts >= np.maximum(enough[idx, None], 1),
