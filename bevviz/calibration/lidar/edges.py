@@ -27,10 +27,9 @@ points are not stored in scan order is put in azimuth order, :func:`in_scan_orde
 doctor scores a camera on them where its own view holds too few edges for a verdict
 (:data:`bevviz.calibration.lidar.alignment.MIN_VERDICT_POINTS`): a sparse LiDAR, where they
 are the stronger witness (docs/calibration.md, tuning table). Their intensities are read on
-one reference scale (``REFERENCE_*``), so any unit is read alike. :func:`with_rings` /
-:func:`firing_period` recover rings from a firing order (a
-plain (N, 4) array of a spinning LiDAR, as its driver writes it); the doctor uses them for a
-scan without a ring index whose whole storage order is one such firing order.
+one reference scale (``REFERENCE_*``), so any unit is read alike. A scan without a ring index
+gets its lines from its firing order or its elevations
+(:func:`bevviz.calibration.lidar.rings.scan_lines`).
 
 Convention:
     Ego frame x forward, y left, z up, metres, at the scan's keyframe time; camera RDF,
@@ -39,7 +38,6 @@ Convention:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,14 +59,12 @@ __all__ = [
     "REFLECTIVITY",
     "REFLECTIVITY_LOG_JUMP",
     "LidarEdges",
-    "firing_period",
     "in_scan_order",
     "intensity_ranks",
     "return_ranks",
     "lidar_edges",
     "view_axes",
     "view_edges",
-    "with_rings",
 ]
 
 #: Edge kinds.
@@ -126,16 +122,6 @@ SAME_SURFACE_INV_REL = 0.03
 MIN_INTENSITY_LEVELS = 8
 #: Nearest camera depth (metres) of a point linked in a view.
 MIN_VIEW_DEPTH_M = 1.0
-#: Firing period search: lags tried, and how well a lag must keep the elevation (median
-#: change in degrees, and the share of points within ``PERIOD_MATCH_DEG``).
-MAX_PERIOD = 256
-PERIOD_MEDIAN_DEG = 0.1
-PERIOD_MATCH_DEG = 0.2
-PERIOD_SHARE = 0.8
-#: ... in each of this many consecutive parts of the cloud too.
-PERIOD_CHUNKS = 16
-#: The lag is searched on this many first points (a few hundred firings of any sensor).
-PERIOD_HEAD_POINTS = 32768
 
 
 @dataclass(frozen=True)
@@ -225,30 +211,38 @@ def _ring_edges(p: np.ndarray, r: np.ndarray, log_i: np.ndarray) -> tuple[list[n
     return out, kinds
 
 
-def lidar_edges(scan: LidarScan) -> LidarEdges:
+def lidar_edges(scan: LidarScan, lines: np.ndarray | None = None) -> LidarEdges:
     """Depth and reflectivity edge points of a scan, ring by ring (see the module docstring).
 
     Args:
-        scan: The scan (:class:`bevviz.lidar.LidarScan`) with its ``ring``; each (sweep, ring)
-            is one scan line, its points in the scan's stored order (the firing order of a
-            nuScenes ``.bin``), or in azimuth order where the stored order is none
-            (:func:`in_scan_order`).
+        scan: The scan (:class:`bevviz.lidar.LidarScan`); each (sweep, ring) is one scan line,
+            its points in the scan's stored order (the firing order of a nuScenes ``.bin``),
+            or in azimuth order where the stored order is none (:func:`in_scan_order`).
+        lines: Each point's ring, (N,) integers, -1 for a point on none
+            (:func:`bevviz.calibration.lidar.rings.scan_lines`); default the scan's ``ring``.
 
     Returns:
         :class:`LidarEdges` in the ego frame at the scan's keyframe time.
 
     Raises:
-        ValueError: naming ``ring`` when the scan has none (use :func:`view_edges`).
+        ValueError: naming ``ring`` when the scan has none and no ``lines`` are given (use
+            :func:`view_edges`), or ``lines`` when they are not one integer per point.
 
     Convention:
         Ranges and azimuths from ``scan.origin`` in the ego frame. See docs/conventions.md.
     """
-    if scan.ring is None:
-        raise field_error("ring", None, "the scan has no ring index; scan it per camera with view_edges")
+    if lines is None:
+        if scan.ring is None:
+            raise field_error("ring", None, "the scan has no ring index; scan it per camera with view_edges")
+        lines = scan.ring
+    lines = np.asarray(lines)
+    check_shape(lines, (len(scan),), "lines")
+    if lines.dtype.kind not in "iu":
+        raise field_error("lines", lines.dtype, "must be integers (a point's ring, -1 for none)")
     xyz = scan.xyz.astype(np.float64) - scan.origin
     r = np.linalg.norm(xyz, axis=1)
-    keep = scan.returns(MIN_RANGE_M)
-    ring = scan.ring[keep].astype(np.int64)
+    keep = scan.returns(MIN_RANGE_M) & (lines >= 0)
+    ring = lines[keep].astype(np.int64)
     xyz, r = xyz[keep], r[keep]
     log_i = _log_intensity(scan.intensity[keep])
     sweep = scan.sweep[keep].astype(np.int64)
@@ -267,65 +261,6 @@ def lidar_edges(scan: LidarScan) -> LidarEdges:
     if not pos:
         return LidarEdges(np.zeros((0, 3)), np.zeros(0, dtype=np.int8))
     return LidarEdges(np.concatenate(pos) + scan.origin, np.concatenate(kinds))
-
-
-def _keeps_elevation(elev: np.ndarray, far: np.ndarray, lag: int) -> bool | None:
-    """Whether points ``lag`` apart in storage order keep their elevation (the
-    ``PERIOD_*`` test); None when fewer than 100 pairs of far points say."""
-    both = far[:-lag] & far[lag:]
-    if both.sum() < 100:
-        return None
-    change = np.abs(elev[lag:] - elev[:-lag])[both]
-    return bool(np.median(change) < PERIOD_MEDIAN_DEG and np.mean(change < PERIOD_MATCH_DEG) >= PERIOD_SHARE)
-
-
-def firing_period(xyz: np.ndarray, origin: np.ndarray | None = None) -> int | None:
-    """The number of lasers of a spinning LiDAR whose points are stored in firing order, or None.
-
-    Args:
-        xyz: Points in storage order, (N, 3), in a frame whose z axis is roughly the LiDAR's.
-        origin: Roughly the LiDAR's position in that frame, (3,); default (0, 0, 0) (only
-            the elevation *changes* matter, which a wrong origin barely moves for points
-            beyond a few metres).
-
-    Returns:
-        The smallest lag ``P`` (2..``MAX_PERIOD``) at which the elevation of points farther
-        than 3 m changes by less than ``PERIOD_MEDIAN_DEG`` (median) with at least
-        ``PERIOD_SHARE`` of them within ``PERIOD_MATCH_DEG``, in the first
-        ``PERIOD_HEAD_POINTS`` points and in each of the cloud's ``PERIOD_CHUNKS``
-        consecutive parts (a cloud merged from two sensors, or with a differently stored
-        tail, has no one period); None when no lag does, or when neighbours in storage
-        order already keep their elevation (lag 1: the points are stored ring after ring,
-        as KITTI's are, not interleaved by firing).
-    """
-    d = xyz.astype(np.float64) - (np.zeros(3) if origin is None else origin)
-    if len(d) < 4 * MAX_PERIOD:
-        return None
-    elev = np.degrees(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])))
-    far = np.linalg.norm(d, axis=1) > 3.0
-    head = slice(0, PERIOD_HEAD_POINTS)  # the lag is searched on the first points, checked on all
-    if _keeps_elevation(elev[head], far[head], 1):
-        return None
-    for lag in range(2, MAX_PERIOD + 1):
-        if not _keeps_elevation(elev[head], far[head], lag):
-            continue
-        parts = [_keeps_elevation(elev[c], far[c], lag)
-                 for c in np.array_split(np.arange(len(d)), PERIOD_CHUNKS)]
-        return lag if all(p is not False for p in parts) else None
-    return None
-
-
-def with_rings(scan: LidarScan) -> LidarScan:
-    """The scan with rings from its firing order when it has none (see :func:`firing_period`).
-
-    Returns the scan unchanged when it has rings or its points are not in firing order.
-    """
-    if scan.ring is not None or len(scan) == 0:
-        return scan
-    period = firing_period(scan.xyz, scan.origin)
-    if period is None:
-        return scan
-    return dataclasses.replace(scan, ring=(np.arange(len(scan)) % period).astype(np.int16))
 
 
 def _log_intensity(intensity: np.ndarray) -> np.ndarray:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from bevviz.calibration.lidar.edges import LidarEdges, lidar_edges, return_ranks, with_rings
+from bevviz.calibration.lidar.edges import LidarEdges, lidar_edges, return_ranks
+from bevviz.calibration.lidar.rings import scan_lines
 from bevviz.checks import MAX_DOCTOR_LIDAR_POINTS, field_error
 from bevviz.depth_buffer import thin_indices
 from bevviz.lidar import LidarScan, as_lidar_scan
@@ -66,8 +67,9 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
             polygons).
 
     Returns:
-        One :class:`LidarFrame` per frame; a scan with a ring index, or stored in one firing
-        order (:func:`~bevviz.calibration.lidar.edges.with_rings`), carries its ring edges.
+        One :class:`LidarFrame` per frame; a scan with a ring index, or whose firing order or
+        elevations show its lines (:func:`~bevviz.calibration.lidar.rings.scan_lines`),
+        carries its ring edges.
 
     Raises:
         ValueError: naming ``lidar`` when the counts differ or a scan is malformed.
@@ -82,8 +84,9 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
         thin = thin_indices(len(scan), MAX_DOCTOR_LIDAR_POINTS)
         if thin is not None:  # an even, seeded sample; its rings no longer hold neighbours
             scan = replace(scan, points=scan.points[thin], ring=None, sweep=scan.sweep[thin])
+            lines = None
         else:
-            scan = with_rings(scan)
-        rings = lidar_edges(scan) if scan.ring is not None else None
+            lines = scan_lines(scan)
+        rings = lidar_edges(scan, lines) if lines is not None else None
         out.append(LidarFrame(imgs, scan, return_ranks(scan), dict(ignore or {}), rings))
     return out

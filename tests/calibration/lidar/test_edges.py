@@ -1,4 +1,4 @@
-"""LiDAR edge points: depth silhouettes and reflectivity jumps along rings, ring inference."""
+"""LiDAR edge points: depth silhouettes and reflectivity jumps along rings and in each view."""
 
 from __future__ import annotations
 
@@ -17,11 +17,9 @@ from bevviz.calibration.lidar.edges import (
     ROW_SLOPE,
     _log_intensity,
     _next_neighbours,
-    firing_period,
     in_scan_order,
     lidar_edges,
     view_edges,
-    with_rings,
 )
 from bevviz.camera import Camera
 from bevviz.lidar import LidarScan
@@ -171,37 +169,6 @@ def test_a_ring_in_firing_order_keeps_its_stored_order():
     assert np.all(np.diff(az) >= 0)
 
 
-def _spinning_scan(n_az=400, lasers=32, seed=0):
-    """A spinning LiDAR in a room of walls, stored in firing order (all lasers per azimuth)."""
-    rng = np.random.default_rng(seed)
-    elev = np.radians(np.linspace(-25.0, 10.0, lasers))
-    az = np.radians(np.arange(n_az) * 0.9)
-    A, E = np.meshgrid(az, elev, indexing="ij")  # (n_az, lasers): firing order
-    r = 12.0 + 3.0 * np.sin(3 * A) + rng.normal(0, 0.01, A.shape)
-    xyz = np.stack([r * np.cos(E) * np.cos(A), r * np.cos(E) * np.sin(A), r * np.sin(E)], -1).reshape(-1, 3)
-    return xyz, np.tile(np.arange(lasers), n_az)
-
-
-def test_the_firing_period_of_a_spinning_lidar_is_found_from_the_point_order():
-    xyz, ring = _spinning_scan()
-    assert firing_period(xyz) == 32
-    assert firing_period(xyz[np.random.default_rng(1).permutation(len(xyz))]) is None  # no order: no period
-    scan = with_rings(_scan(xyz, np.full(len(xyz), 20.0)))
-    np.testing.assert_array_equal(scan.ring, ring)
-    ringed = _scan(xyz, np.full(len(xyz), 20.0), ring=ring)
-    assert with_rings(ringed) is ringed  # a scan with rings keeps them
-
-
-def test_points_stored_ring_after_ring_or_merged_have_no_firing_period():
-    xyz, ring = _spinning_scan()
-    by_ring = xyz[np.argsort(ring, kind="stable")]  # KITTI's order: one laser's turn after another
-    assert firing_period(by_ring) is None
-    other = _spinning_scan(lasers=20, seed=1)[0]
-    other = other[np.random.default_rng(2).permutation(len(other))][:1500]  # a small block in no order
-    assert firing_period(np.concatenate([xyz, other])) is None
-    assert firing_period(np.concatenate([xyz, xyz])) == 32  # two sweeps of one sensor: one period
-
-
 def _camera(yaw_deg=0.0) -> Camera:
     K = np.array([[800.0, 0, 799.5], [0, 800.0, 449.5], [0, 0, 1]])
     flu_to_rdf = np.array([[0.0, -1, 0], [0, 0, -1], [1, 0, 0]])
@@ -256,8 +223,6 @@ def test_the_real_keyframe_has_thousands_of_edges(real_sample):
     _, _, scan = real_sample
     edges = lidar_edges(scan)
     assert edges.n_depth > 1000 and edges.n_reflectivity > 1000
-    plain = with_rings(dataclasses.replace(scan, ring=None))  # a plain array in firing order
-    np.testing.assert_array_equal(plain.ring, np.arange(len(scan)) % 32)
 
 
 @pytest.mark.slow
