@@ -404,6 +404,23 @@ def test_an_offset_on_an_axis_the_landscape_does_not_hold_is_inconclusive():
     assert lidar_verdict(two, NONE).doubt is Doubt.FLAT_VALLEY
 
 
+def test_an_offset_whose_held_part_is_within_the_tolerance_is_inconclusive():
+    """Roll 1.4 deg along a flat valley, pitch 0.35 deg held by the landscape: the held part
+    alone is within the tolerance, so the offset beyond it is the valley's (the nuScenes
+    keyframe with pincushion distortion left in, CAM_FRONT_LEFT turned: CAM_BACK_RIGHT at roll
+    +1.39, pitch -0.31 was convicted). Held by more than the tolerance, it convicts."""
+    ev = _ev([1.4, -0.35, 0.0], stored=0.78)
+    ev.score_best, ev.profiles = 0.80, _profiles([0.4, 1.2, 0.2])
+    v = lidar_verdict(ev, NONE)
+    assert (v.verdict, v.doubt) == (INCONCLUSIVE, Doubt.FLAT_VALLEY)
+    assert v.why["axes"] == ("roll",) and v.why["held_axes"] == ("pitch",)
+    assert v.why["held_deg"] == pytest.approx(0.35, abs=0.02)
+    assert "only pitch is held by the landscape, and it carries 0.35 deg" in v.reason
+    held = _ev([1.4, -0.7, 0.0], stored=0.78)
+    held.score_best, held.profiles = 0.80, _profiles([0.4, 1.2, 0.2])
+    assert lidar_verdict(held, NONE).verdict == MISCALIBRATED
+
+
 def test_an_ok_with_a_few_replicates_far_off_is_not_pinned():
     """Most replicates within the tolerance, a few degrees off: the spread a heavily blurred
     image gives (1.0-1.9 deg), never a sharp clean camera's (at most 0.33 deg)."""

@@ -42,7 +42,7 @@ class Doubt(enum.Enum):
     AT_SEARCH_EDGE = "the optimum lies at the search's edge"
     STORED_POSE_CLOSE = "the stored pose scores almost as well"
     HALF_UNSUPPORTED = "an image half does not support the offset"
-    FLAT_VALLEY = "no axis it is off on is held by the landscape"
+    FLAT_VALLEY = "the axes the landscape holds do not carry the offset"
     HALVES_APART = "the image halves put it at different rotations"
     OTHERS_EXPLAIN = "within the tolerance of where the other cameras put it"
     TIMING = "a LiDAR displacement along the car explains it"
@@ -137,8 +137,10 @@ def _accused_clause(w: Why) -> str:
                 f"{w['half_gain'][0]:+.1f}, right {w['half_gain'][1]:+.1f} robust z; "
                 f"{w['needed']:g} needed in each)")
     if k is Doubt.FLAT_VALLEY:
-        return (f"no axis it is off on is held there by the landscape: setting "
-                f"{' or '.join(w['axes'])} back to the stored value (the "
+        held = (f"only {' and '.join(w['held_axes'])} is held by the landscape, and it carries "
+                f"{w['held_deg']:.2f} deg of the offset (more than {w['tolerance_deg']:g} needed); "
+                if "held_axes" in w.figures else "no axis it is off on is held there by the landscape: ")
+        return (f"{held}setting {' or '.join(w['axes'])} back to the stored value (the "
                 f"other axes at the best alignment) costs at most {w['drop_z']:.1f} robust z "
                 f"({w['needed']:g} needed on one of them): the best alignment slides along a flat valley "
                 "of the score, which a model error (lens distortion left in the images, wrong intrinsics) "

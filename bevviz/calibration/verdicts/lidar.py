@@ -202,17 +202,28 @@ def _half_unsupported(c: LidarCase) -> Why | None:
 
 
 def _flat_valley(c: LidarCase) -> Why | None:
+    """The offset must lie on axes the landscape holds: no axis it is off on is held, or the
+    part of it on the held axes is within the tolerance (a roll of 1.4 deg along a flat valley
+    with a held pitch of 0.3 deg is the valley's, not a located turn)."""
     if not c.accused or c.rejected:
         return None
     # the axes that carry the offset: each beyond the share of the tolerance it would need if
     # all three carried it alike
     off_axes = np.abs(c.median) > c.tolerance / np.sqrt(3.0)
-    held = c.evidence.axis_drop_z[off_axes]
-    held = held[np.isfinite(held)]
-    if len(held) and float(held.max()) < c.rule.axis_drop:
-        return Why(Doubt.FLAT_VALLEY, {"axes": tuple(a for a, k in zip(AXES, off_axes) if k),
-                                       "drop_z": float(held.max()), "needed": c.rule.axis_drop})
-    return None
+    drop = c.evidence.axis_drop_z
+    judged = off_axes & np.isfinite(drop)
+    if not judged.any():
+        return None
+    held = judged & (drop >= c.rule.axis_drop)
+    unheld = judged & ~held
+    if held.any() and float(offset_angle_deg(np.where(held, c.median, 0.0))) > c.tolerance:
+        return None
+    figures = {"axes": tuple(a for a, k in zip(AXES, unheld) if k), "drop_z": float(drop[unheld].max()),
+               "needed": c.rule.axis_drop}
+    if held.any():
+        figures.update(held_axes=tuple(a for a, k in zip(AXES, held) if k),
+                       held_deg=float(offset_angle_deg(np.where(held, c.median, 0.0))), tolerance_deg=c.tolerance)
+    return Why(Doubt.FLAT_VALLEY, figures)
 
 
 def _halves_apart(c: LidarCase) -> Why | None:
