@@ -93,10 +93,11 @@ RING_TILT_REACH = (8, 4, 4)
 RING_SEARCH_POINTS = 8000
 #: Elevations are binned this finely (degrees) to measure how concentrated they are.
 RING_BIN_DEG = 0.05
-#: Sorted far elevations more than this apart (degrees) lie on different lasers.
+#: Sorted elevations (of the returns beyond ``RING_NEAR_M``) more than this apart (degrees)
+#: lie on different lasers.
 RING_GAP_DEG = 0.1
-#: A cluster of far elevations is a laser when it holds at least this share of the median
-#: laser's points (fewer: stray returns between lasers).
+#: A cut of those elevations is a laser only when it holds at least this share of the points
+#: of the median of the larger cuts (fewer: stray returns between lasers).
 RING_MIN_SHARE_OF_MEDIAN = 0.1
 #: A cut of the elevations is a laser where the spacing to its nearest neighbour is at least
 #: ``RING_SEPARATION`` times its spread (median absolute deviation); the lasers are used only
@@ -216,7 +217,7 @@ def _lasers(elev: np.ndarray) -> np.ndarray | None:
     absolute deviation) is at most the spacing to its nearest neighbour (or the cuts' median
     spacing, if less) over ``RING_SEPARATION``, and so are its neighbours'. A wider cut is
     lasers merged (a low laser's near returns scatter by degrees with the road's and the car's
-    shape; on the nuScenes keyframe the lowest 13 of 32): its points, and a narrow cut's beside
+    shape; on the nuScenes keyframe the lowest 15 of 32): its points, and a narrow cut's beside
     it, which would take in their strays, stay on no line."""
     e = np.sort(elev)
     cuts = np.split(e, np.flatnonzero(np.diff(e) > RING_GAP_DEG) + 1)
