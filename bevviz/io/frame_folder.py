@@ -13,7 +13,11 @@ DIR ...``) and the embedded ``sample_data/real_tri`` and ``sample_data/real_kitt
   each camera's exposure (:attr:`bevviz.lidar.LidarScan.exposure_from_keyframe`) and the
   instants themselves, each optional; a time ``T`` is seconds (a number) or an ISO 8601 UTC
   string (``"2019-07-09T10:41:03.5Z"``). A drive of frames with times but no motion gets its
-  motion estimated from the sweeps (:func:`bevviz.session.frame_folder_scene`);
+  motion estimated from the sweeps (:func:`bevviz.session.frame_folder_scene`). An optional
+  ``"lidar_origin": [x, y, z]`` (metres, ego frame) locates the LiDAR's optical centre
+  (:attr:`bevviz.lidar.LidarScan.origin`; default the ego origin): a sparse spinning LiDAR
+  whose points carry no ring index and no firing order gets its rings from its lasers'
+  elevations about it (:func:`bevviz.calibration.lidar.rings.scan_lines`);
 * ``ignore.json`` (optional): ``{name: [[[u, v], ...], ...]}``, per camera a list of
   polygons in pixels of the calibrated image that do not show the world (the car's own
   body), added to those of the cameras' own ``ignore`` fields in ``rig.json``;
@@ -72,6 +76,16 @@ def _json(path: Path) -> object:
     return read_json(path)  # bounded: size, depth, duplicate keys, numbers; errors name the file
 
 
+def _origin(value: object) -> np.ndarray:
+    """``exposure.json``'s ``lidar_origin``: three finite numbers (metres, ego frame), (3,)."""
+    ok = (isinstance(value, list) and len(value) == 3
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value))
+    if not ok:
+        raise field_error("exposure.json lidar_origin", value, "must be [x, y, z]: three finite numbers (metres, "
+                          "the LiDAR's optical centre in the ego frame)")
+    return np.asarray(value, dtype=np.float64)
+
+
 def _seconds(value: object, what: str, camera: str | None = None) -> float:
     """A time of ``exposure.json`` in seconds: a number, or an ISO 8601 string (UTC when it
     names no zone)."""
@@ -112,12 +126,14 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
     points, _ = read_points(lidar_path)  # header, dtype, shape and size checked before reading
     ring_path = folder / "lidar_ring.npy"
     ring = np.load(ring_path, allow_pickle=False) if ring_path.is_file() else None
-    motion, times, lidar_time = {}, {}, None
+    motion, times, lidar_time, origin = {}, {}, None, np.zeros(3)
     if (folder / "exposure.json").is_file():
         data = _json(folder / "exposure.json")
         cams = data.get("cameras", {}) if isinstance(data, dict) else {}
         if isinstance(data, dict) and data.get("lidar_timestamp") is not None:
             lidar_time = _seconds(data["lidar_timestamp"], "lidar_timestamp")
+        if isinstance(data, dict) and data.get("lidar_origin") is not None:
+            origin = _origin(data["lidar_origin"])
         for name, entry in cams.items():
             if isinstance(entry, dict) and entry.get("timestamp") is not None:
                 times[str(name)] = _seconds(entry["timestamp"], "timestamp", str(name))
@@ -135,7 +151,7 @@ def load_frame_folder(path: str | os.PathLike) -> RealFrame:
         for k, v in data.items():
             ignore[str(k)] = ignore.get(str(k), []) + check_polygons(v, "ignore.json", str(k))
     try:  # the ring index first, alone: its errors name its file
-        scan = LidarScan(points, ring, np.zeros(len(points), np.int16), np.zeros(3), 0, {})
+        scan = LidarScan(points, ring, np.zeros(len(points), np.int16), origin, 0, {})
     except InputError as exc:
         problem = f"is not valid beside lidar_ego.npy ({len(points)} points): {exc}"
         raise field_error("lidar_ring.npy", str(ring_path), problem) from None

@@ -228,6 +228,8 @@ def test_several_frame_folders_of_one_rig_are_one_source_and_any_other_is_named(
     ("exposure.json", '{"lidar_timestamp": "yesterday"}', "exposure.json lidar_timestamp"),
     ("exposure.json", '{"cameras": {"image_2": {"timestamp": [1]}}}',
      "camera image_2: field 'exposure.json timestamp'"),
+    ("exposure.json", '{"lidar_origin": [0.9, 1.8]}', "exposure.json lidar_origin"),
+    ("exposure.json", '{"lidar_origin": [0.9, "0", 1.8]}', "exposure.json lidar_origin"),
 ])
 def test_a_broken_frame_folder_is_a_named_error(tmp_path, sample_data, file, content, named):
     folder = tmp_path / "kitti"

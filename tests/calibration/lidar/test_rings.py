@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from bevviz.calibration.lidar.edges import lidar_edges
 from bevviz.calibration.lidar.frames import as_lidar_frames
 from bevviz.calibration.lidar.rings import elevation_rings, firing_period, scan_lines, spin_axis, with_rings
+from bevviz.io.frame_folder import load_frame_folder
 from bevviz.lidar import LidarScan
 from bevviz.rotations import make_transform
 
@@ -100,6 +103,23 @@ def test_points_that_show_no_lasers_get_no_lines():
     second, _ = _spinning_scan(n_az=900, origin=(0.0, 1.5, 0.4), seed=1)  # two LiDARs merged: one origin fits none
     assert elevation_rings(np.concatenate([xyz, second])) is None
     assert scan_lines(_as_scan(np.zeros((0, 3)))) is None
+
+
+def test_a_frame_folder_that_locates_its_lidar_gets_its_rings_from_the_elevations(tmp_path, sample_data):
+    """A frame folder's cloud is in the ego frame, its LiDAR at the ego origin unless
+    ``exposure.json`` says where (``lidar_origin``): a roof LiDAR 1.8 m up, its points
+    shuffled, shows its lasers about its own centre and none about the ego origin."""
+    origin = (0.9, 0.0, 1.8)
+    xyz, ring = _spinning_scan(n_az=900, tilt_deg=(0.6, -0.4), origin=origin)
+    perm = np.random.default_rng(6).permutation(len(xyz))
+    folder = tmp_path / "frame"
+    shutil.copytree(sample_data / "real_kitti", folder)
+    np.save(folder / "lidar_ego.npy", np.c_[xyz[perm], np.full(len(xyz), 20.0)].astype(np.float32))
+    assert scan_lines(load_frame_folder(folder).scan) is None  # about the ego origin: no lasers
+    (folder / "exposure.json").write_text(json.dumps({"lidar_origin": list(origin)}))
+    scan = load_frame_folder(folder).scan
+    np.testing.assert_array_equal(scan.origin, origin)
+    np.testing.assert_array_equal(scan_lines(scan), ring[perm])
 
 
 def test_lines_of_another_length_are_refused():
