@@ -419,6 +419,11 @@ def test_an_offset_whose_held_part_is_within_the_tolerance_is_inconclusive():
     held = _ev([1.4, -0.7, 0.0], stored=0.78)
     held.score_best, held.profiles = 0.80, _profiles([0.4, 1.2, 0.2])
     assert lidar_verdict(held, NONE).verdict == MISCALIBRATED
+    # an axis the landscape cannot judge (no profile) is neither held nor sliding: as before
+    unjudged = _ev([1.4, -0.35, 0.0], stored=0.78)
+    unjudged.score_best, unjudged.profiles = 0.80, _profiles([0.4, 1.2, 0.2])
+    del unjudged.profiles["roll"]
+    assert lidar_verdict(unjudged, NONE).verdict == MISCALIBRATED
 
 
 def test_an_ok_with_a_few_replicates_far_off_is_not_pinned():

@@ -212,17 +212,18 @@ def _flat_valley(c: LidarCase) -> Why | None:
     off_axes = np.abs(c.median) > c.tolerance / np.sqrt(3.0)
     drop = c.evidence.axis_drop_z
     judged = off_axes & np.isfinite(drop)
-    if not judged.any():
-        return None
     held = judged & (drop >= c.rule.axis_drop)
     unheld = judged & ~held
-    if held.any() and float(offset_angle_deg(np.where(held, c.median, 0.0))) > c.tolerance:
+    if not unheld.any():  # every axis it is off on that the landscape can judge holds it
+        return None
+    held_deg = float(offset_angle_deg(np.where(held, c.median, 0.0)))
+    if held.any() and held_deg > c.tolerance:
         return None
     figures = {"axes": tuple(a for a, k in zip(AXES, unheld) if k), "drop_z": float(drop[unheld].max()),
                "needed": c.rule.axis_drop}
     if held.any():
-        figures.update(held_axes=tuple(a for a, k in zip(AXES, held) if k),
-                       held_deg=float(offset_angle_deg(np.where(held, c.median, 0.0))), tolerance_deg=c.tolerance)
+        figures.update(held_axes=tuple(a for a, k in zip(AXES, held) if k), held_deg=held_deg,
+                       tolerance_deg=c.tolerance)
     return Why(Doubt.FLAT_VALLEY, figures)
 
 
