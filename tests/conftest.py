@@ -10,8 +10,10 @@ test harness; ``viz/``: figure validation).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,31 @@ def temporary_files_of_the_run():
         mp.setenv("TMPDIR", folder)
         yield Path(folder)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def allocates_at_most():
+    """A context manager ``allocates_at_most(mib)`` that fails when its block's peak traced
+    allocation (Python objects and numpy buffers, through ``tracemalloc``) passes ``mib`` MiB.
+
+    For refusals that must come before any large buffer exists: an allocation bound, not a
+    wall-clock bound, so a loaded machine cannot fail it.
+    """
+    @contextlib.contextmanager
+    def bound(mib: float):
+        tracing = tracemalloc.is_tracing()
+        if not tracing:
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        try:
+            yield
+        finally:
+            peak = tracemalloc.get_traced_memory()[1] - base
+            if not tracing:
+                tracemalloc.stop()
+        assert peak < mib * 2 ** 20, f"allocated {peak / 2 ** 20:.1f} MiB at the peak (bound {mib} MiB)"
+    return bound
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import cv2
 import numpy as np
 import pytest
@@ -440,12 +438,10 @@ def test_rig_display_grid():
 
 @pytest.mark.parametrize("field", ["width", "height"])
 @pytest.mark.parametrize("huge", [2 ** 63, 10 ** 20, 10 ** 9, 1e9, 1e20, 10 ** 400])
-def test_sizes_beyond_max_image_side_are_refused_before_numpy_sees_them(field, huge):
-    t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=rf"camera CAM_FRONT: field '{field}': more than MAX_IMAGE_SIDE = 8192 "
-                                         r"\(got "):
+def test_sizes_beyond_max_image_side_are_refused_before_numpy_sees_them(field, huge, allocates_at_most):
+    with allocates_at_most(1), pytest.raises(ValueError, match=rf"camera CAM_FRONT: field '{field}': more than "
+                                                               r"MAX_IMAGE_SIDE = 8192 \(got "):
         front_camera(**{field: huge})
-    assert time.perf_counter() - t0 < 0.1
 
 
 def test_image_size_limits_on_a_camera():

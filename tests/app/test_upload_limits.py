@@ -4,7 +4,6 @@ sidebar keeps the previous rig (no traceback)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -54,13 +53,11 @@ CASES = {
 
 @needs_sample
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_rig_uploads_end_in_a_named_error_fast(case):
+def test_bad_rig_uploads_end_in_a_named_error_before_allocating(case, allocates_at_most):
     edit, pattern = CASES[case]
     text = json.dumps(edit(sample_rig())).encode()
-    t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=rf"^my_rig\.json: (camera #?\w+: )?{pattern}"):
+    with allocates_at_most(16), pytest.raises(ValueError, match=rf"^my_rig\.json: (camera #?\w+: )?{pattern}"):
         sources.uploaded_scene("my_rig.json", text, {})
-    assert time.perf_counter() - t0 < 1.0
 
 
 def test_deeply_nested_json_upload_is_a_named_error():
@@ -69,15 +66,14 @@ def test_deeply_nested_json_upload_is_a_named_error():
 
 
 @needs_sample
-def test_an_uploaded_decompression_bomb_is_refused_in_well_under_a_second():
+def test_an_uploaded_decompression_bomb_is_refused_from_its_header(allocates_at_most):
     rig = sample_rig()
     name = rig["cameras"][0]["name"]
     bomb = png_bomb()
-    t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=rf"camera {name}: field 'image': more than MAX_IMAGE_SIDE = 8192 "
-                                         rf"\(got '{name}\.png: 30000 x 30000 px'\)"):
+    with allocates_at_most(16), pytest.raises(ValueError, match=rf"camera {name}: field 'image': more than "
+                                                                rf"MAX_IMAGE_SIDE = 8192 \(got '{name}\.png: "
+                                                                r"30000 x 30000 px'\)"):
         sources.uploaded_scene("my_rig.json", json.dumps(rig).encode(), {f"{name}.png": bomb})
-    assert time.perf_counter() - t0 < 1.0
 
 
 @needs_sample
@@ -91,9 +87,7 @@ def test_the_sidebar_shows_the_error_and_keeps_the_previous_rig(app):
                    {"json_name": "big_rig.json", "json_bytes": json.dumps(_many(sample_rig())).encode(), "images": {}}):
         at.session_state["upload_bytes"] = upload
         at.radio(key="rig_source").set_value("JSON rig upload")
-        t0 = time.perf_counter()
-        at.run()
-        assert time.perf_counter() - t0 < 30
+        at.run()  # the harness's own timeout fails a run that does not end
         assert not at.exception
         errors = [shown(e.value) for e in at.error]
         assert errors and ("MAX_IMAGE_SIDE" in errors[0] or "MAX_CAMERAS" in errors[0]), errors

@@ -1,10 +1,10 @@
-"""Hostile models end in a named InputError, in bounded time and memory, before onnxruntime."""
+"""Hostile models end in a named InputError, in bounded memory and without hanging (a 60 s
+timeout, not a speed target), before onnxruntime."""
 
 from __future__ import annotations
 
 import os
 import resource
-import time
 
 import numpy as np
 import onnx
@@ -15,8 +15,8 @@ from bevviz.errors import InputError
 from bevviz.export import compare_models, inspect_onnx, load_model, model_from_bytes, rewrite_grid_sample
 from bevviz.export.onnx_file import MAX_ONNX_BYTES
 
-SECONDS = 5.0
 EXTRA_MIB = 200
+pytestmark = pytest.mark.timeout(60)
 
 
 def _small_model(**init) -> onnx.ModelProto:
@@ -31,10 +31,8 @@ def _small_model(**init) -> onnx.ModelProto:
 
 def _refused(fn, *args, match: str, **kwargs) -> InputError:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
     with pytest.raises(InputError, match=match) as info:
         fn(*args, **kwargs)
-    assert time.perf_counter() - t0 < SECONDS
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < EXTRA_MIB * 1024  # KiB on Linux
     return info.value
 
