@@ -251,7 +251,8 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
     elif verdict.verdict != MISCALIBRATED:
         hist.check = f"not corrected: the LiDAR verdict does not reject the stored pose ({verdict.reason})"
     elif np.max(spread := res.std(axis=0)) > MAX_SPREAD_DEG:
-        hist.check = (f"the correction of {which} is not pinned down: bootstrap spread "
+        loose = ", ".join(a for a, v in zip(AXES, spread) if v > MAX_SPREAD_DEG)  # the axes it does not know
+        hist.check = (f"the correction of {loose} is not pinned down: bootstrap spread "
                       + ", ".join(f"{a} {v:.2f}" for a, v in zip(AXES, spread))
                       + f" deg (at most {MAX_SPREAD_DEG:g})")
     else:
@@ -274,7 +275,8 @@ def refine_with_lidar(rig: Rig, images: Mapping[str, np.ndarray] | Sequence[Mapp
                  for k in (DEPTH, REFLECTIVITY) if halves_ok and int(np.count_nonzero(al.kind == k)) >= MIN_EDGE_POINTS]
         kind_gap = float(np.max(np.abs(kinds[0] - kinds[1]))) if len(kinds) == 2 else 0.0
         if np.max(gap) > HALF_AGREEMENT_DEG:
-            hist.check = (f"the two halves of the evidence disagree on {which} by up to {np.max(gap):.2f} deg "
+            apart = ", ".join(a for a, v in zip(AXES, gap) if v > HALF_AGREEMENT_DEG)
+            hist.check = (f"the two halves of the evidence disagree on {apart} by up to {np.max(gap):.2f} deg "
                           f"(half A: {format_axes(halves[0])}, half B: {format_axes(halves[1])}; "
                           f"at most {HALF_AGREEMENT_DEG:g})")
         elif min(gains) <= 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -279,3 +280,20 @@ def test_a_drive_names_a_turn_on_a_second_look_and_its_refinement_reads_that_loo
     placed = new["CAMERA_06"] if hist.accepted else hist.proposal
     if placed is not None:
         assert camera_delta(rig["CAMERA_06"], placed).angle_deg < 0.3, hist.check
+
+
+def test_a_declined_correction_names_the_axes_it_does_not_know(tri_drive):
+    """TRI t0 alone, CAMERA_07 turned (roll -1.03, pitch +0.27, yaw -0.15): named, but its roll
+    and pitch scatter over the bootstrap while its yaw is known to a tenth of a degree. The
+    declined correction names the axes whose spread is beyond the bound, not all three, so a
+    user knows which direction more evidence must pin down."""
+    frame = tri_drive[0]
+    bad = perturb_rig(frame.rig, "CAMERA_07", roll_deg=-1.03, pitch_deg=0.27, yaw_deg=-0.15)
+    new, hist = refine_with_lidar(bad, frame.images, "CAMERA_07", frame.scan)
+    assert not hist.accepted and new is bad
+    match = re.match(r"the correction of (.+) is not pinned down: bootstrap spread roll ([\d.]+), pitch ([\d.]+), "
+                     r"yaw ([\d.]+) deg \(at most ([\d.]+)\)", hist.check)
+    assert match, hist.check
+    spreads, bound = [float(v) for v in match.group(2, 3, 4)], float(match.group(5))
+    loose = [a for a, v in zip(("roll", "pitch", "yaw"), spreads) if v > bound]
+    assert match.group(1) == ", ".join(loose) and "yaw" not in loose, hist.check
