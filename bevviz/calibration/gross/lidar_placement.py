@@ -16,7 +16,6 @@ Convention:
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Mapping
 
@@ -26,15 +25,15 @@ from bevviz.calibration.gross.views import (
     MIN_LIFT,
     MIN_SCREEN_EDGES,
     EdgeView,
-    edge_views,
+    frame_views,
     in_camera,
     wins,
 )
+from bevviz.calibration.lidar.frames import LidarFrame, moved_frame
 from bevviz.camera import Rig
-from bevviz.lidar import LidarScan
 
 __all__ = ["LIDAR_MAJORITY", "LIDAR_MIN_MOVE_M", "LIDAR_MOVES_M", "LIDAR_STEP_M", "LIDAR_TURNS_DEG", "aligned",
-           "lidar_correction", "lidar_words", "moved_scan", "replaced_lidar", "turned_lidar", "with_edges"]
+           "lidar_correction", "lidar_words", "replaced_lidar", "turned_lidar", "with_edges"]
 
 #: LiDAR moves searched along each ego axis (metres), then refined on every axis from
 #: ``LIDAR_STEP_M`` halving to an eighth of it.
@@ -103,15 +102,7 @@ def lidar_correction(views: Mapping[str, EdgeView], forward_and_up: bool = False
     return M, int(agree)
 
 
-def moved_scan(scan: LidarScan, M: np.ndarray) -> LidarScan:
-    """``scan`` with its points moved by ``M`` (4, 4): ``p = M @ p_scan``."""
-    pts = np.array(scan.points)
-    pts[:, :3] = pts[:, :3] @ M[:3, :3].T + M[:3, 3]
-    return dataclasses.replace(scan, points=pts)
-
-
-def replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, M: np.ndarray,
-                   views: Mapping[str, EdgeView], ignore: Mapping[str, np.ndarray] | None = None
+def replaced_lidar(rig: Rig, frame: LidarFrame, M: np.ndarray, views: Mapping[str, EdgeView]
                    ) -> tuple[dict[str, EdgeView], np.ndarray, int]:
     """The LiDAR search again, from the scan moved by ``M`` (4, 4; the first search's move).
 
@@ -121,10 +112,10 @@ def replaced_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, 
     vote). From where the first search put it, the edges are chosen again and the search and
     the vote run on them, each camera comparing the place found with the place the scan was
     given. Returns (those views, the move found relative to them (4, 4), how many cameras
-    prefer it on their own); the views reuse the images' lift maps of ``views``. ``ignore``:
-    camera -> (H, W) bool mask of the pixels that do not show the world (:func:`edge_views`)."""
-    placed = edge_views(Rig([rig[n] for n in views]), images, moved_scan(scan, M),
-                        {n: v.channels for n, v in views.items()}, ignore)
+    prefer it on their own); the views reuse the images' lift maps of ``views``. ``frame``: the
+    images with the scan as given (:func:`~bevviz.calibration.lidar.frames.as_lidar_frames`),
+    moved rigidly (:func:`~bevviz.calibration.lidar.frames.moved_frame`)."""
+    placed = frame_views(Rig([rig[n] for n in views]), moved_frame(frame, M), {n: v.channels for n, v in views.items()})
     placed = {n: v for n, v in placed.items() if len(v.points) >= MIN_SCREEN_EDGES}
     given = np.linalg.inv(M)
     M2, agree = lidar_correction(placed, given=given)
@@ -144,20 +135,19 @@ def aligned(views: Mapping[str, EdgeView], M: np.ndarray) -> int:
     return int(sum(np.nan_to_num(lift) >= MIN_LIFT for lift in lifts))
 
 
-def turned_lidar(rig: Rig, images: Mapping[str, np.ndarray], scan: LidarScan, majority: int,
-                 lifts: Mapping[str, tuple[np.ndarray, ...]], ignore: Mapping[str, np.ndarray] | None = None
+def turned_lidar(rig: Rig, frame: LidarFrame, majority: int, lifts: Mapping[str, tuple[np.ndarray, ...]]
                  ) -> tuple[dict[str, EdgeView], np.ndarray, np.ndarray] | None:
     """The scan turned a quarter, a half or three quarters about the ego vertical (a scan in
     its sensor's frame) when most cameras see its edges then and not before: (the views of
-    the turned scan, its move (4, 4), the turn (4, 4)), or None. ``lifts``: the images'
-    lift channels of the untouched scan's views (the images are the same); ``ignore`` as
-    :func:`edge_views` takes it."""
+    the turned scan, its move (4, 4), the turn (4, 4)), or None. ``frame``: the images with the
+    scan as given, turned rigidly (:func:`~bevviz.calibration.lidar.frames.moved_frame`);
+    ``lifts``: the images' lift channels of the untouched scan's views (the images are the same)."""
     best = None
     for yaw in LIDAR_TURNS_DEG:
         a = np.radians(yaw)
         turn = np.eye(4)
         turn[:2, :2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
-        views = edge_views(rig, images, moved_scan(scan, turn), lifts, ignore)
+        views = frame_views(rig, moved_frame(frame, turn), lifts)
         if len(views) < majority:
             continue
         M, _ = lidar_correction(views, forward_and_up=True)

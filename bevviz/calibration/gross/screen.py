@@ -82,7 +82,6 @@ from bevviz.calibration.gross.lidar_placement import (
     aligned,
     lidar_correction,
     lidar_words,
-    moved_scan,
     replaced_lidar,
     turned_lidar,
     with_edges,
@@ -116,7 +115,7 @@ from bevviz.calibration.gross.views import (
     wins,
 )
 from bevviz.calibration.lidar.edges import view_axes
-from bevviz.calibration.lidar.frames import as_lidar_frames
+from bevviz.calibration.lidar.frames import as_lidar_frames, moved_frame, moved_scan
 from bevviz.calibration.lidar.masks import ignore_masks
 from bevviz.calibration.lidar.repeats import frozen_words
 from bevviz.camera import Camera, Rig
@@ -305,7 +304,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
         M, agree = lidar_correction(views)
         move = M  # relative to the views' scan; M from the scan as given
         if np.linalg.norm(M[:3, 3]) >= LIDAR_MIN_MOVE_M:  # seen from where it fits, the scan shows other edges
-            placed, M2, agree2 = replaced_lidar(rig, images, scan, M, views, masks)
+            placed, M2, agree2 = replaced_lidar(rig, first, M, views)
             if agree2 >= majority and len(placed) == len(views):
                 views, move, agree, M = placed, M2, agree2, M2 @ M
         screen.lidar_agree = agree
@@ -314,7 +313,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
             screen.lidar_from_scan, lidar_move = M, move
         elif 2 * aligned(views, np.eye(4)) < len(views) and with_edges(views) >= majority:
             # images with edges, and most show none of the LiDAR's: is the LiDAR turned?
-            turned = turned_lidar(rig, images, scan, majority, {n: v.channels for n, v in views.items()}, masks)
+            turned = turned_lidar(rig, first, majority, {n: v.channels for n, v in views.items()})
             if turned is not None:
                 views, lidar_move, turn = turned
                 screen.lidar_from_scan = lidar_move @ turn
@@ -332,8 +331,7 @@ def screen_gross_errors(rig: Rig, images: Mapping[str, np.ndarray], lidar: objec
                             "gross-error screen names no camera")
         return screen
     # the frames the views hold, each scan where the cameras put it (the second look chooses edges again)
-    frames = [first if screen.lidar_from_scan is None else
-              as_lidar_frames(images, moved_scan(scan, screen.lidar_from_scan), masks)[0]]
+    frames = [first if screen.lidar_from_scan is None else moved_frame(first, screen.lidar_from_scan)]
     if more_frames and screen.lidar_from_scan is None:
         views, more, notes, frozen = pooled_views(rig, more_frames, views, (images, scan), masks)
         screen.notes += notes

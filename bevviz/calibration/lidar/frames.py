@@ -23,7 +23,7 @@ from bevviz.checks import MAX_DOCTOR_LIDAR_POINTS, field_error
 from bevviz.depth_buffer import thin_indices
 from bevviz.lidar import LidarScan, as_lidar_scan
 
-__all__ = ["LidarFrame", "as_lidar_frames"]
+__all__ = ["LidarFrame", "as_lidar_frames", "moved_frame", "moved_scan"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +90,35 @@ def as_lidar_frames(images: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.
         rings = lidar_edges(scan, lines) if lines is not None else None
         out.append(LidarFrame(imgs, scan, return_ranks(scan), dict(ignore or {}), rings))
     return out
+
+
+def moved_scan(scan: LidarScan, ego_from_scan: np.ndarray) -> LidarScan:
+    """``scan`` moved rigidly: its points and its origin (the LiDAR itself moves with them).
+
+    Args:
+        scan: The scan.
+        ego_from_scan: (4, 4) rigid motion, ``p = ego_from_scan @ p_scan``.
+
+    Convention:
+        Ego frame x forward, y left, z up, metres; the exposure motions stay the scan's (they
+        move the ego frame, not the LiDAR in it). See docs/conventions.md.
+    """
+    R, t = ego_from_scan[:3, :3], ego_from_scan[:3, 3]
+    pts = np.array(scan.points)
+    pts[:, :3] = pts[:, :3] @ R.T + t
+    return replace(scan, points=pts, origin=R @ scan.origin + t)
+
+
+def moved_frame(frame: LidarFrame, ego_from_scan: np.ndarray) -> LidarFrame:
+    """``frame`` with its scan moved rigidly by ``ego_from_scan`` (4, 4) (:func:`moved_scan`).
+
+    A rigid motion keeps which points share a scan line and where along it the range jumps,
+    so the ring edges move with the points rather than being found again (finding the lines
+    is most of a frame's cost on a scan without a ring index), and the intensity ranks and
+    masks carry over.
+    """
+    rings = frame.ring_edges
+    if rings is not None:
+        R, t = ego_from_scan[:3, :3], ego_from_scan[:3, 3]
+        rings = replace(rings, points=rings.points @ R.T + t)
+    return replace(frame, scan=moved_scan(frame.scan, ego_from_scan), ring_edges=rings)
