@@ -182,9 +182,15 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML page with the figures.")
 @click.option("--strict", is_flag=True, help="Exit 1 for an inconclusive camera too.")
 @click.option("--write-fixed", "fixed_path", metavar="PATH",
-              help="Write the rig with every camera a gross error names corrected (a camera turned 90 or 180 "
-                   "deg, a position a metre or more off, a focal length 10-20 % off) as a rig JSON; never over an "
-                   "input. Nothing is written when nothing is to correct.")
+              help="Write the corrected rig as a rig JSON; never over an input. Where the gross-error screen "
+                   "names a fault, every camera it names corrected (a camera turned 90 or 180 deg, a position a "
+                   "metre or more off, a focal length 10-20 % off); else every camera the LiDAR calls "
+                   "miscalibrated turned by its checked correction (a CORRECTION line each says whether it was "
+                   "applied, only proposed, or declined, and why). Nothing is written when nothing is to correct.")
+@click.option("--apply-proposals", is_flag=True,
+              help="With --write-fixed: apply the corrections that passed every check but were only proposed "
+                   "(the LiDAR places the rig's other cameras further from their calibration than a correction "
+                   "should land; the CORRECTION line says how far).")
 @click.option("--frames", type=click.IntRange(min=1, max=MAX_FRAMES), default=None, metavar="N",
               help=f"nuScenes: add up the LiDAR evidence of N frames: the sample and the N-1 samples that follow "
                    f"it in its scene (the preceding ones at the scene's end). Default: {DEFAULT_FRAMES}, or as many "
@@ -194,7 +200,8 @@ def _print_check(report: CheckReport, strict: bool) -> None:
 @click.pass_context
 def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...], scans: tuple[str, ...],
           version: str, sample: str | None,
-          json_path: str | None, html_path: str | None, strict: bool, fixed_path: str | None, frames: int | None,
+          json_path: str | None, html_path: str | None, strict: bool, fixed_path: str | None,
+          apply_proposals: bool, frames: int | None,
           lidar: bool, sweeps: int, thorough: bool, estimate: bool) -> int:
     """Check one rig: storage conventions, projection sanity and the Calibration Doctor.
 
@@ -255,13 +262,22 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
         raise InputError(f"field '--html': {html_path!r} is the --json file too; write them apart",
                          "--html", html_path)
     doctor = Doctor(scene, settings)
-    with _progress_bar(doctor) as progress:
+    frames = doctor.n_frames if scene.has_all_images else 1
+    with _progress_bar(frames * len(doctor.rig), f"doctor ({frames} frame{'s' if frames != 1 else ''} x "
+                       f"{len(doctor.rig)} cameras)", "frame-camera") as progress:
         report = doctor.check(progress)
     say = functools.partial(click.echo, err=to_stdout)  # stdout holds the JSON alone with --json -
     if not to_stdout:
         _print_check(report, strict)
     if fixed_path:
-        fixed = doctor.fixed_rig()
+        with _progress_bar(len(doctor.to_correct()), "corrections", "camera") as progress:
+            for camera, res in doctor.corrections(progress).items():
+                say(f"CORRECTION: {camera}: {res.history.check}")
+        fixed = doctor.corrected_rig(apply_proposals)
+        proposed = [n for n, res in doctor.corrections().items() if res.history.proposal is not None]
+        if proposed and not apply_proposals:
+            say(f"--write-fixed: {', '.join(proposed)}: proposed only; --apply-proposals writes "
+                f"{'it' if len(proposed) == 1 else 'them'} too")
         if fixed is None:
             say(f"--write-fixed: nothing to correct in the rig; {fixed_path} not written")
         else:
@@ -278,17 +294,15 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
 
 
 @contextlib.contextmanager
-def _progress_bar(doctor: Doctor):
-    """A progress bar (rate, ETA) over frames x cameras of the doctor's work, on stderr when it
-    is a terminal (nothing otherwise); yields the ``callback(done, total, camera)`` to hand it."""
-    frames = doctor.n_frames if doctor.scene.has_all_images else 1
-    bar = tqdm(total=frames * len(doctor.rig), unit="frame-camera", disable=None, leave=False,
-               desc=f"doctor ({frames} frame{'s' if frames != 1 else ''} x {len(doctor.rig)} cameras)")
+def _progress_bar(total: int, desc: str, unit: str):
+    """A progress bar (rate, ETA) of ``total`` steps on stderr when it is a terminal (nothing
+    otherwise); yields the ``callback(done, total, camera)`` to hand the doctor, whose own
+    count of steps is scaled to ``total``."""
+    bar = tqdm(total=total, unit=unit, disable=None, leave=False, desc=desc)
 
-    def progress(done: int, total: int, camera: str) -> None:
-        # the doctor counts its own steps (each camera's edges, then its evidence): scaled to frames x cameras
-        if total:
-            bar.update(round(bar.total * done / total) - bar.n)
+    def progress(done: int, steps: int, camera: str) -> None:
+        if steps:
+            bar.update(round(bar.total * done / steps) - bar.n)
         if camera:
             bar.set_postfix_str(camera, refresh=False)
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bevviz.cli as cli_module
-from bevviz.calibration import perturb_rig
+from bevviz.calibration import camera_delta, perturb_rig
 from bevviz.cli import app_script, main
 from bevviz.io.rig_json import load_rig_file, save_rig
 
@@ -480,6 +480,31 @@ def test_check_names_an_upside_down_camera_and_writes_the_fixed_rig_never_over_a
     assert main(["check", str(folder), "--no-estimate", "--write-fixed", str(folder / "rig.json")]) == 2
     assert "--write-fixed" in (err := capsys.readouterr().err) and "is an input of this command" in err
     assert (folder / "rig.json").read_bytes() == before
+
+
+def test_check_writes_a_checked_correction_and_a_proposal_only_when_asked(tmp_path, capsys):
+    """The TRI drive with CAMERA_05 turned 1.58 deg in every frame: named (exit 1), its
+    checked correction is a CORRECTION line; TRI's LiDAR floor makes it a proposal, which
+    --write-fixed writes with --apply-proposals: CAMERA_05 within 0.3 deg of its calibration."""
+    if not (SAMPLE / "real_tri_drive" / "t2" / "rig.json").is_file():
+        pytest.skip("sample_data/real_tri_drive is missing")
+    drive = tmp_path / "drive"
+    shutil.copytree(SAMPLE / "real_tri_drive", drive)
+    for t in ("t0", "t1", "t2"):
+        stored = load_rig_file(drive / t / "rig.json")
+        bad = perturb_rig(stored.rig, "CAMERA_05", roll_deg=0.85, pitch_deg=1.04, yaw_deg=0.85)
+        save_rig(bad, drive / t / "rig.json", stored.image_files, stored.ignore)
+    fixed = tmp_path / "fixed.json"
+    assert main(["check", str(drive), "--no-estimate", "--write-fixed", str(fixed), "--apply-proposals"]) == 1
+    out = capsys.readouterr().out
+    assert "flagged: CAMERA_05" in out
+    assert "CORRECTION: CAMERA_05: proposed, not applied: the LiDAR would correct roll, pitch, yaw" in out
+    assert f"fixed rig written to {fixed}" in out and "--apply-proposals writes" not in out
+    truth = load_rig_file(SAMPLE / "real_tri_drive" / "t0" / "rig.json").rig
+    written = load_rig_file(fixed).rig
+    assert camera_delta(truth["CAMERA_05"], written["CAMERA_05"]).angle_deg < 0.3
+    others = [camera_delta(truth[n], written[n]).angle_deg for n in truth.names if n != "CAMERA_05"]
+    assert max(others) < 1e-4, others  # as stored, up to the JSON round trip
 
 
 class _RecordingBar:
