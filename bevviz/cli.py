@@ -269,12 +269,14 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     say = functools.partial(click.echo, err=to_stdout)  # stdout holds the JSON alone with --json -
     if not to_stdout:
         _print_check(report, strict)
+    corrections = {}
     if fixed_path:
         with _progress_bar(len(doctor.to_correct()), "corrections", "camera") as progress:
-            for camera, res in doctor.corrections(progress).items():
-                say(f"CORRECTION: {camera}: {res.history.check}")
+            corrections = doctor.corrections(progress)
+        for camera, res in corrections.items():
+            say(f"CORRECTION: {camera}: {res.history.check}")
         fixed = doctor.corrected_rig(apply_proposals)
-        proposed = [n for n, res in doctor.corrections().items() if res.history.proposal is not None]
+        proposed = [n for n, res in corrections.items() if res.history.proposal is not None]
         if proposed and not apply_proposals:
             say(f"--write-fixed: {', '.join(proposed)}: proposed only; --apply-proposals writes "
                 f"{'it' if len(proposed) == 1 else 'them'} too")
@@ -283,7 +285,10 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
         else:
             say(f"fixed rig written to {write_fixed_rig(fixed, fixed_path, reads)}")
     if json_path:
-        doc = json.dumps(report.to_dict(strict), indent=2, allow_nan=False)  # strict JSON: no NaN or Infinity
+        out = report.to_dict(strict)
+        if fixed_path:  # what --write-fixed tried beyond the gross fixes
+            out["corrections"] = [res.to_dict() for res in corrections.values()]
+        doc = json.dumps(out, indent=2, allow_nan=False)  # strict JSON: no NaN or Infinity
         if to_stdout:
             click.echo(doc)
         else:

@@ -495,8 +495,13 @@ def test_check_writes_a_checked_correction_and_a_proposal_only_when_asked(tmp_pa
         bad = perturb_rig(stored.rig, "CAMERA_05", roll_deg=0.85, pitch_deg=1.04, yaw_deg=0.85)
         save_rig(bad, drive / t / "rig.json", stored.image_files, stored.ignore)
     fixed = tmp_path / "fixed.json"
-    assert main(["check", str(drive), "--no-estimate", "--write-fixed", str(fixed), "--apply-proposals"]) == 1
+    assert main(["check", str(drive), "--no-estimate", "--write-fixed", str(fixed), "--apply-proposals",
+                 "--json", str(tmp_path / "check.json")]) == 1
     out = capsys.readouterr().out
+    [correction] = json.loads((tmp_path / "check.json").read_text())["corrections"]
+    assert correction["camera"] == "CAMERA_05" and correction["proposed"] and not correction["applied"]
+    assert correction["check"].startswith("proposed, not applied") and set(correction["correction_deg"]) == {
+        "roll", "pitch", "yaw"}
     assert "flagged: CAMERA_05" in out
     assert "CORRECTION: CAMERA_05: proposed, not applied: the LiDAR would correct roll, pitch, yaw" in out
     assert f"fixed rig written to {fixed}" in out and "--apply-proposals writes" not in out

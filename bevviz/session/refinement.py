@@ -24,6 +24,7 @@ from bevviz.calibration import (
     RefineHistory,
     SeamAnalysis,
     as_lidar_frames,
+    camera_delta,
     deltas_json,
     edge_overlays,
 )
@@ -97,6 +98,17 @@ class Refinement:
     def deltas_json(self) -> str:
         """The correction of every camera as JSON (:func:`bevviz.calibration.deltas_json`)."""
         return deltas_json(self.rig_in, self.rig)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``camera``, ``applied``, ``proposed``, ``check`` (why, in words) and
+        ``correction_deg`` (body-frame roll, pitch, yaw from the camera as given to the
+        applied or proposed one; null when neither)."""
+        after = self.rig if self.history.accepted else self.proposed_rig
+        delta = None if after is None else camera_delta(self.rig_in[self.camera], after[self.camera])
+        return {"camera": self.camera, "applied": bool(self.history.accepted),
+                "proposed": self.history.proposal is not None, "check": self.history.check,
+                "correction_deg": None if delta is None else {"roll": delta.roll_deg, "pitch": delta.pitch_deg,
+                                                              "yaw": delta.yaw_deg}}
 
     @property
     def proposed_rig(self) -> Rig | None:
