@@ -270,6 +270,9 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     if not to_stdout:
         _print_check(report, strict)
     corrections = {}
+    if not fixed_path and doctor.to_correct():
+        say("hint: --write-fixed PATH refines the cameras the LiDAR calls miscalibrated and writes the "
+            "corrections that pass their checks")
     if fixed_path:
         with _progress_bar(len(doctor.to_correct()), "corrections", "camera") as progress:
             corrections = doctor.corrections(progress)

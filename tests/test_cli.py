@@ -495,6 +495,9 @@ def test_check_writes_a_checked_correction_and_a_proposal_only_when_asked(tmp_pa
         bad = perturb_rig(stored.rig, "CAMERA_05", roll_deg=0.85, pitch_deg=1.04, yaw_deg=0.85)
         save_rig(bad, drive / t / "rig.json", stored.image_files, stored.ignore)
     fixed = tmp_path / "fixed.json"
+    assert main(["check", str(drive), "--no-estimate", "--json", str(tmp_path / "plain.json")]) == 1
+    assert "hint: --write-fixed PATH refines the cameras the LiDAR calls miscalibrated" in capsys.readouterr().out
+    assert "corrections" not in json.loads((tmp_path / "plain.json").read_text())
     assert main(["check", str(drive), "--no-estimate", "--write-fixed", str(fixed), "--apply-proposals",
                  "--json", str(tmp_path / "check.json")]) == 1
     out = capsys.readouterr().out
