@@ -44,6 +44,7 @@ from bevviz.io.atomic import atomic_write_bytes
 from bevviz.io.outputs import Reads, refuse_input_as_output, writable_file
 from bevviz.npu_cli import npu
 from bevviz.session import DEFAULT_FRAMES, MAX_FRAMES, Doctor, Scene, embedded_path, load_scene, write_fixed_rig
+from bevviz.session.fixes import corrected_rig, corrections, to_correct
 from bevviz.session.loaders import IMAGE_EXTENSIONS, is_frame_folder
 
 __all__ = ["EXIT_BUG", "EXIT_FLAGGED", "EXIT_OK", "EXIT_USAGE", "app_script", "cli", "main"]
@@ -269,17 +270,17 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     say = functools.partial(click.echo, err=to_stdout)  # stdout holds the JSON alone with --json -
     if not to_stdout:
         _print_check(report, strict)
-    corrections = {}
-    if not fixed_path and doctor.to_correct():
+    tried = {}
+    if not fixed_path and to_correct(doctor):
         say("hint: --write-fixed PATH refines the cameras the LiDAR calls miscalibrated and writes the "
             "corrections that pass their checks")
     if fixed_path:
-        with _progress_bar(len(doctor.to_correct()), "corrections", "camera") as progress:
-            corrections = doctor.corrections(progress)
-        for camera, res in corrections.items():
+        with _progress_bar(len(to_correct(doctor)), "corrections", "camera") as progress:
+            tried = corrections(doctor, progress)
+        for camera, res in tried.items():
             say(f"CORRECTION: {camera}: {res.history.check}")
-        fixed = doctor.corrected_rig(apply_proposals)
-        proposed = [n for n, res in corrections.items() if res.history.proposal is not None]
+        fixed = corrected_rig(doctor, apply_proposals)
+        proposed = [n for n, res in tried.items() if res.history.proposal is not None]
         if proposed and not apply_proposals:
             say(f"--write-fixed: {', '.join(proposed)}: proposed only; --apply-proposals writes "
                 f"{'it' if len(proposed) == 1 else 'them'} too")
@@ -290,7 +291,7 @@ def check(ctx: click.Context, sources: tuple[str, ...], images: tuple[str, ...],
     if json_path:
         out = report.to_dict(strict)
         if fixed_path:  # what --write-fixed tried beyond the gross fixes
-            out["corrections"] = [res.to_dict() for res in corrections.values()]
+            out["corrections"] = [res.to_dict() for res in tried.values()]
         doc = json.dumps(out, indent=2, allow_nan=False)  # strict JSON: no NaN or Infinity
         if to_stdout:
             click.echo(doc)

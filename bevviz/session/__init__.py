@@ -9,7 +9,7 @@ name, a nuScenes dataroot, a JSON rig with an images folder) and
 the :class:`Doctor` that says it, each piece of evidence computed once;
 :mod:`~bevviz.session.ground` says where the ground is (a rig in a sensor's frame, a LiDAR
 whose height is off);
-:mod:`~bevviz.session.fixes` writes the corrected rig a check offers.
+:mod:`~bevviz.session.fixes` makes and writes the corrected rig a check offers.
 
 Streamlit-free; above the analysis (calibration, conventions), below the audit, the command
 line and the app, which all call it, so one frame gives the same numbers everywhere.
@@ -19,7 +19,7 @@ Every public name is re-exported here.
 from bevviz.io.nuscenes import neighbour_samples  # kept here for callers of bevviz.session.neighbour_samples
 from bevviz.session.doctor import Doctor, check_rig
 from bevviz.session.embedded import EMBEDDED, NAMES, embedded_path, sample_data_dir, sample_path
-from bevviz.session.fixes import fixed_rig_json, write_fixed_rig
+from bevviz.session.fixes import corrected_rig, corrections, fixed_rig_json, to_correct, write_fixed_rig
 from bevviz.session.ground import ground_shift
 from bevviz.session.loaders import (
     DEFAULT_FRAMES,
@@ -47,7 +47,8 @@ from bevviz.session.uploads import uploaded_scene
 
 __all__ = [
     "DEFAULT_FRAMES", "EMBEDDED", "MAX_FRAMES", "NAMES", "CameraCheck", "CameraSanity", "CheckReport", "CheckSettings",
-    "ConventionCheck", "Doctor", "SensorFault", "fixed_rig_json", "write_fixed_rig",
+    "ConventionCheck", "Doctor", "SensorFault", "corrected_rig", "corrections", "fixed_rig_json", "to_correct",
+    "write_fixed_rig",
     "Scene", "SceneFrame", "check_rig", "dataset", "drive_scene", "embedded_path", "find_images", "frame_folder_scene",
     "ground_shift",
     "load_scene",

@@ -19,9 +19,6 @@ and the audit ask of it, with one typed method each:
 * :meth:`Doctor.gross`: the gross-error screen (a camera turned, images swapped, a LiDAR
   metres off), run before the doctor's fine search; :meth:`Doctor.fixed_rig` the rig it
   corrects;
-* :meth:`Doctor.corrections`: the LiDAR's checked correction of every camera it calls
-  miscalibrated (applied, proposed or declined, and why); :meth:`Doctor.corrected_rig` the rig
-  with the gross fixes, else with those corrections (``bevviz check --write-fixed``);
 * :meth:`Doctor.check`: all of it as a :class:`~bevviz.session.report.CheckReport`.
 
 Each result is computed on first use and kept: the LiDAR evidence of a scan and camera
@@ -413,68 +410,18 @@ class Doctor:
         return refine_extrinsics(self.rig, images, self.grid, camera, lidar, evidence=evidence,
                                  progress=progress, ignore=dict(self.scene.ignore))
 
-    def refine_lidar(self, camera: str) -> Refinement:
-        """:meth:`refine` against the LiDAR, kept (:meth:`refined`), drawn on every frame it pooled (``.overlays``)."""
+    def refine_lidar(self, camera: str, draw: bool = True) -> Refinement:
+        """:meth:`refine` against the LiDAR, kept (:meth:`refined`), drawn on every frame it
+        pooled (``.overlays``; not with ``draw`` False: the command line draws none)."""
         rig, hist = self.refine(camera)
         res = self._keep(("lidar", camera), camera, rig, hist, None)
+        if not draw:
+            return res
         images, lidar = self._witness_frames()
         ev = self._store.get(self._key(camera))  # the evidence the diagnosis made: which frames it pooled
         drawn = refinement_overlays(res, images, lidar, ignore_masks(self.rig, dict(self.scene.ignore)), ev)
         self._refined[("lidar", camera)] = res = dataclasses.replace(res, overlays=tuple(drawn))
         return res
-
-    def to_correct(self) -> list[str]:
-        """The cameras :meth:`corrections` refines: those the LiDAR calls miscalibrated, worst
-        first; none without a LiDAR or every image, or while the gross-error screen names a fault."""
-        screen = self.gross()
-        if self.lidar is None or not self.scene.has_all_images or (screen is not None and screen.errors):
-            return []
-        return [f.camera for f in self.diagnose()
-                if f.verdict == MISCALIBRATED and f.witnesses.get("lidar") == MISCALIBRATED]
-
-    def corrections(self, progress: Progress | None = None) -> dict[str, Refinement]:
-        """The LiDAR's checked correction of every camera the LiDAR calls miscalibrated.
-
-        Each is :meth:`refine` against the LiDAR (computed once, kept: :meth:`refined`), so
-        its ``history`` says whether it was applied, only proposed, or declined, and why. None
-        is tried without a LiDAR or every image, or while the gross-error screen names a
-        fault: a camera turned, moved or refocused, or a LiDAR off, is fixed first (its fix:
-        :meth:`fixed_rig`), and the fine search judged again on the fixed rig.
-
-        Args:
-            progress: Optional ``callback(done, total, camera)``, one step a camera.
-
-        Returns:
-            Camera name -> :class:`Refinement`, in the doctor's order (worst first).
-        """
-        named = self.to_correct()
-        out = {}
-        for k, camera in enumerate(named):
-            if progress is not None:
-                progress(k, len(named), camera)
-            done = self.refined("lidar", camera)
-            out[camera] = done if done is not None else self._keep(("lidar", camera), camera, *self.refine(camera),
-                                                                   None)
-        if progress is not None and named:
-            progress(len(named), len(named), "")
-        return out
-
-    def corrected_rig(self, apply_proposals: bool = False) -> Rig | None:
-        """The rig with every correction the doctor makes: the gross-error screen's fixes
-        (:meth:`fixed_rig`) where it names a fault, else each camera's LiDAR correction that
-        passed every check (:meth:`corrections`), and with ``apply_proposals`` those it only
-        proposed too (they passed every check, but the LiDAR places the rig's other cameras
-        further from their calibration than a correction should land). None when there is
-        nothing to correct."""
-        fixed = self.fixed_rig()
-        if fixed is not None:
-            return fixed
-        rig, moved = self.rig, False
-        for camera, res in self.corrections().items():
-            after = res.rig if res.history.accepted else res.proposed_rig if apply_proposals else None
-            if after is not None:
-                rig, moved = rig.replace(after[camera]), True
-        return rig if moved else None
 
     def refine_seams(self, camera: str, *, fast: bool = False, translation: bool = False,
                      progress: Callable[[int, int, float], None] | None = None) -> Refinement:
