@@ -163,12 +163,16 @@ def with_rings(scan: LidarScan) -> LidarScan:
 
     Returns the scan unchanged when it has rings or its points are not in firing order.
     """
-    if scan.ring is not None or len(scan) == 0:
+    if scan.ring is not None:
         return scan
-    period = firing_period(scan.xyz, scan.origin)
-    if period is None:
-        return scan
-    return dataclasses.replace(scan, ring=(np.arange(len(scan)) % period).astype(np.int16))
+    lines = _firing_lines(scan)
+    return scan if lines is None else dataclasses.replace(scan, ring=lines.astype(np.int16))
+
+
+def _firing_lines(scan: LidarScan) -> np.ndarray | None:
+    """Each point's laser from the scan's firing order (:func:`firing_period`), (N,) int64, or None."""
+    period = firing_period(scan.xyz, scan.origin) if len(scan) else None
+    return None if period is None else np.arange(len(scan), dtype=np.int64) % period
 
 
 def _tilted(tilt_deg: np.ndarray) -> np.ndarray:
@@ -283,7 +287,5 @@ def scan_lines(scan: LidarScan) -> np.ndarray | None:
         return scan.ring.astype(np.int64)
     if len(scan) == 0:
         return None
-    period = firing_period(scan.xyz, scan.origin)
-    if period is not None:
-        return np.arange(len(scan), dtype=np.int64) % period
-    return elevation_rings(scan.xyz, scan.origin)
+    lines = _firing_lines(scan)
+    return lines if lines is not None else elevation_rings(scan.xyz, scan.origin)
